@@ -1,0 +1,55 @@
+# nativepool — see README.md. Two commands matter to a newcomer:
+#   make example   runs the main demo
+#   make test      runs every test (Go with -race, go vet, gofmt check, Java/JUnit against real Spark)
+SHELL := /bin/bash
+GO ?= go
+MVN ?= mvn -B -q
+BUILD := $(CURDIR)/build
+LIB := $(BUILD)/lib/libnativepool.so
+JAVA_DIR := jni/java
+
+.PHONY: all lib jar test test-go test-java test-java-checkjni vet fmt-check bench example clean
+
+all: lib jar
+
+## lib: the c-shared library the JVM loads (one Go runtime per process).
+lib: $(LIB)
+$(LIB): $(shell find pool taskshared ffi jni -name '*.go' -o -name '*.c' -o -name '*.h' 2>/dev/null) go.mod
+	@mkdir -p $(BUILD)/lib
+	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -o $(LIB) ./jni/libnativepool
+
+## jar: the Spark plugin module (Spark itself is 'provided').
+jar:
+	$(MVN) -f $(JAVA_DIR)/pom.xml -DskipTests package
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; find . -name '*.go' -not -path './build/*' -newer go.mod 2>/dev/null) | sort -u); \
+	if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+
+test-go: vet fmt-check
+	$(GO) test -race -count=1 ./...
+
+test-java: lib
+	$(MVN) -f $(JAVA_DIR)/pom.xml -Dnativepool.lib.dir=$(BUILD)/lib test
+
+## the whole JUnit suite once more under -Xcheck:jni; fails on any JNI warning.
+test-java-checkjni: lib
+	@mkdir -p $(BUILD)
+	$(MVN) -f $(JAVA_DIR)/pom.xml -Dnativepool.lib.dir=$(BUILD)/lib -Pcheckjni test 2>&1 | tee $(BUILD)/checkjni.log >/dev/null; \
+	rc=$${PIPESTATUS[0]}; \
+	if grep -E 'WARNING in native method|FATAL ERROR in native method' $(BUILD)/checkjni.log; then echo "JNI warnings under -Xcheck:jni"; exit 1; fi; \
+	if [ $$rc -ne 0 ]; then tail -50 $(BUILD)/checkjni.log; exit $$rc; fi; echo "checkjni: no JNI warnings"
+
+test: test-go test-java test-java-checkjni
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pool/ ./taskshared/ ./ffi/ | tee $(BUILD)/bench-go.txt
+
+example:
+	$(GO) run ./examples/fairspill
+
+clean:
+	rm -rf $(BUILD) $(JAVA_DIR)/target
