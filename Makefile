@@ -7,6 +7,10 @@ MVN ?= mvn -B -q
 BUILD := $(CURDIR)/build
 LIB := $(BUILD)/lib/libnativepool.so
 JAVA_DIR := jni/java
+# cgo in jni/ and ffi/ needs jni.h: take it from the JDK that provides javac.
+JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
+export JAVA_HOME
+export CGO_CFLAGS := -O2 -g -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
 .PHONY: all lib jar test test-go test-java test-java-checkjni vet fmt-check bench example clean
 
@@ -26,7 +30,7 @@ vet:
 	$(GO) vet ./...
 
 fmt-check:
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null; find . -name '*.go' -not -path './build/*' -newer go.mod 2>/dev/null) | sort -u); \
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './build/*' -not -path '*/target/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
 test-go: vet fmt-check
