@@ -1,0 +1,170 @@
+// Command chart draws the memory timeline of a nativepool run as a PNG line
+// chart: reserved vs allocated vs RSS (and held, when present) over time,
+// in MiB, with gonum.org/v1/plot. Its input is the CSV that sortdemo -samples
+// (and the Spark demo) write: a header row naming the columns t_ms,
+// reserved, allocated, rss, held (held optional), then one sample per row
+// in bytes.
+//
+//	go run ./examples/chart -in samples.csv -out memory.png -title "sort, 16 MiB budget"
+package main
+
+import (
+	"encoding/csv"
+	"errors"
+	"flag"
+	"fmt"
+	"image/color"
+	"io"
+	"os"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+func main() {
+	in := flag.String("in", "", "CSV of samples (t_ms,reserved,allocated,rss[,held])")
+	out := flag.String("out", "memory.png", "PNG to write")
+	title := flag.String("title", "nativepool: reserved vs allocated vs RSS", "chart title")
+	flag.Parse()
+	if *in == "" {
+		fmt.Fprintln(os.Stderr, "chart: -in is required")
+		os.Exit(2)
+	}
+	f, err := os.Open(*in)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chart:", err)
+		os.Exit(1)
+	}
+	defer f.Close()
+	s, err := readSamples(f)
+	if err == nil {
+		err = render(s, *title, *out)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chart:", err)
+		os.Exit(1)
+	}
+}
+
+// series is one named column of the CSV, in bytes, by sample.
+type series struct {
+	name   string
+	values []float64
+}
+
+// samples is a parsed CSV: sample times in seconds and the byte series.
+type samples struct {
+	t      []float64
+	series []series
+}
+
+// columns the chart knows, in drawing order, with the legend each gets.
+var known = []struct{ col, legend string }{
+	{"rss", "RSS (process)"},
+	{"held", "held from upstream"},
+	{"reserved", "reserved (pool)"},
+	{"allocated", "allocated (Arrow buffers)"},
+}
+
+// readSamples parses the CSV. t_ms is required and so are reserved,
+// allocated and rss; held is drawn if present; other columns are ignored.
+// It fails on a missing column, a malformed number or no samples.
+func readSamples(r io.Reader) (*samples, error) {
+	cr := csv.NewReader(r)
+	header, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("read header: %w", err)
+	}
+	idx := map[string]int{}
+	for i, h := range header {
+		idx[h] = i
+	}
+	for _, need := range []string{"t_ms", "reserved", "allocated", "rss"} {
+		if _, ok := idx[need]; !ok {
+			return nil, fmt.Errorf("column %q missing from header %v", need, header)
+		}
+	}
+	s := &samples{}
+	for _, k := range known {
+		if _, ok := idx[k.col]; ok {
+			s.series = append(s.series, series{name: k.col})
+		}
+	}
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		t, err := strconv.ParseFloat(rec[idx["t_ms"]], 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: t_ms: %w", line, err)
+		}
+		s.t = append(s.t, t/1000)
+		for i := range s.series {
+			v, err := strconv.ParseFloat(rec[idx[s.series[i].name]], 64)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %s: %w", line, s.series[i].name, err)
+			}
+			s.series[i].values = append(s.series[i].values, v)
+		}
+	}
+	if len(s.t) == 0 {
+		return nil, errors.New("no samples after the header")
+	}
+	return s, nil
+}
+
+// render draws the series as lines (MiB over seconds) and saves a PNG.
+func render(s *samples, title, out string) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "time (s)"
+	p.Y.Label.Text = "MiB"
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Legend.Left = true
+	colors := map[string]color.Color{
+		"rss":       color.RGBA{R: 200, G: 60, B: 60, A: 255},
+		"held":      color.RGBA{R: 150, G: 150, B: 150, A: 255},
+		"reserved":  color.RGBA{R: 40, G: 90, B: 200, A: 255},
+		"allocated": color.RGBA{R: 40, G: 160, B: 80, A: 255},
+	}
+	for _, k := range known {
+		for _, sr := range s.series {
+			if sr.name != k.col {
+				continue
+			}
+			pts := make(plotter.XYs, len(s.t))
+			for i := range s.t {
+				pts[i].X, pts[i].Y = s.t[i], sr.values[i]/(1<<20)
+			}
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				return fmt.Errorf("series %s: %w", sr.name, err)
+			}
+			l.Color = colors[sr.name]
+			l.Width = vg.Points(1.5)
+			if sr.name == "reserved" {
+				// Drawn under allocated, wider, so that both show when equal.
+				l.Width = vg.Points(4)
+			}
+			if sr.name == "held" {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			}
+			p.Add(l)
+			p.Legend.Add(k.legend, l)
+		}
+	}
+	p.Legend.ThumbnailWidth = vg.Points(20)
+	p.Legend.Padding = vg.Points(2)
+	if err := p.Save(8*vg.Inch, 4.5*vg.Inch, out); err != nil {
+		return fmt.Errorf("save %s: %w", out, err)
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const sampleCSV = `t_ms,reserved,allocated,rss,held
+0,131072,131072,10145792,1048576
+50,3276800,3276800,17494016,4194304
+100,7077888,7077888,22609920,7340032
+150,1048576,1048576,15000000,2097152
+`
+
+// TestRenderWritesNonEmptyPNGOfTheRequestedSize: a small CSV becomes a
+// decodable PNG, 8×4.5 inches at plot's default 96 dpi, with more than one
+// colour (lines were drawn, not only the background).
+func TestRenderWritesNonEmptyPNGOfTheRequestedSize(t *testing.T) {
+	s, err := readSamples(strings.NewReader(sampleCSV))
+	require.NoError(t, err)
+	require.Len(t, s.t, 4)
+	assert.Equal(t, []float64{0, 0.05, 0.1, 0.15}, s.t)
+	require.Len(t, s.series, 4)
+	out := filepath.Join(t.TempDir(), "chart.png")
+	require.NoError(t, render(s, "test", out))
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	img, err := png.Decode(bytes.NewReader(data))
+	require.NoError(t, err)
+	assert.Equal(t, 768, img.Bounds().Dx())
+	assert.Equal(t, 432, img.Bounds().Dy())
+	colours := map[[4]uint32]bool{}
+	for y := 0; y < img.Bounds().Dy(); y += 3 {
+		for x := 0; x < img.Bounds().Dx(); x += 3 {
+			r, g, b, a := img.At(x, y).RGBA()
+			colours[[4]uint32{r, g, b, a}] = true
+		}
+	}
+	assert.Greater(t, len(colours), 4, "the image has lines, not just a background")
+}
+
+// TestReadSamplesRejectsBadInput checks the whole error texts.
+func TestReadSamplesRejectsBadInput(t *testing.T) {
+	tests := []struct{ name, csv, want string }{
+		{"missing column", "t_ms,reserved,allocated\n0,1,2\n", `column "rss" missing from header [t_ms reserved allocated]`},
+		{"bad number", "t_ms,reserved,allocated,rss\n0,1,x,3\n", `line 2: allocated: strconv.ParseFloat: parsing "x": invalid syntax`},
+		{"no samples", "t_ms,reserved,allocated,rss\n", "no samples after the header"},
+		{"empty", "", "read header: EOF"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := readSamples(strings.NewReader(tc.csv))
+			assert.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+// TestReadSamplesWithoutHeldDrawsThreeSeries: held is optional.
+func TestReadSamplesWithoutHeldDrawsThreeSeries(t *testing.T) {
+	s, err := readSamples(strings.NewReader("rss,t_ms,allocated,reserved\n5,0,1,2\n"))
+	require.NoError(t, err)
+	names := []string{}
+	for _, sr := range s.series {
+		names = append(names, sr.name)
+	}
+	assert.Equal(t, []string{"rss", "reserved", "allocated"}, names)
+	require.NoError(t, render(s, "no held", filepath.Join(t.TempDir(), "c.png")))
+}

@@ -1,0 +1,55 @@
+// Package extsort is an external sort over Arrow record batches built on the
+// whole nativepool stack: the example operator of the project and the native
+// half of the Spark demo.
+//
+// A Sorter registers one spillable pool.Consumer with any pool.Pool (a task
+// pool bridged to Spark, a fair pool, a unified pool over the in-process
+// ExecutorArbiter) and charges every Arrow buffer it builds to that
+// consumer's reservation through an accounted allocator, so the bytes the
+// pool is told about are the bytes the sorter holds.
+//
+// # Life of a sort
+//
+//	Push(batch)… ──▶ sorted in-memory chunks ──spill──▶ sorted run files (Arrow IPC)
+//	Finish()     ──▶ k-way merge (container/heap) of runs and chunks
+//	Next()…      ──▶ sorted output batches of Options.BatchRows rows
+//	Close()      ──▶ everything released, run files removed
+//
+// Push copies each batch into one accounted buffer of (key, payload) pairs
+// and sorts it in place, so the working memory of the sort is that buffer
+// and nothing else. When the pool refuses a buffer (TryGrow fails inside the
+// allocator), the sorter spills (self-initiated) and retries. When the pool
+// asks the consumer to spill (pool.Spiller, which Spark's spill(size)
+// reaches through the unified pools' Reclaim), the sorter spills
+// (requested). During the merge, a spill writes the unconsumed rows of the
+// in-memory chunks to disk, the way Spark's UnsafeExternalSorter spills its
+// SpillableIterator.
+//
+// # Locking and re-entrancy
+//
+// The driver methods (Push, Finish, Next, Close) are called by one goroutine
+// at a time; Spill may come from any goroutine at any moment, including
+// from inside a driver method on the same goroutine: a Push whose buffer
+// allocation calls TryGrow → Upstream.Acquire → the arbiter or Spark spills
+// the requester itself → Reclaim → Spill. The sorter's state lives under one
+// mutex, and the rule that makes re-entrancy safe is simple: no driver
+// method holds that mutex across a call that can reach TryGrow (every
+// accounted allocation happens with the mutex released, on state not yet
+// published or already unpublished), so a re-entrant Spill just takes the
+// mutex. Under the mutex the sorter only frees (Shrink, which reaches at
+// most Upstream.Release, which never spills). As a last guard, Spill
+// recognises a call from the goroutine that already holds the mutex and
+// answers 0 instead of deadlocking.
+//
+// Spill itself never allocates through the pool: it writes runs through a
+// scratch buffer charged once when the sorter is made (the counterpart of
+// DataFusion's sort_spill_reservation_bytes), because a spill that needs
+// memory to free memory can fail exactly when it is needed (Spark's
+// MemoryConsumer.spill doc: do not acquire memory from spill).
+//
+// # What is not charged
+//
+// Small, bounded Go-heap state: the merge heap (one entry per source), the
+// IPC writer's flatbuffer metadata and the file readers' footers. Everything
+// proportional to the data is an Arrow buffer from the accounted allocator.
+package extsort

@@ -1,0 +1,662 @@
+package extsort
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/timandy/routine"
+
+	"github.com/nativepool/nativepool/ffi"
+	"github.com/nativepool/nativepool/pool"
+)
+
+// DefaultBatchRows is the default number of rows per output and spill batch.
+const DefaultBatchRows = 8192
+
+// Options configure New. The zero Options are valid: every field has a
+// default.
+type Options struct {
+	// Name is the consumer's name in the pool (refusal messages, reports).
+	// Default "ExternalSorter", DataFusion's name for its sort consumer.
+	Name string
+	// BatchRows is the number of rows of each output batch and of each
+	// batch written to a run file. Default DefaultBatchRows.
+	BatchRows int
+	// TempDir is where the sorter makes its private run directory. Default
+	// os.TempDir().
+	TempDir string
+	// Inner is the allocator the accounted ffi.Allocator takes memory from.
+	// nil (the default) means C memory from libc, which is what output
+	// batches exported to the JVM through the C Data Interface need and what
+	// makes RSS follow the books (freed Go memory stays resident until a GC).
+	Inner memory.Allocator
+	// AllocatorOptions are passed to ffi.NewAllocator, e.g.
+	// ffi.WithAllocationSites(true) for leak reports with stacks. The
+	// allocator charges the reservation exactly (no ffi chunking) unless
+	// told otherwise: a Spill must shrink the reservation by what it frees.
+	AllocatorOptions []ffi.Option
+	// Logger receives a debug record per spill. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Stats is a snapshot of a sorter's counters.
+type Stats struct {
+	RowsIn  int64 // rows accepted by Push
+	RowsOut int64 // rows returned by Next
+
+	SelfSpills      int64 // spills the sorter started because the pool refused a buffer
+	RequestedSpills int64 // Spill calls (a pool's Reclaim, Spark's spill) that freed bytes
+	SpillRequests   int64 // every Spill call, including those that found nothing to free
+	SpilledRows     int64 // rows written to run files
+	SpilledBytes    int64 // bytes of run files written
+	Runs            int64 // run files written, by spills and by merge passes
+	MergePasses     int64 // merges of several runs into one, when the pool could not hold a batch of every run
+
+	Reserved      int64 // the reservation's current size
+	PeakReserved  int64 // its high-water mark, sampled after every accounted allocation
+	Allocated     int64 // bytes in live buffers of the sorter's allocator (output batches included)
+	PeakAllocated int64 // high-water mark of Allocated, exact
+}
+
+type phase int
+
+const (
+	accepting phase = iota // Push allowed
+	merging                // Finish called; Next allowed
+	closed                 // Close called
+)
+
+// Sorter is an external sort over Schema batches whose every buffer is
+// charged to a pool. Push batches, call Finish, call Next until io.EOF,
+// then Close.
+//
+// The driver methods (Push, Finish, Next, Close) must not run concurrently
+// with each other (a second concurrent one panics); Spill and Stats are
+// safe to call from any goroutine at any time, including from inside a
+// driver method's pool calls on the same goroutine (see the package doc).
+// The zero Sorter is not usable; build one with New.
+type Sorter struct {
+	opts     Options
+	consumer *pool.Consumer
+	res      *pool.Reservation
+	alloc    *ffi.Allocator
+	dir      string // private run directory, removed by Close
+	log      *slog.Logger
+
+	// driving is set while a driver method runs; it catches concurrent use.
+	driving atomic.Bool
+	// owner is the goroutine id holding mu (0 when free); Spill compares it
+	// with its own to refuse a re-entrant call instead of deadlocking.
+	owner atomic.Uint64
+
+	// mu guards the sort state; every field below is read and written
+	// under it only. It is never held across a call that can reach
+	// Pool.TryGrow (every accounted allocation happens unlocked), because
+	// TryGrow may call Upstream.Acquire, which may call Reclaim and so Spill
+	// on this goroutine, or wait for a goroutine that is inside our Spill.
+	// Under mu the sorter writes run files and frees memory (Shrink, which
+	// reaches at most Upstream.Release, which never spills). Lock order: mu,
+	// then the pool's locks; pools call Spill with none of theirs held.
+	mu struct {
+		sync.Mutex
+		phase  phase
+		err    error      // sticky failure, set by fail; returned by Next
+		chunks []*chunk   // sorted in-memory chunks: appended by Push, taken by spills and Finish
+		runs   []*runFile // run files before Finish: appended by spills, taken by Finish
+		seq    int        // number of the last run file created
+		// scratch is the spill buffer: charged by New, freed by Finish
+		// after its merge passes, by the merge-phase spill that empties
+		// memory, or by Close (nil after).
+		scratch *scratch
+		merge   *merger // set by Finish; its heap is changed by Next and merge-phase spills
+	}
+
+	rowsIn, rowsOut                 atomic.Int64
+	selfSpills, requested, requests atomic.Int64
+	spilledRows, spilledBytes, runs atomic.Int64
+	mergePasses                     atomic.Int64
+	peakReserved                    atomic.Int64
+}
+
+var _ pool.Spiller = (*Sorter)(nil)
+
+// New registers a spillable consumer with p and returns a sorter whose
+// buffers are charged to that consumer's reservation. It charges the spill
+// buffer (2 × 8 × BatchRows bytes) at once and makes a private directory
+// for run files. On error (the pool refuses the spill buffer, the directory
+// cannot be made) nothing is left registered or created.
+func New(p pool.Pool, opts Options) (*Sorter, error) {
+	if opts.Name == "" {
+		opts.Name = "ExternalSorter"
+	}
+	if opts.BatchRows <= 0 {
+		opts.BatchRows = DefaultBatchRows
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	dir, err := os.MkdirTemp(opts.TempDir, "extsort-*")
+	if err != nil {
+		return nil, fmt.Errorf("extsort: New: %w", err)
+	}
+	s := &Sorter{opts: opts, dir: dir, log: opts.Logger}
+	s.consumer = pool.NewConsumer(opts.Name).WithSpiller(s)
+	s.res = s.consumer.Register(p)
+	s.alloc = ffi.NewAllocator(opts.Inner, s.res, append([]ffi.Option{ffi.WithLogger(opts.Logger)}, opts.AllocatorOptions...)...)
+	var sc *scratch
+	if err := recoverRefusal(func() { sc = newScratch(s.alloc, opts.BatchRows) }); err != nil {
+		s.alloc.Close()
+		s.res.Close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("extsort: New: spill buffer of %d rows: %w", opts.BatchRows, err)
+	}
+	s.mu.scratch = sc
+	s.samplePeaks()
+	return s, nil
+}
+
+// Consumer is the sorter's consumer in the pool.
+func (s *Sorter) Consumer() *pool.Consumer { return s.consumer }
+
+// Reservation is the reservation every buffer of the sorter is charged to.
+func (s *Sorter) Reservation() *pool.Reservation { return s.res }
+
+// Allocator is the accounted allocator the sorter allocates with; output
+// batches are charged through it until released. Its Snapshot has the
+// exact allocated bytes and their peak.
+func (s *Sorter) Allocator() *ffi.Allocator { return s.alloc }
+
+// Push copies the rows of b (Schema's shape, no nulls) into one accounted
+// buffer and sorts them in place. b stays owned by the caller. If the pool
+// refuses the buffer, Push spills what is buffered and retries; it returns
+// an error wrapping pool.ErrResourcesExhausted when the batch does not fit
+// even with nothing buffered (as DataFusion's ExternalSorter does), and
+// then nothing was added. Push after Finish returns an error.
+func (s *Sorter) Push(b arrow.RecordBatch) error {
+	s.beginDriver("Push")
+	defer s.endDriver()
+	keys, payloads, err := columns(b)
+	if err != nil {
+		return err
+	}
+	s.lock()
+	ph := s.mu.phase
+	s.unlock()
+	if ph != accepting {
+		return fmt.Errorf("extsort: Push after %s", ph)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+
+	// Allocate unlocked: the pool may re-enter Spill on this goroutine.
+	var c *chunk
+	err = s.retryAfterSpill(fmt.Sprintf("Push(%d rows)", len(keys)), func() error {
+		return recoverRefusal(func() { c = newChunk(s.alloc, len(keys)) })
+	})
+	if err != nil {
+		return err
+	}
+	s.samplePeaks()
+	for i, k := range keys {
+		c.pairs[i] = pair{k, payloads[i]}
+	}
+	// pdqsort in place: no memory beyond the chunk itself.
+	slices.SortFunc(c.pairs, comparePairs)
+
+	s.lock()
+	s.mu.chunks = append(s.mu.chunks, c)
+	s.unlock()
+	s.rowsIn.Add(int64(len(keys)))
+	return nil
+}
+
+// Finish ends the input and prepares the merge. If the sorter has spilled,
+// it first spills the in-memory chunks too (as DataFusion's ExternalSorter
+// does once it has spilled), so that the merge reads only run files and
+// needs one batch per run; it then loads the first batch of every run,
+// merging groups of runs into longer ones (a multi-pass merge) whenever
+// the pool refuses a batch, so any number of runs can be merged with
+// memory for two batches plus the output; and it frees the spill buffer,
+// which nothing needs any more. Without spills it allocates nothing.
+// Calling it twice is an error. On error the sorter is failed: later Next
+// calls return the error and Close still releases everything.
+func (s *Sorter) Finish() error {
+	s.beginDriver("Finish")
+	defer s.endDriver()
+	s.lock()
+	if s.mu.phase != accepting {
+		s.unlock()
+		return fmt.Errorf("extsort: Finish after %s", s.mu.phase)
+	}
+	spilled := len(s.mu.runs) > 0
+	var err error
+	if spilled {
+		var freed int64
+		if freed, err = s.spillChunksLocked(); freed > 0 {
+			s.selfSpills.Add(1)
+		}
+	}
+	m := &merger{}
+	for _, c := range s.mu.chunks {
+		src := &memSource{c: c}
+		m.all = append(m.all, src)
+		m.add(c.pairs[0], src)
+		m.rows += int64(len(c.pairs))
+	}
+	var queue []*fileSource
+	for _, r := range s.mu.runs {
+		src := &fileSource{run: r}
+		m.all = append(m.all, src)
+		queue = append(queue, src)
+		m.rows += r.rows
+	}
+	s.mu.chunks, s.mu.runs = nil, nil
+	s.mu.merge = m
+	s.mu.phase = merging
+	s.unlock()
+	if err != nil {
+		return err // spillChunksLocked has failed the sorter
+	}
+	if !spilled {
+		return nil
+	}
+	if err := s.openRuns(m, queue); err != nil {
+		return s.fail(err)
+	}
+	s.lock()
+	s.mu.scratch.release()
+	s.mu.scratch = nil
+	s.unlock()
+	s.samplePeaks()
+	return nil
+}
+
+// Next returns the next sorted batch of at most Options.BatchRows rows, or
+// (nil, io.EOF) after the last. The batch's buffers are charged to the
+// sorter's reservation until the caller releases the batch. If the pool
+// refuses the output or a run's next batch, Next spills the in-memory rows
+// and retries; if that frees nothing it returns an error wrapping
+// pool.ErrResourcesExhausted, and the sorter stays failed (every later Next
+// returns the same error; Close still releases everything).
+func (s *Sorter) Next() (arrow.RecordBatch, error) {
+	s.beginDriver("Next")
+	defer s.endDriver()
+	s.lock()
+	ph, err, m := s.mu.phase, s.mu.err, s.mu.merge
+	var remaining int64
+	if m != nil {
+		remaining = m.rows
+	}
+	s.unlock()
+	switch {
+	case ph != merging:
+		return nil, fmt.Errorf("extsort: Next %s", map[phase]string{accepting: "before Finish", closed: "after Close"}[ph])
+	case err != nil:
+		return nil, err
+	case remaining == 0:
+		return nil, io.EOF
+	}
+	rows := int(min(int64(s.opts.BatchRows), remaining))
+
+	// Output buffers, allocated unlocked.
+	var keyBuf, payloadBuf *memory.Buffer
+	err = s.retryAfterSpill(fmt.Sprintf("Next(%d rows)", rows), func() error {
+		return recoverRefusal(func() {
+			if keyBuf == nil {
+				keyBuf = memory.NewBufferWithAllocator(s.alloc.Allocate(rows*8), s.alloc)
+			}
+			payloadBuf = memory.NewBufferWithAllocator(s.alloc.Allocate(rows*8), s.alloc)
+		})
+	})
+	if err != nil {
+		if keyBuf != nil {
+			keyBuf.Release()
+		}
+		return nil, s.fail(err)
+	}
+	s.samplePeaks()
+	keys := arrow.Int64Traits.CastFromBytes(keyBuf.Bytes())[:rows]
+	payloads := arrow.Int64Traits.CastFromBytes(payloadBuf.Bytes())[:rows]
+
+	filled := 0
+	for {
+		s.lock()
+		filled += m.emit(keys[filled:], payloads[filled:])
+		if filled == rows {
+			// A source that ran out on the last row stays pending for the
+			// next call.
+			s.unlock()
+			break
+		}
+		pending := m.pending
+		m.pending = nil
+		s.unlock()
+		if len(pending) == 0 {
+			keyBuf.Release()
+			payloadBuf.Release()
+			return nil, s.fail(fmt.Errorf("extsort: internal error: merge ran dry after %d of %d rows", filled, rows))
+		}
+		// Load the next batch of each waiting run, unlocked: reading
+		// allocates through the pool. A source whose load fails is kept in
+		// m.all, so Close still releases it.
+		for _, f := range pending {
+			head, err := s.load(f)
+			if err != nil {
+				keyBuf.Release()
+				payloadBuf.Release()
+				return nil, s.fail(err)
+			}
+			s.lock()
+			m.add(head, f)
+			s.unlock()
+		}
+	}
+	s.rowsOut.Add(int64(rows))
+	rec := int64Record(keyBuf, payloadBuf, rows)
+	keyBuf.Release()
+	payloadBuf.Release()
+	return rec, nil
+}
+
+// Spill implements pool.Spiller: the pool (a unified pool's Reclaim, which
+// Spark's spill(size) reaches) asks the sorter to free memory. Before
+// Finish it merges the sorted in-memory chunks into one run file; during
+// the merge it writes the unconsumed rows of each in-memory chunk to a run
+// file and reads them back later. It frees every in-memory chunk, whatever
+// target is, and returns the bytes it gave back to the allocator, which
+// the reservation has shrunk by before Spill returns. It returns 0 when
+// nothing is in memory (the merge's current batches and the spill buffer
+// are working memory), after Close, and when called re-entrantly by the
+// goroutine that holds the sorter's lock. On an I/O error it returns what
+// it freed so far and the error; the rows stay correct (a chunk is freed
+// only after its rows are on disk).
+func (s *Sorter) Spill(target int64) (int64, error) {
+	s.requests.Add(1)
+	if s.owner.Load() == routine.Goid() {
+		s.log.Warn("extsort: re-entrant Spill while the sorter holds its lock; nothing spilled", "consumer", s.consumer, "target", target)
+		return 0, nil
+	}
+	s.lock()
+	freed, err := s.spillLocked()
+	s.unlock()
+	if freed > 0 {
+		s.requested.Add(1)
+	}
+	s.log.Debug("extsort: requested spill", "consumer", s.consumer, "target", target, "freed", freed, "err", err)
+	return freed, err
+}
+
+// spillSelf is the spill the sorter starts when the pool refuses a buffer.
+func (s *Sorter) spillSelf() (int64, error) {
+	s.lock()
+	freed, err := s.spillLocked()
+	s.unlock()
+	if freed > 0 {
+		s.selfSpills.Add(1)
+	}
+	s.log.Debug("extsort: self-initiated spill", "consumer", s.consumer, "freed", freed, "err", err)
+	return freed, err
+}
+
+// spillLocked writes the in-memory rows to disk and frees them. The caller
+// holds s.mu.
+func (s *Sorter) spillLocked() (int64, error) {
+	switch s.mu.phase {
+	case accepting:
+		return s.spillChunksLocked()
+	case merging:
+		return s.spillMergeLocked()
+	}
+	return 0, nil
+}
+
+// spillChunksLocked merges every in-memory chunk into one run file and
+// frees the chunks as their rows reach the scratch buffer. The caller holds
+// s.mu.
+func (s *Sorter) spillChunksLocked() (int64, error) {
+	if len(s.mu.chunks) == 0 {
+		return 0, nil
+	}
+	rw, err := s.createRunLocked()
+	if err != nil {
+		return 0, err
+	}
+	m := &merger{}
+	var freed int64
+	for _, c := range s.mu.chunks {
+		freed += c.charged()
+		m.all = append(m.all, &memSource{c: c})
+		m.add(c.pairs[0], m.all[len(m.all)-1])
+		m.rows += int64(len(c.pairs))
+	}
+	for m.rows > 0 {
+		n := m.emit(rw.sc.keys, rw.sc.payloads)
+		if err := rw.write(n); err != nil {
+			// Chunks already consumed are gone with the partial run:
+			// their rows exist nowhere else, so the sorter is failed.
+			rw.abort()
+			m.releaseAll()
+			s.mu.chunks = nil
+			return freed, s.failLocked(err)
+		}
+	}
+	run, err := rw.finish()
+	s.mu.chunks = nil
+	if err != nil {
+		return freed, s.failLocked(err)
+	}
+	s.mu.runs = append(s.mu.runs, run)
+	s.countRun(run)
+	return freed, nil
+}
+
+// spillMergeLocked moves the unconsumed rows of each in-memory chunk of the
+// merge to a run file of its own and swaps the source for a file source
+// with the same current row, so the heap order is unchanged. The caller
+// holds s.mu.
+func (s *Sorter) spillMergeLocked() (int64, error) {
+	m := s.mu.merge
+	if s.mu.scratch == nil {
+		return 0, nil // no in-memory source is left (see Finish)
+	}
+	var freed int64
+	for i := range m.h {
+		ms, ok := m.h[i].src.(*memSource)
+		if !ok {
+			continue
+		}
+		// The current row stays in the heap entry; the file holds the rows
+		// after it.
+		rest := ms.c.pairs[ms.pos+1:]
+		fs := &fileSource{}
+		if len(rest) > 0 {
+			rw, err := s.createRunLocked()
+			if err != nil {
+				return freed, err
+			}
+			for len(rest) > 0 {
+				n := min(len(rest), len(rw.sc.keys))
+				for j, p := range rest[:n] {
+					rw.sc.keys[j], rw.sc.payloads[j] = p.key, p.payload
+				}
+				if err := rw.write(n); err != nil {
+					rw.abort()
+					return freed, err // nothing freed for this chunk; the merge is intact
+				}
+				rest = rest[n:]
+			}
+			run, err := rw.finish()
+			if err != nil {
+				return freed, err
+			}
+			s.countRun(run)
+			fs.run = run
+		}
+		freed += ms.release()
+		m.h[i].src = fs
+		m.all = append(m.all, fs)
+	}
+	if freed == 0 {
+		return 0, nil
+	}
+	// No in-memory source can appear after Finish, so the spill buffer has
+	// done its last job: free it too (it is as large as an output batch).
+	// (When Finish has spilled, no source was in memory to begin with and
+	// the merge passes of openRuns still use the buffer.)
+	freed += s.mu.scratch.charged()
+	s.mu.scratch.release()
+	s.mu.scratch = nil
+	return freed, nil
+}
+
+func (s *Sorter) createRunLocked() (*runWriter, error) {
+	s.mu.seq++
+	return createRun(s.dir, s.mu.seq, s.mu.scratch)
+}
+
+func (s *Sorter) countRun(r *runFile) {
+	s.runs.Add(1)
+	s.spilledRows.Add(r.rows)
+	s.spilledBytes.Add(r.bytes)
+}
+
+// retryAfterSpill runs alloc; while the pool refuses it, spills (self-
+// initiated) and tries again, until a spill frees nothing. Call it without
+// the lock.
+func (s *Sorter) retryAfterSpill(op string, alloc func() error) error {
+	for {
+		err := alloc()
+		if err == nil || !errors.Is(err, pool.ErrResourcesExhausted) {
+			return err
+		}
+		freed, serr := s.spillSelf()
+		if serr != nil {
+			return fmt.Errorf("extsort: %s: spill after refusal: %w", op, serr)
+		}
+		if freed == 0 {
+			return fmt.Errorf("extsort: %s: not enough memory even with nothing left to spill: %w", op, err)
+		}
+	}
+}
+
+// fail records a merge failure; later Next calls return it.
+func (s *Sorter) fail(err error) error {
+	s.lock()
+	defer s.unlock()
+	return s.failLocked(err)
+}
+
+func (s *Sorter) failLocked(err error) error {
+	if s.mu.err == nil {
+		s.mu.err = err
+	}
+	return err
+}
+
+// Close releases every buffer the sorter holds, removes its run files,
+// closes the allocator and the reservation (unregistering the consumer).
+// Output batches from Next that the caller has not released yet are leaks:
+// Close returns the allocator's *ffi.LeakError naming the consumer and the
+// bytes, and gives their charge back anyway (their later release is a late
+// free that does not touch the pool; DESIGN.md, difference 10). A second
+// Close returns nil.
+func (s *Sorter) Close() error {
+	s.beginDriver("Close")
+	defer s.endDriver()
+	s.lock()
+	if s.mu.phase == closed {
+		s.unlock()
+		return nil
+	}
+	s.mu.phase = closed
+	for _, c := range s.mu.chunks {
+		c.release()
+	}
+	for _, r := range s.mu.runs {
+		r.remove()
+	}
+	if s.mu.merge != nil {
+		s.mu.merge.releaseAll()
+	}
+	s.mu.chunks, s.mu.runs, s.mu.merge = nil, nil, nil
+	s.mu.scratch.release()
+	s.mu.scratch = nil
+	s.unlock()
+	err := s.alloc.Close()
+	s.res.Close()
+	if rmErr := os.RemoveAll(s.dir); rmErr != nil {
+		err = errors.Join(err, fmt.Errorf("extsort: Close: %w", rmErr))
+	}
+	return err
+}
+
+// Stats returns a snapshot of the sorter's counters.
+func (s *Sorter) Stats() Stats {
+	return Stats{
+		RowsIn:          s.rowsIn.Load(),
+		RowsOut:         s.rowsOut.Load(),
+		SelfSpills:      s.selfSpills.Load(),
+		RequestedSpills: s.requested.Load(),
+		SpillRequests:   s.requests.Load(),
+		SpilledRows:     s.spilledRows.Load(),
+		SpilledBytes:    s.spilledBytes.Load(),
+		Runs:            s.runs.Load(),
+		MergePasses:     s.mergePasses.Load(),
+		Reserved:        s.res.Size(),
+		PeakReserved:    s.peakReserved.Load(),
+		Allocated:       s.alloc.Allocated(),
+		PeakAllocated:   s.alloc.Snapshot().Peak,
+	}
+}
+
+// samplePeaks updates the high-water marks after an allocation.
+func (s *Sorter) samplePeaks() {
+	storeMax(&s.peakReserved, s.res.Size())
+}
+
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+func (s *Sorter) lock() {
+	s.mu.Lock()
+	s.owner.Store(routine.Goid())
+}
+
+func (s *Sorter) unlock() {
+	s.owner.Store(0)
+	s.mu.Unlock()
+}
+
+func (s *Sorter) beginDriver(op string) {
+	if !s.driving.CompareAndSwap(false, true) {
+		panic(fmt.Sprintf("extsort: %s: called concurrently with another Push, Finish, Next or Close", op))
+	}
+}
+
+func (s *Sorter) endDriver() { s.driving.Store(false) }
+
+func (p phase) String() string {
+	switch p {
+	case accepting:
+		return "accepting"
+	case merging:
+		return "Finish"
+	default:
+		return "Close"
+	}
+}
