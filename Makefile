@@ -12,7 +12,7 @@ JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
 export JAVA_HOME
 export CGO_CFLAGS := -O2 -g -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all lib jar test test-go test-java test-java-checkjni vet fmt-check bench example clean
+.PHONY: all lib jar bench-jni test test-go test-java test-java-checkjni vet fmt-check bench example clean
 
 all: lib jar
 
@@ -44,13 +44,17 @@ test-java-checkjni: lib
 	@mkdir -p $(BUILD)
 	$(MVN) -f $(JAVA_DIR)/pom.xml -Dnativepool.lib.dir=$(BUILD)/lib -Pcheckjni test 2>&1 | tee $(BUILD)/checkjni.log >/dev/null; \
 	rc=$${PIPESTATUS[0]}; \
-	if grep -E 'WARNING in native method|FATAL ERROR in native method' $(BUILD)/checkjni.log; then echo "JNI warnings under -Xcheck:jni"; exit 1; fi; \
+	if grep -E 'WARNING in native method|FATAL ERROR in native method' $(BUILD)/checkjni.log $(JAVA_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null; then echo "JNI warnings under -Xcheck:jni"; exit 1; fi; \
 	if [ $$rc -ne 0 ]; then tail -50 $(BUILD)/checkjni.log; exit $$rc; fi; echo "checkjni: no JNI warnings"
 
 test: test-go test-java test-java-checkjni
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pool/ ./taskshared/ ./ffi/ | tee $(BUILD)/bench-go.txt
+
+## bench-jni: Java -> JNI -> Go -> Spark TaskMemoryManager, exact vs chunked (see bench/jni/README.md).
+bench-jni: lib
+	$(MVN) -f $(JAVA_DIR)/pom.xml -Pbench -Dnativepool.lib.dir=$(BUILD)/lib test
 
 example:
 	$(GO) run ./examples/fairspill

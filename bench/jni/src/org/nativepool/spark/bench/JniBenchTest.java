@@ -1,0 +1,220 @@
+package org.nativepool.spark.bench;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import org.apache.spark.SparkConf;
+import org.apache.spark.memory.TaskMemoryManager;
+import org.apache.spark.memory.UnifiedMemoryManager;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.nativepool.spark.NativeBridge;
+import org.nativepool.spark.NativeReservation;
+import org.nativepool.spark.PoolKind;
+import org.nativepool.spark.SparkTaskUpstream;
+import org.nativepool.spark.TaskPool;
+
+/**
+ * A JMH-free benchmark of the JNI bridge with Spark's real {@code TaskMemoryManager}, run by
+ * {@code mvn -f jni/java/pom.xml -Pbench test} (see README.md beside this tree). Each case runs in
+ * the same JVM, interleaved round by round, so the figures are side by side:
+ *
+ * <ul>
+ *   <li>ns per 8 KiB tryGrow + shrink pair from Java, exact mode (chunk 0: every grow and shrink
+ *       is one Spark call) vs 8 MiB chunks (Spark is called once per chunk);
+ *   <li>Spark acquires per GiB: grow one reservation to 1 GiB in 8 KiB steps and count the pool's
+ *       ACQUIRE_CALLS.
+ * </ul>
+ */
+@Tag("bench")
+class JniBenchTest {
+  private static final long KIB = 1L << 10;
+  private static final long MIB = 1L << 20;
+  private static final long GIB = 1L << 30;
+  private static final int WARMUP_PAIRS = 200_000;
+  private static final int PAIRS = Integer.getInteger("nativepool.bench.pairs", 1_000_000);
+  private static final int ROUNDS = Integer.getInteger("nativepool.bench.rounds", 7);
+
+  private static long nextTask = 9_000;
+
+  /** One case: a pool kind and chunk size. */
+  private static final class Case {
+    final PoolKind kind;
+    final long chunk;
+    final List<Double> nsPerPair = new ArrayList<>();
+    long acquiresPerGiB;
+    long releasesPerGiB;
+
+    Case(PoolKind kind, long chunk) {
+      this.kind = kind;
+      this.chunk = chunk;
+    }
+
+    String name() {
+      return kind + "/chunk=" + (chunk == 0 ? "0 (exact)" : (chunk / MIB) + "MiB");
+    }
+  }
+
+  /** A fresh task on its own memory managers, with one pool and one reservation. */
+  private static final class Task implements AutoCloseable {
+    final TaskMemoryManager tmm;
+    final SparkTaskUpstream up;
+    final TaskPool pool;
+    final NativeReservation res;
+
+    Task(Case c) {
+      SparkConf conf =
+          new SparkConf(false)
+              .set("spark.memory.offHeap.enabled", "true")
+              .set("spark.memory.offHeap.size", Long.toString(2 * GIB));
+      UnifiedMemoryManager umm = new UnifiedMemoryManager(conf, 256 * MIB, 128 * MIB, 1);
+      long id = nextTask++;
+      tmm = new TaskMemoryManager(umm, id);
+      up = new SparkTaskUpstream(tmm, id);
+      pool = TaskPool.open(up, id, c.kind, 2 * GIB, c.chunk);
+      res = pool.newReservation("bench", false, null);
+    }
+
+    @Override
+    public void close() {
+      pool.close();
+      up.close();
+      long leaked = tmm.cleanUpAllAllocatedMemory();
+      if (leaked != 0) {
+        throw new AssertionError("Spark still held " + leaked + " bytes");
+      }
+    }
+  }
+
+  private static long pairs(NativeReservation r, int n) {
+    long t0 = System.nanoTime();
+    for (int i = 0; i < n; i++) {
+      if (!r.tryGrow(8 * KIB)) {
+        throw new AssertionError("refused: " + r.lastRefusal());
+      }
+      r.shrink(8 * KIB);
+    }
+    return System.nanoTime() - t0;
+  }
+
+  /** One JNI call per iteration and no upcall: the floor under every pair. */
+  private static long sizeCalls(NativeReservation r, int n) {
+    long t0 = System.nanoTime();
+    long sink = 0;
+    for (int i = 0; i < n; i++) {
+      sink += r.size();
+    }
+    if (sink != 0) {
+      throw new AssertionError("empty reservation has size " + sink);
+    }
+    return System.nanoTime() - t0;
+  }
+
+  private static double median(List<Double> xs) {
+    double[] a = xs.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+    return a.length % 2 == 1 ? a[a.length / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
+  }
+
+  @Test
+  void tryGrowShrinkPairsAndSparkAcquiresPerGiB() throws IOException {
+    NativeBridge.ensureLoaded();
+    List<Case> cases =
+        Arrays.asList(
+            new Case(PoolKind.GREEDY_UNIFIED, 0),
+            new Case(PoolKind.GREEDY_UNIFIED, 8 * MIB),
+            new Case(PoolKind.FAIR_UNIFIED, 0),
+            new Case(PoolKind.FAIR_UNIFIED, 8 * MIB));
+
+    for (Case c : cases) {
+      try (Task t = new Task(c)) {
+        pairs(t.res, WARMUP_PAIRS);
+      }
+    }
+    List<Double> sizeNs = new ArrayList<>();
+    try (Task t = new Task(cases.get(0))) {
+      sizeCalls(t.res, WARMUP_PAIRS);
+    }
+    for (int round = 0; round < ROUNDS; round++) {
+      try (Task t = new Task(cases.get(0))) {
+        sizeNs.add((double) sizeCalls(t.res, PAIRS) / PAIRS);
+      }
+      for (Case c : cases) {
+        try (Task t = new Task(c)) {
+          long ns = pairs(t.res, PAIRS);
+          c.nsPerPair.add((double) ns / PAIRS);
+        }
+      }
+    }
+    for (Case c : cases) {
+      try (Task t = new Task(c)) {
+        long steps = GIB / (8 * KIB);
+        for (long i = 0; i < steps; i++) {
+          if (!t.res.tryGrow(8 * KIB)) {
+            throw new AssertionError("refused at step " + i + ": " + t.res.lastRefusal());
+          }
+        }
+        c.acquiresPerGiB = t.pool.stats().acquireCalls();
+        t.res.free();
+        c.releasesPerGiB = t.pool.stats().releaseCalls();
+      }
+    }
+
+    StringBuilder out = new StringBuilder();
+    out.append(
+        String.format(
+            Locale.ROOT,
+            "JNI bench: Java -> JNI -> Go pool -> JNI upcall -> Spark %s TaskMemoryManager%n"
+                + "%d pairs x %d rounds per case, median (min..max); JVM %s%n",
+            org.apache.spark.package$.MODULE$.SPARK_VERSION(),
+            PAIRS,
+            ROUNDS,
+            System.getProperty("java.vm.version")));
+    out.append(
+        String.format(
+            Locale.ROOT,
+            "%-32s %14s %22s %16s %16s%n",
+            "case",
+            "ns/pair",
+            "(min..max)",
+            "acquires/GiB",
+            "releases/GiB"));
+    for (Case c : cases) {
+      double min = c.nsPerPair.stream().mapToDouble(Double::doubleValue).min().orElse(0);
+      double max = c.nsPerPair.stream().mapToDouble(Double::doubleValue).max().orElse(0);
+      out.append(
+          String.format(
+              Locale.ROOT,
+              "%-32s %14.1f %22s %16d %16d%n",
+              c.name(),
+              median(c.nsPerPair),
+              String.format(Locale.ROOT, "(%.1f..%.1f)", min, max),
+              c.acquiresPerGiB,
+              c.releasesPerGiB));
+    }
+    out.append(
+        String.format(
+            Locale.ROOT,
+            "%-32s %14.1f %22s%n",
+            "floor: one size() call",
+            median(sizeNs),
+            String.format(
+                Locale.ROOT,
+                "(%.1f..%.1f)",
+                sizeNs.stream().mapToDouble(Double::doubleValue).min().orElse(0),
+                sizeNs.stream().mapToDouble(Double::doubleValue).max().orElse(0))));
+    PrintStream ps = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+    ps.print(out);
+    Path target = Paths.get(System.getProperty("nativepool.bench.out", "target/bench-jni.txt"));
+    if (target.getParent() != null) {
+      Files.createDirectories(target.getParent());
+    }
+    Files.write(target, out.toString().getBytes(StandardCharsets.UTF_8));
+  }
+}

@@ -1,0 +1,313 @@
+package org.nativepool.spark;
+
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.TaskContext;
+import org.apache.spark.util.TaskCompletionListener;
+
+/**
+ * A handle to one task's native pool (the task-shared pool of the Go registry: every open of the
+ * same live task reaches the same pool, if kind, size and chunk size match).
+ *
+ * <p>Owned by whoever opened it. {@link #open(TaskContext, PoolKind, long, long)} also registers a
+ * task completion listener that closes the pool's open reservations, the pool handle and then the
+ * task's {@link SparkTaskUpstream}: Spark checks for leaked memory right after the listeners and
+ * before the plugins' {@code onTaskSucceeded}, so everything goes back to Spark there.
+ *
+ * <p>Safe for concurrent use by the task's threads.
+ */
+public final class TaskPool extends HandleGuard implements AutoCloseable {
+
+  /** The task attempts with an upstream; entries leave in the task's completion listener. */
+  private static final ConcurrentHashMap<Long, SparkTaskUpstream> UPSTREAMS =
+      new ConcurrentHashMap<>();
+
+  private final SparkTaskUpstream upstream;
+  private final long taskAttemptId;
+  private final long handle;
+  private final PoolKind kind;
+  private final long poolSize;
+  private final long chunkSize;
+
+  /** Reservations created here and not yet closed; closed with the pool. */
+  private final Set<NativeReservation> reservations = ConcurrentHashMap.newKeySet();
+
+  private TaskPool(
+      SparkTaskUpstream upstream,
+      long taskAttemptId,
+      long handle,
+      PoolKind kind,
+      long poolSize,
+      long chunkSize) {
+    this.upstream = upstream;
+    this.taskAttemptId = taskAttemptId;
+    this.handle = handle;
+    this.kind = kind;
+    this.poolSize = poolSize;
+    this.chunkSize = chunkSize;
+  }
+
+  /**
+   * Opens the pool of the task running on this thread with the plugin's settings
+   * ({@link NativePoolPlugin#settings()}).
+   *
+   * @throws IllegalStateException if this is not a task thread or the plugin is not initialised
+   */
+  public static TaskPool openForCurrentTask() {
+    TaskContext ctx = TaskContext.get();
+    if (ctx == null) {
+      throw new IllegalStateException(
+          "nativepool: no TaskContext on thread '"
+              + Thread.currentThread().getName()
+              + "'; open the task pool on the task's thread");
+    }
+    NativePoolSettings s = NativePoolPlugin.settings();
+    return open(ctx, s.kind(), s.poolSize(), s.chunkSize());
+  }
+
+  /**
+   * Opens (or joins) the pool of a running task, borrowing from the task's
+   * {@code TaskMemoryManager}. Call on the task thread. The pool is closed by a completion listener
+   * if the caller has not closed it by then.
+   *
+   * @param kind the pool kind
+   * @param poolSize the fair_unified pool size in bytes (ignored by greedy_unified), {@code >= 0}
+   * @param chunkSize bytes borrowed from Spark at a time, {@code >= 0}; 0 = one Spark call per
+   *     grow and shrink
+   * @throws IllegalArgumentException for a negative size
+   * @throws IllegalStateException if the task has completed, or the task's pool was opened with a
+   *     different kind, size or chunk size
+   */
+  public static TaskPool open(TaskContext ctx, PoolKind kind, long poolSize, long chunkSize) {
+    Objects.requireNonNull(ctx, "ctx");
+    checkArgs(kind, poolSize, chunkSize);
+    NativeBridge.ensureLoaded();
+    long id = ctx.taskAttemptId();
+    if (ctx.isCompleted()) {
+      throw new IllegalStateException("nativepool: task " + id + " completed; cannot open a pool");
+    }
+    SparkTaskUpstream up = UPSTREAMS.get(id);
+    if (up == null) {
+      SparkTaskUpstream fresh = new SparkTaskUpstream(ctx);
+      up = UPSTREAMS.putIfAbsent(id, fresh);
+      if (up == null) {
+        up = fresh;
+        // Registered before any pool's listener, so it runs after them (reverse order).
+        ctx.addTaskCompletionListener(
+            (TaskCompletionListener)
+                c -> {
+                  UPSTREAMS.remove(id, fresh);
+                  fresh.close();
+                });
+      }
+    }
+    TaskPool pool = open(up, id, kind, poolSize, chunkSize);
+    ctx.addTaskCompletionListener((TaskCompletionListener) c -> pool.close());
+    return pool;
+  }
+
+  /**
+   * Opens (or joins) a task's pool over an explicit upstream, for tests that build Spark's memory
+   * managers directly. No listener is registered: the caller closes the pool, then the upstream.
+   *
+   * @param taskAttemptId must equal {@code up.taskAttemptId()}
+   * @throws IllegalArgumentException for a negative size or a mismatched task id
+   * @throws IllegalStateException if {@code up} is closed, or the task's pool was opened with a
+   *     different kind, size or chunk size
+   */
+  public static TaskPool open(
+      SparkTaskUpstream up, long taskAttemptId, PoolKind kind, long poolSize, long chunkSize) {
+    Objects.requireNonNull(up, "up");
+    checkArgs(kind, poolSize, chunkSize);
+    if (up.taskAttemptId() != taskAttemptId) {
+      throw new IllegalArgumentException(
+          "nativepool: upstream of task "
+              + up.taskAttemptId()
+              + " cannot open a pool for task "
+              + taskAttemptId);
+    }
+    if (up.isClosed()) {
+      throw new IllegalStateException(
+          "nativepool: task " + taskAttemptId + " completed; cannot open a pool");
+    }
+    NativeBridge.ensureLoaded();
+    long h = NativeBridge.openPool0(taskAttemptId, kind.code(), poolSize, chunkSize, up);
+    up.attachPool(h);
+    return new TaskPool(up, taskAttemptId, h, kind, poolSize, chunkSize);
+  }
+
+  private static void checkArgs(PoolKind kind, long poolSize, long chunkSize) {
+    Objects.requireNonNull(kind, "kind");
+    if (poolSize < 0) {
+      throw new IllegalArgumentException(
+          "nativepool: pool size " + poolSize + ": negative size");
+    }
+    if (chunkSize < 0) {
+      throw new IllegalArgumentException(
+          "nativepool: chunk size " + chunkSize + ": negative size");
+    }
+  }
+
+  /**
+   * Task attempts that currently have an upstream opened through {@link #open(TaskContext,
+   * PoolKind, long, long)}.
+   */
+  static int liveTaskUpstreams() {
+    return UPSTREAMS.size();
+  }
+
+  /**
+   * Registers a new consumer in the pool and returns its empty reservation.
+   *
+   * @param name the consumer name used in refusal and leak reports
+   * @param canSpill whether the fair_unified pool counts it among spillable consumers
+   * @param spiller called when Spark asks the pool for memory back, or null; non-null requires
+   *     {@code canSpill}
+   * @throws IllegalArgumentException if {@code spiller != null && !canSpill}
+   * @throws IllegalStateException if the pool is closed
+   */
+  public NativeReservation newReservation(String name, boolean canSpill, NativeSpiller spiller) {
+    Objects.requireNonNull(name, "name");
+    if (spiller != null && !canSpill) {
+      throw new IllegalArgumentException(
+          "nativepool: consumer '" + name + "' has a spiller but canSpill is false");
+    }
+    enter();
+    try {
+      long h = NativeBridge.newReservation0(handle, name, canSpill, spiller);
+      NativeReservation r = new NativeReservation(this, h, name, canSpill, spiller);
+      reservations.add(r);
+      return r;
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * What Spark's {@code spill()} does: returns slack to Spark, then asks spillable consumers
+   * (largest first) to spill.
+   *
+   * @return the bytes released to Spark during this call
+   * @throws IllegalArgumentException if {@code target < 0}
+   * @throws IllegalStateException if the pool is closed
+   */
+  public long reclaim(long target) {
+    if (target < 0) {
+      throw new IllegalArgumentException(
+          "nativepool: " + describe() + " reclaim(" + target + "): negative size");
+    }
+    enter();
+    try {
+      return NativeBridge.reclaim0(handle, target);
+    } finally {
+      exit();
+    }
+  }
+
+  /**
+   * A snapshot of the pool's figures.
+   *
+   * @throws IllegalStateException if the pool is closed
+   */
+  public PoolStats stats() {
+    enter();
+    try {
+      return new PoolStats(NativeBridge.poolStats0(handle));
+    } finally {
+      exit();
+    }
+  }
+
+  /** The upstream this pool borrows from. */
+  public SparkTaskUpstream upstream() {
+    return upstream;
+  }
+
+  public long taskAttemptId() {
+    return taskAttemptId;
+  }
+
+  public PoolKind kind() {
+    return kind;
+  }
+
+  public long poolSize() {
+    return poolSize;
+  }
+
+  public long chunkSize() {
+    return chunkSize;
+  }
+
+  /** Whether {@link #close()} has run. */
+  public boolean isClosed() {
+    return guardClosed();
+  }
+
+  long handle() {
+    return handle;
+  }
+
+  void forget(NativeReservation r) {
+    reservations.remove(r);
+  }
+
+  /**
+   * Closes every reservation still open, then this pool handle; the task's last handle returns
+   * everything the pool still holds to Spark. Idempotent. If a reservation cannot be closed (in
+   * use), the pool is closed anyway and the first failure is thrown afterwards, the others
+   * suppressed into it.
+   *
+   * @throws IllegalStateException if a native call on this pool is in flight (nothing is closed)
+   */
+  @Override
+  public void close() {
+    if (!markClosed()) {
+      return;
+    }
+    RuntimeException failure = null;
+    for (NativeReservation r : reservations) {
+      try {
+        r.close();
+      } catch (RuntimeException e) {
+        if (failure == null) {
+          failure = e;
+        } else {
+          failure.addSuppressed(e);
+        }
+      }
+    }
+    upstream.detachPool(handle);
+    try {
+      NativeBridge.closePool0(handle);
+    } catch (RuntimeException e) {
+      if (failure == null) {
+        failure = e;
+      } else {
+        failure.addSuppressed(e);
+      }
+    }
+    if (failure != null) {
+      throw failure;
+    }
+  }
+
+  @Override
+  String describe() {
+    return "pool of task " + taskAttemptId;
+  }
+
+  @Override
+  public String toString() {
+    return "TaskPool(task="
+        + taskAttemptId
+        + ", kind="
+        + kind
+        + ", poolSize="
+        + poolSize
+        + ", chunkSize="
+        + chunkSize
+        + (isClosed() ? ", closed)" : ")");
+  }
+}

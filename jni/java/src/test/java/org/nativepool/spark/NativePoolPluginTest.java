@@ -1,0 +1,230 @@
+package org.nativepool.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.codahale.metrics.Gauge;
+import com.codahale.metrics.Metric;
+import com.codahale.metrics.MetricRegistry;
+import java.io.File;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.SparkException;
+import org.apache.spark.TaskContext;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.metrics.source.Source;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The plugin in a {@code local[2]} SparkSession with Spark's leak check turned into an exception:
+ * tasks open their pools through the plugin, grow and shrink, leave reservations open for the
+ * completion listener, and finish without a leak; the plugin's gauges are non-zero while they run.
+ */
+@Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+class NativePoolPluginTest {
+  private static final long MIB = SparkMemory.MIB;
+  private static final String SOURCE = "plugin." + NativePoolPlugin.class.getName();
+
+  private static SparkSession spark;
+  private static JavaSparkContext jsc;
+
+  @BeforeAll
+  static void startSpark() {
+    String lib = System.getProperty("nativepool.test.library");
+    assertNotNull(lib, "surefire sets nativepool.test.library");
+    assertTrue(new File(lib).isFile(), "no library at " + lib + " (run make lib)");
+    spark =
+        SparkSession.builder()
+            .master("local[2]")
+            .appName("NativePoolPluginTest")
+            .config("spark.plugins", NativePoolPlugin.class.getName())
+            .config("spark.memory.offHeap.enabled", "true")
+            .config("spark.memory.offHeap.size", "128m")
+            .config("spark.unsafe.exceptionOnMemoryLeak", "true")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.nativepool.library", lib)
+            .config("spark.nativepool.pool", "fair_unified")
+            .config("spark.nativepool.chunkSize", "1m")
+            .config("spark.nativepool.thresholds", "16m,1g")
+            .getOrCreate();
+    jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+  }
+
+  @AfterAll
+  static void stopSpark() {
+    if (spark != null) {
+      spark.stop();
+      SparkSession.clearActiveSession();
+      SparkSession.clearDefaultSession();
+    }
+  }
+
+  @AfterEach
+  void everyTaskReturnedEverything() {
+    ProcessStats s = NativeBridge.processStats();
+    assertEquals(0, s.liveTasks(), s::toString);
+    assertEquals(0, s.held(), s::toString);
+    assertEquals(0, s.reserved(), s::toString);
+    assertEquals(0, TaskPool.liveTaskUpstreams());
+  }
+
+  /** The executor plugin's gauges, read from Spark's metrics system on this executor. */
+  static Map<String, Long> gauges() {
+    List<Source> sources =
+        CollectionConverters.asJava(SparkEnv.get().metricsSystem().getSourcesByName(SOURCE));
+    assertEquals(1, sources.size(), "plugin metric sources named " + SOURCE);
+    MetricRegistry registry = sources.get(0).metricRegistry();
+    Map<String, Long> out = new HashMap<>();
+    for (Map.Entry<String, Metric> e : registry.getMetrics().entrySet()) {
+      out.put(e.getKey(), (Long) ((Gauge<?>) e.getValue()).getValue());
+    }
+    return out;
+  }
+
+  /**
+   * One task: opens the pool twice through the plugin (the second open joins the same pool),
+   * grows 16 MiB in 1 MiB steps, samples the gauges, shrinks 4 MiB, and leaves everything open.
+   */
+  private static Iterator<Map<String, Long>> growAndLeaveOpen(Iterator<Integer> rows) {
+    TaskPool p = TaskPool.openForCurrentTask();
+    TaskPool joined = TaskPool.openForCurrentTask();
+    NativeReservation r = p.newReservation("job-" + TaskContext.getPartitionId(), true, null);
+    NativeReservation r2 = joined.newReservation("joined", false, null);
+    int n = 0;
+    while (rows.hasNext()) {
+      rows.next();
+      n++;
+    }
+    for (int i = 0; i < 16; i++) {
+      if (!r.tryGrow(MIB)) {
+        r.grow(MIB);
+      }
+    }
+    r2.grow(3 * MIB);
+    Map<String, Long> sample = new HashMap<>(gauges());
+    PoolStats s = p.stats();
+    sample.put("task.reserved", s.reserved());
+    sample.put("task.held", s.held());
+    sample.put("task.joinedReserved", joined.stats().reserved());
+    sample.put(
+        "task.sparkFigure",
+        TaskContext.get().taskMemoryManager().getMemoryConsumptionForThisTask());
+    sample.put("rows", (long) n);
+    r.shrink(4 * MIB);
+    return Collections.singletonList(sample).iterator();
+  }
+
+  @Test
+  void tasksOpenPoolsThroughThePluginAndFinishWithoutALeak() {
+    ProcessStats before = NativeBridge.processStats();
+    List<Integer> data = IntStream.range(0, 40).boxed().collect(Collectors.toList());
+    List<Map<String, Long>> samples =
+        jsc.parallelize(data, 4).mapPartitions(NativePoolPluginTest::growAndLeaveOpen).collect();
+
+    assertEquals(4, samples.size());
+    for (Map<String, Long> m : samples) {
+      assertEquals(10L, m.get("rows"));
+      assertEquals(19 * MIB, m.get("task.reserved"), m::toString);
+      assertEquals(19 * MIB, m.get("task.joinedReserved"), "same task, same pool: " + m);
+      assertEquals(m.get("task.held"), m.get("task.sparkFigure"), m::toString);
+      for (String g : NativePoolPlugin.GAUGES.keySet()) {
+        assertTrue(m.containsKey(g), "gauge " + g + " missing: " + m);
+      }
+      for (String g :
+          Arrays.asList("reserved", "heldFromSpark", "peak", "liveTasks", "upstreamCalls")) {
+        assertTrue(m.get(g) > 0, "gauge " + g + " is zero inside a task: " + m);
+      }
+    }
+    ProcessStats after = NativeBridge.processStats();
+    assertEquals(before.leaks(), after.leaks(), "the listener closed every reservation first");
+    assertTrue(after.upstreamCalls() > before.upstreamCalls());
+    Map<String, Long> idle = gauges();
+    assertEquals(0L, idle.get("liveTasks"));
+    assertEquals(0L, idle.get("heldFromSpark"));
+  }
+
+  private static Iterator<Long> growThenFail(Iterator<Integer> rows) {
+    NativeReservation r = TaskPool.openForCurrentTask().newReservation("doomed", false, null);
+    r.grow(8 * MIB);
+    throw new IllegalStateException("task body failed on purpose after growing 8 MiB");
+  }
+
+  @Test
+  void aFailedTaskStillReturnsEverythingToSpark() {
+    List<Integer> data = Arrays.asList(1, 2);
+    SparkException e =
+        assertThrows(
+            SparkException.class,
+            () ->
+                jsc.parallelize(data, 1).mapPartitions(NativePoolPluginTest::growThenFail).count());
+    assertTrue(
+        String.valueOf(e.getMessage()).contains("task body failed on purpose after growing 8 MiB"),
+        e.getMessage());
+  }
+
+  /**
+   * Inside a real task: a Spark-side consumer of the task asks for memory the native pool holds,
+   * and Spark makes the native consumer's spiller give it back.
+   */
+  private static Iterator<Long> sparkSpillsNativeInsideATask(Iterator<Integer> rows) {
+    TaskPool p = TaskPool.openForCurrentTask();
+    AtomicReference<NativeReservation> self = new AtomicReference<>();
+    NativeReservation nat =
+        p.newReservation(
+            "native-sort",
+            true,
+            target -> {
+              long freed = self.get().size();
+              self.get().shrink(freed);
+              return freed;
+            });
+    self.set(nat);
+    nat.grow(100 * MIB);
+    SparkTestConsumer other =
+        new SparkTestConsumer(TaskContext.get().taskMemoryManager(), "spark-side", false);
+    long got = other.take(64 * MIB);
+    long natSize = nat.size();
+    PoolStats s = p.stats();
+    other.giveAll();
+    return Arrays.asList(got, natSize, s.spillRequests(), s.spillBytesFreed()).iterator();
+  }
+
+  @Test
+  void sparkSpillsANativeConsumerInsideARealTask() {
+    List<Long> out =
+        jsc.parallelize(Arrays.asList(1), 1)
+            .mapPartitions(NativePoolPluginTest::sparkSpillsNativeInsideATask)
+            .collect();
+    assertEquals(64 * MIB, out.get(0), "Spark-side consumer's grant: " + out);
+    assertEquals(0L, out.get(1), "native consumer spilled: " + out);
+    assertTrue(out.get(2) >= 1, "spill requests: " + out);
+    assertTrue(out.get(3) >= 36 * MIB, "spill bytes freed: " + out);
+  }
+
+  @Test
+  void pluginSettingsMatchTheConf() {
+    NativePoolSettings s = NativePoolPlugin.settings();
+    assertEquals(PoolKind.FAIR_UNIFIED, s.kind());
+    assertEquals(MIB, s.chunkSize());
+    assertEquals(128 * MIB, s.poolSize());
+    assertEquals(Arrays.toString(new long[] {16 * MIB, 1L << 30}), Arrays.toString(s.thresholds()));
+    assertTrue(NativeLoader.isLoaded());
+  }
+}

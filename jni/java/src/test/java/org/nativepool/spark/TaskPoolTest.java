@@ -1,0 +1,165 @@
+package org.nativepool.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.spark.memory.TaskMemoryManager;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Opening, joining and closing a task's pool through the Java wrappers. */
+class TaskPoolTest {
+  private static final long MIB = SparkMemory.MIB;
+  private static final long TASK = 900;
+
+  private SparkMemory spark;
+  private TaskMemoryManager tmm;
+  private SparkTaskUpstream up;
+  private TaskPool pool;
+
+  @BeforeAll
+  static void loadLibrary() {
+    NativeBridge.ensureLoaded();
+  }
+
+  @BeforeEach
+  void setUp() {
+    spark = new SparkMemory(64 * MIB, 1);
+    tmm = spark.task(TASK);
+    up = new SparkTaskUpstream(tmm, TASK);
+    pool = TaskPool.open(up, TASK, PoolKind.FAIR_UNIFIED, 32 * MIB, 2 * MIB);
+  }
+
+  @AfterEach
+  void tearDown() {
+    pool.close();
+    up.close();
+    assertEquals(0, spark.cleanUp());
+  }
+
+  @Test
+  void secondOpenOfTheSameTaskJoinsTheSamePool() {
+    try (TaskPool joined = TaskPool.open(up, TASK, PoolKind.FAIR_UNIFIED, 32 * MIB, 2 * MIB)) {
+      NativeReservation a = pool.newReservation("a", false, null);
+      NativeReservation b = joined.newReservation("b", false, null);
+      a.grow(3 * MIB);
+      b.grow(MIB);
+      assertEquals(4 * MIB, pool.stats().reserved());
+      assertEquals(4 * MIB, joined.stats().reserved());
+    }
+    // Closing one handle leaves the pool open for the other; b was closed with its handle.
+    assertEquals(3 * MIB, pool.stats().reserved());
+  }
+
+  @Test
+  void secondOpenWithAnotherConfigurationIsIllegalStateNamingBoth() {
+    IllegalStateException e =
+        assertThrows(
+            IllegalStateException.class,
+            () -> TaskPool.open(up, TASK, PoolKind.GREEDY_UNIFIED, 0, 2 * MIB));
+    assertTrue(e.getMessage().contains("fair_unified"), e.getMessage());
+    assertTrue(e.getMessage().contains("greedy_unified"), e.getMessage());
+    assertEquals(0, pool.stats().reserved(), "the first pool is untouched");
+  }
+
+  @Test
+  void openWithAnotherTasksUpstreamIsIllegalArgument() {
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> TaskPool.open(up, TASK + 1, PoolKind.FAIR_UNIFIED, 32 * MIB, 0));
+    assertEquals(
+        "nativepool: upstream of task 900 cannot open a pool for task 901", e.getMessage());
+  }
+
+  @Test
+  void negativeSizesAreRejectedBeforeCrossing() {
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> TaskPool.open(up, TASK, PoolKind.FAIR_UNIFIED, -1, 0));
+    assertEquals("nativepool: pool size -1: negative size", e.getMessage());
+    e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> TaskPool.open(up, TASK, PoolKind.FAIR_UNIFIED, 0, -8));
+    assertEquals("nativepool: chunk size -8: negative size", e.getMessage());
+    e = assertThrows(IllegalArgumentException.class, () -> pool.reclaim(-2));
+    assertEquals("nativepool: pool of task 900 reclaim(-2): negative size", e.getMessage());
+  }
+
+  @Test
+  void spillerWithoutCanSpillIsIllegalArgument() {
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class, () -> pool.newReservation("x", false, target -> 0));
+    assertEquals("nativepool: consumer 'x' has a spiller but canSpill is false", e.getMessage());
+  }
+
+  @Test
+  void openAfterTheUpstreamClosedIsIllegalState() {
+    SparkTaskUpstream done = new SparkTaskUpstream(tmm, TASK + 2);
+    done.close();
+    IllegalStateException e =
+        assertThrows(
+            IllegalStateException.class,
+            () -> TaskPool.open(done, TASK + 2, PoolKind.GREEDY_UNIFIED, 0, 0));
+    assertEquals("nativepool: task 902 completed; cannot open a pool", e.getMessage());
+  }
+
+  @Test
+  void closeIsIdempotentAndLaterCallsAreIllegalState() {
+    NativeReservation r = pool.newReservation("r", false, null);
+    r.grow(MIB);
+    pool.close();
+    pool.close();
+    assertTrue(r.isClosed());
+    IllegalStateException e =
+        assertThrows(IllegalStateException.class, () -> pool.newReservation("late", false, null));
+    assertEquals("nativepool: pool of task 900 is closed", e.getMessage());
+    assertEquals(0, tmm.getMemoryConsumptionForThisTask());
+  }
+
+  /**
+   * A spiller that tries to close its own reservation while that reservation's tryGrow is inside
+   * Spark (which asks the task's pool to spill) is refused, loudly, and the reservation survives.
+   */
+  @Test
+  void closingAReservationFromInsideItsOwnNativeCallIsRefused() {
+    long task = TASK + 3;
+    AtomicReference<NativeReservation> self = new AtomicReference<>();
+    AtomicReference<RuntimeException> refused = new AtomicReference<>();
+    try (SparkTaskUpstream greedyUp = new SparkTaskUpstream(spark.task(task), task);
+        TaskPool greedy = TaskPool.open(greedyUp, task, PoolKind.GREEDY_UNIFIED, 0, 0)) {
+      NativeReservation r =
+          greedy.newReservation(
+              "selfish",
+              true,
+              target -> {
+                try {
+                  self.get().close();
+                } catch (IllegalStateException e) {
+                  refused.set(e);
+                }
+                return 0;
+              });
+      self.set(r);
+      r.grow(64 * MIB); // all of Spark's off-heap pool
+
+      // Spark has nothing left, so it asks our consumer to spill, which runs r's spiller.
+      assertTrue(!r.tryGrow(8 * MIB), "Spark had nothing to give");
+
+      RuntimeException e = refused.get();
+      assertTrue(e != null, "the spiller ran and tried to close");
+      assertEquals(
+          "nativepool: reservation 'selfish' is in use by 1 native call(s); close refused",
+          e.getMessage());
+      assertTrue(!r.isClosed());
+      assertEquals(64 * MIB, r.size());
+    }
+  }
+}
