@@ -80,6 +80,8 @@ type Upstream interface {
 	// error nothing was granted.
 	Acquire(n int64) (granted int64, err error)
 	// Release gives back n > 0 bytes previously granted and not yet released.
+	// On error nothing was released: the caller still holds the bytes (the
+	// unified pools keep them as slack and hand them back later).
 	Release(n int64) error
 }
 
