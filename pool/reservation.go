@@ -110,11 +110,15 @@ func (r *Reservation) TryShrink(n int64) (int64, error) {
 }
 
 // Resize grows or shrinks the reservation to exactly n bytes (Grow or
-// Shrink by the difference; equal is a no-op). It panics if n is negative.
+// Shrink by the difference; equal is a no-op). It panics if n is negative
+// or the reservation is closed.
 func (r *Reservation) Resize(n int64) {
 	if n < 0 {
 		panic(fmt.Sprintf("pool: Resize(%d): negative size", n))
 	}
+	// Checked here too: with n equal to the size neither Grow nor Shrink
+	// runs, and a closed reservation must still fail loudly.
+	r.mustBeOpen("Resize", n)
 	switch cur := r.Size(); {
 	case n > cur:
 		r.Grow(n - cur)
@@ -124,10 +128,15 @@ func (r *Reservation) Resize(n int64) {
 }
 
 // TryResize grows (with TryGrow) or shrinks the reservation to exactly n
-// bytes. On error the reservation and the pool are unchanged.
+// bytes. On error (a refusal, a negative n wrapping ErrInvalidSize, a
+// closed reservation wrapping ErrClosed) the reservation and the pool are
+// unchanged.
 func (r *Reservation) TryResize(n int64) error {
 	if n < 0 {
 		return fmt.Errorf("pool: TryResize(%d): negative size: %w", n, ErrInvalidSize)
+	}
+	if r.closed.Load() {
+		return fmt.Errorf("pool: TryResize(%d) on %s: %w", n, r.describe(), ErrClosed)
 	}
 	switch cur := r.Size(); {
 	case n > cur:

@@ -16,14 +16,14 @@ const (
 func HumanReadableSize(n int64) string {
 	var v float64
 	var unit string
-	switch a := abs(n); {
-	case a >= 2*TB:
+	switch a := magnitude(n); {
+	case a >= 2*uint64(TB):
 		v, unit = float64(n)/float64(TB), "TB"
-	case a >= 2*GB:
+	case a >= 2*uint64(GB):
 		v, unit = float64(n)/float64(GB), "GB"
-	case a >= 2*MB:
+	case a >= 2*uint64(MB):
 		v, unit = float64(n)/float64(MB), "MB"
-	case a >= 2*KB:
+	case a >= 2*uint64(KB):
 		v, unit = float64(n)/float64(KB), "KB"
 	default:
 		v, unit = float64(n), "B"
@@ -31,9 +31,12 @@ func HumanReadableSize(n int64) string {
 	return strconv.FormatFloat(v, 'f', 1, 64) + " " + unit
 }
 
-func abs(n int64) int64 {
+// magnitude is |n| as a uint64, which (unlike an int64) also holds
+// |math.MinInt64|. Negative sizes occur only in a pool whose count went
+// below zero; they are formatted like positive ones, with a minus sign.
+func magnitude(n int64) uint64 {
 	if n < 0 {
-		return -n
+		return -uint64(n)
 	}
-	return n
+	return uint64(n)
 }

@@ -1,5 +1,7 @@
 package pool
 
+import "log/slog"
+
 // DefaultChunkSize is how much a unified pool borrows from its Upstream at a
 // time unless WithChunkSize says otherwise: 8 MiB, Gluten's tested
 // reservation block.
@@ -9,8 +11,9 @@ const DefaultChunkSize int64 = 8 << 20
 type UnifiedOption func(*unifiedConfig)
 
 type unifiedConfig struct {
-	chunk int64
-	name  string
+	chunk  int64
+	name   string
+	logger *slog.Logger // nil: slog.Default() at construction
 }
 
 func defaultUnifiedConfig() unifiedConfig {
@@ -33,6 +36,14 @@ func WithName(name string) UnifiedOption {
 	return func(c *unifiedConfig) { c.name = name }
 }
 
+// WithLogger sets where the pool logs what it cannot return as an error:
+// late releases and grows after Close, leaks at Close, upstream failures
+// during Grow and Release, and failed spillers. The default is
+// slog.Default() as it is when the pool is made.
+func WithLogger(logger *slog.Logger) UnifiedOption {
+	return func(c *unifiedConfig) { c.logger = logger }
+}
+
 // UnifiedStats is a snapshot of a unified pool's accounting, readable at any
 // time. Between operations Held = Reserved - Overcommit + Slack.
 type UnifiedStats struct {
@@ -45,12 +56,16 @@ type UnifiedStats struct {
 	AcquireCalls int64 // Upstream.Acquire calls
 	ReleaseCalls int64 // Upstream.Release calls
 	ShortGrants  int64 // Acquire calls that granted less than asked
+	OverGrants   int64 // Acquire calls that granted more than asked; the excess went straight back
+	// UpstreamErrors counts Acquire and Release calls that returned an error.
+	UpstreamErrors int64
 
 	ReclaimRequests  int64 // Reclaim calls (Spark-requested spills)
 	ReclaimedBytes   int64 // bytes released upstream by Reclaim calls
 	SpillerFailures  int64 // spillers that returned an error or freed nothing
 	LateReleases     int64 // shrinks after Close: counted, never forwarded
 	LateReleaseBytes int64 // bytes of those shrinks
+	LateGrows        int64 // grows after Close: recorded nowhere, never forwarded, logged
 }
 
 // Unified is implemented by the pools NewGreedyUnified and NewFairUnified

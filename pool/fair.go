@@ -1,0 +1,230 @@
+package pool
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// fairPool is DataFusion's FairSpillPool with the spill share computed per
+// consumer (see NewFair). It is safe for concurrent use: every operation
+// takes mu once, briefly, and never calls out while holding it.
+type fairPool struct {
+	meter
+	// size is the pool's ceiling; immutable after construction.
+	size int64
+	// reserved mirrors mu.spillable+mu.unspillable. It is written under mu
+	// and read without it (Reserved, String, the meter's load), so those
+	// never wait for the lock.
+	reserved atomic.Int64
+
+	mu struct {
+		sync.Mutex
+		// numSpill is the number of spillable consumers with at least one
+		// live registration: the divisor of the spill share.
+		numSpill int64
+		// spillable is the total reserved by consumers that can spill.
+		spillable int64
+		// unspillable is the total reserved by consumers that cannot.
+		unspillable int64
+		// spillers holds the spillable consumers' totals across all their
+		// sibling reservations. Unspillable consumers have no entry: they
+		// are served first come, first served and need no share.
+		spillers map[*Consumer]*fairSpiller
+	}
+}
+
+// fairSpiller is one spillable consumer's state; guarded by fairPool.mu.
+type fairSpiller struct {
+	// registrations counts live Register calls for this consumer.
+	registrations int64
+	// reserved is what the pool recorded for the consumer, summed over all
+	// the reservations of all its registrations.
+	reserved int64
+}
+
+// NewFair returns DataFusion's FairSpillPool: a pool of size bytes in which
+// unspillable consumers are served first come, first served, and each
+// spillable consumer may hold at most an equal share of what the
+// unspillable ones leave:
+//
+//	share = (size - unspillable) / numSpill
+//
+// where numSpill counts the spillable consumers currently registered. The
+// share is a per-consumer limit: all the sibling reservations of one
+// consumer (Split, Take, NewEmpty) draw on one share together, and a
+// consumer registered more than once is counted, and limited, once. This
+// differs from DataFusion, which checks each reservation against the share
+// on its own, so siblings together could exceed it (apache/datafusion#25172,
+// apache/datafusion-comet#5961). Only spillable consumers divide the spill
+// share (apache/datafusion-comet#5465).
+//
+// As in DataFusion, the divisor changes only on Register and Unregister:
+// freeing a reservation without closing it keeps its consumer's place, so
+// the other spillers' shares do not grow. Grow is never refused and may take
+// the total past size. NewFair panics if size is negative.
+func NewFair(size int64) Pool {
+	if size < 0 {
+		panic(fmt.Sprintf("pool: NewFair(%d): negative size", size))
+	}
+	p := &fairPool{size: size}
+	p.mu.spillers = make(map[*Consumer]*fairSpiller)
+	p.meter.init("fair", p.reserved.Load)
+	return p
+}
+
+// Name implements Pool.
+func (p *fairPool) Name() string { return "fair" }
+
+// Register implements Pool: a spillable consumer's first registration adds
+// one to the divisor of the spill share.
+func (p *fairPool) Register(c *Consumer) {
+	if !c.CanSpill() {
+		return
+	}
+	p.mu.Lock()
+	s := p.spillerLocked(c)
+	if s.registrations == 0 {
+		p.mu.numSpill++
+	}
+	s.registrations++
+	p.mu.Unlock()
+}
+
+// Unregister implements Pool: a spillable consumer's last unregistration
+// takes one from the divisor. It panics if the consumer is not registered
+// (DataFusion panics on the same underflow).
+func (p *fairPool) Unregister(c *Consumer) {
+	if !c.CanSpill() {
+		return
+	}
+	p.mu.Lock()
+	s := p.mu.spillers[c]
+	if s == nil || s.registrations == 0 {
+		p.mu.Unlock()
+		panic(fmt.Sprintf("pool: fair Unregister(%s): consumer is not registered", c))
+	}
+	s.registrations--
+	if s.registrations == 0 {
+		p.mu.numSpill--
+		if s.reserved == 0 {
+			delete(p.mu.spillers, c)
+		}
+	}
+	p.mu.Unlock()
+}
+
+// Grow implements Pool: an unconditional add to the consumer's bucket.
+func (p *fairPool) Grow(r *Reservation, n int64) {
+	c := r.Consumer()
+	p.mu.Lock()
+	if c.CanSpill() {
+		p.spillerLocked(c).reserved += n
+		p.mu.spillable += n
+	} else {
+		p.mu.unspillable += n
+	}
+	now := p.storeReservedLocked()
+	p.mu.Unlock()
+	p.rise(now)
+}
+
+// Shrink implements Pool.
+func (p *fairPool) Shrink(r *Reservation, n int64) {
+	c := r.Consumer()
+	p.mu.Lock()
+	if c.CanSpill() {
+		if s := p.mu.spillers[c]; s != nil {
+			s.reserved -= n
+			if s.registrations == 0 && s.reserved <= 0 {
+				delete(p.mu.spillers, c)
+			}
+		}
+		p.mu.spillable -= n
+	} else {
+		p.mu.unspillable -= n
+	}
+	now := p.storeReservedLocked()
+	p.mu.Unlock()
+	p.fall(now)
+}
+
+// TryGrow implements Pool. A spillable consumer is refused if its total
+// across sibling reservations would pass its share; the refusal reports as
+// available the share less what the siblings hold, i.e. what this
+// reservation may still grow to (for a lone reservation that is exactly
+// DataFusion's figure, the share). An unspillable consumer is refused if the
+// pool's total would pass size. A refusal wraps ErrResourcesExhausted and
+// records nothing.
+func (p *fairPool) TryGrow(r *Reservation, n int64) error {
+	c := r.Consumer()
+	p.mu.Lock()
+	if c.CanSpill() {
+		spillAvailable := max(p.size-p.mu.unspillable, 0)
+		share := spillAvailable
+		if p.mu.numSpill > 0 {
+			share = spillAvailable / p.mu.numSpill
+		}
+		s := p.spillerLocked(c)
+		// n > share-held rather than held+n > share: no overflow for a huge n.
+		if n > share-s.reserved {
+			siblings := s.reserved - r.Size()
+			if s.registrations == 0 && s.reserved == 0 {
+				delete(p.mu.spillers, c) // made just now for an unregistered consumer
+			}
+			p.mu.Unlock()
+			return InsufficientCapacity(r, n, max(share-siblings, 0), p)
+		}
+		s.reserved += n
+		p.mu.spillable += n
+	} else {
+		available := max(p.size-(p.mu.unspillable+p.mu.spillable), 0)
+		if n > available {
+			p.mu.Unlock()
+			return InsufficientCapacity(r, n, available, p)
+		}
+		p.mu.unspillable += n
+	}
+	now := p.storeReservedLocked()
+	p.mu.Unlock()
+	p.rise(now)
+	return nil
+}
+
+// Reserved implements Pool.
+func (p *fairPool) Reserved() int64 { return p.reserved.Load() }
+
+// Limit implements Pool: Finite(size).
+func (p *fairPool) Limit() Limit { return Limit{Kind: Finite, Bytes: p.size} }
+
+// String implements Pool in DataFusion's form, which shows no usage:
+// "fair(pool_size: 100.0 B)".
+func (p *fairPool) String() string {
+	return "fair(pool_size: " + HumanReadableSize(p.size) + ")"
+}
+
+// spillerLocked returns c's entry, creating it if needed. The caller holds
+// p.mu. An entry created by a grow of a consumer that was never registered
+// (possible only when Pool methods are called directly) does not count in
+// numSpill, as in DataFusion.
+func (p *fairPool) spillerLocked(c *Consumer) *fairSpiller {
+	s := p.mu.spillers[c]
+	if s == nil {
+		s = &fairSpiller{}
+		p.mu.spillers[c] = s
+	}
+	return s
+}
+
+// storeReservedLocked publishes the new total to p.reserved and returns it.
+// The caller holds p.mu.
+func (p *fairPool) storeReservedLocked() int64 {
+	now := p.mu.spillable + p.mu.unspillable
+	p.reserved.Store(now)
+	return now
+}
+
+var (
+	_ Pool    = (*fairPool)(nil)
+	_ Watcher = (*fairPool)(nil)
+)

@@ -1,0 +1,150 @@
+package pool_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/nativepool/nativepool/pool"
+)
+
+// countingUpstream is the cheapest honest Upstream: it grants everything
+// and counts calls with atomics, so benchmarks measure the pool, not the
+// upstream.
+type countingUpstream struct {
+	held, acquires, releases atomic.Int64
+}
+
+func (u *countingUpstream) Acquire(n int64) (int64, error) {
+	u.acquires.Add(1)
+	u.held.Add(n)
+	return n, nil
+}
+
+func (u *countingUpstream) Release(n int64) error {
+	u.releases.Add(1)
+	if u.held.Add(-n) < 0 {
+		panic("countingUpstream: over-return")
+	}
+	return nil
+}
+
+const (
+	grow8K = 8 << 10
+	oneGiB = 1 << 30
+)
+
+// upstreamCallsPerGiB grows one reservation by 1 GiB in 8 KiB steps, then
+// shrinks it back in 8 KiB steps, and returns the upstream calls each phase
+// made.
+func upstreamCallsPerGiB(tb testing.TB, kind string, chunk int64) (growCalls, shrinkCalls int64) {
+	up := &countingUpstream{}
+	p := unified(tb, kind, up, 2*oneGiB, pool.WithChunkSize(chunk))
+	r := pool.NewConsumer("bench").WithCanSpill(true).Register(p)
+	for range oneGiB / grow8K {
+		if err := r.TryGrow(grow8K); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	growCalls = up.acquires.Load() + up.releases.Load()
+	for range oneGiB / grow8K {
+		r.Shrink(grow8K)
+	}
+	shrinkCalls = up.acquires.Load() + up.releases.Load() - growCalls
+	r.Close()
+	require.NoError(tb, p.Close())
+	require.Zero(tb, up.held.Load())
+	return growCalls, shrinkCalls
+}
+
+// The call counts are deterministic, so they are asserted here, not only
+// reported by the benchmark: Comet's exact mode is one call per 8 KiB grow
+// (131,072 per GiB), and 8 MiB chunks cut that to about 128.
+func TestUnifiedUpstreamCallsPerGiBOf8KiBGrows(t *testing.T) {
+	for _, kind := range []string{"greedy", "fair"} {
+		t.Run(kind, func(t *testing.T) {
+			grows, shrinks := upstreamCallsPerGiB(t, kind, 0)
+			assert.Equal(t, int64(131_072), grows)
+			assert.Equal(t, int64(131_072), shrinks)
+
+			grows, shrinks = upstreamCallsPerGiB(t, kind, pool.DefaultChunkSize)
+			assert.Equal(t, int64(128), grows, "1 GiB / 8 MiB")
+			assert.LessOrEqual(t, shrinks, int64(128+2))
+			t.Logf("8 MiB chunks: %d calls growing, %d shrinking", grows, shrinks)
+		})
+	}
+}
+
+// BenchmarkUnifiedUpstreamCallsPerGiB reports upstream calls per GiB of
+// 8 KiB grows (and of 8 KiB shrinks back) as custom metrics.
+func BenchmarkUnifiedUpstreamCallsPerGiB(b *testing.B) {
+	for _, kind := range []string{"greedy", "fair"} {
+		for _, chunk := range []int64{0, pool.DefaultChunkSize} {
+			b.Run(fmt.Sprintf("pool=%s_unified/chunk=%d", kind, chunk), func(b *testing.B) {
+				var grows, shrinks int64
+				for b.Loop() {
+					grows, shrinks = upstreamCallsPerGiB(b, kind, chunk)
+				}
+				b.ReportMetric(float64(grows), "grow-calls/GiB")
+				b.ReportMetric(float64(shrinks), "shrink-calls/GiB")
+			})
+		}
+	}
+}
+
+// BenchmarkUnifiedTryGrowShrinkPair measures one TryGrow(8 KiB) plus one
+// Shrink(8 KiB) through a Reservation, for the unified pools (chunked and
+// exact, over a free atomic upstream) side by side with the standalone
+// greedy pool (a CAS loop) as the baseline, on one goroutine and on all
+// of them (each goroutine its own consumer). Summarise with
+// benchstat -col /impl -row /goroutines, which reports each pool's ratio to
+// the greedy baseline.
+func BenchmarkUnifiedTryGrowShrinkPair(b *testing.B) {
+	type variant struct {
+		name string
+		make func() pool.Pool
+	}
+	variants := []variant{
+		{"greedy", func() pool.Pool { return pool.NewGreedy(1 << 50) }},
+		{"fair_unified_8MiB", func() pool.Pool {
+			return pool.NewFairUnified(&countingUpstream{}, 1<<50, pool.WithLogger(quietLogger()))
+		}},
+		{"greedy_unified_8MiB", func() pool.Pool {
+			return pool.NewGreedyUnified(&countingUpstream{}, pool.WithLogger(quietLogger()))
+		}},
+		{"fair_unified_exact", func() pool.Pool {
+			return pool.NewFairUnified(&countingUpstream{}, 1<<50, pool.WithChunkSize(0), pool.WithLogger(quietLogger()))
+		}},
+	}
+	for _, v := range variants {
+		b.Run("impl="+v.name+"/goroutines=1", func(b *testing.B) {
+			p := v.make()
+			r := pool.NewConsumer("bench").WithCanSpill(true).Register(p)
+			r.Grow(grow8K) // start mid-chunk so the pair never crosses a boundary by luck
+			for b.Loop() {
+				if err := r.TryGrow(grow8K); err != nil {
+					b.Fatal(err)
+				}
+				r.Shrink(grow8K)
+			}
+			r.Close()
+		})
+		b.Run("impl="+v.name+"/goroutines=all", func(b *testing.B) {
+			p := v.make()
+			b.RunParallel(func(pb *testing.PB) {
+				r := pool.NewConsumer("bench").WithCanSpill(true).Register(p)
+				r.Grow(grow8K)
+				for pb.Next() {
+					if err := r.TryGrow(grow8K); err != nil {
+						b.Fatal(err)
+					}
+					r.Shrink(grow8K)
+				}
+				r.Close()
+			})
+		})
+	}
+}
