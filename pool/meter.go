@@ -35,9 +35,11 @@ type Watcher interface {
 	// OnThreshold calls fn once each time reserved bytes cross t upwards and
 	// once each time they fall back below it (with hysteresis). fn runs on
 	// the goroutine whose grow or shrink caused the crossing, after the
-	// pool's locks are released, so it may call into the pool. Crossings
-	// caused concurrently may be delivered out of order. The returned stop
-	// function removes the threshold.
+	// pool's locks are released, so it may call into the pool; but it runs
+	// inside the pool's Grow or TryGrow, before the reservation has added the
+	// bytes to its own Size, so it must not shrink the reservation whose
+	// grow triggered it. Crossings caused concurrently may be delivered out
+	// of order. The returned stop function removes the threshold.
 	OnThreshold(t Threshold, fn func(Crossing)) (stop func())
 }
 
@@ -76,8 +78,17 @@ func (m *meter) init(name string, load func() int64) {
 	m.nextDown.Store(math.MinInt64)
 }
 
-// rise records that reserved bytes increased to now.
+// rise records that reserved bytes increased to now. Its fast path (two
+// atomic loads) is small enough to inline into every pool's grow.
 func (m *meter) rise(now int64) {
+	if now > m.peak.Load() || now >= m.nextUp.Load() {
+		m.riseSlow(now)
+	}
+}
+
+// riseSlow lifts the high-water mark to now (unless another goroutine lifted
+// it higher) and evaluates the thresholds if an upward level was reached.
+func (m *meter) riseSlow(now int64) {
 	for {
 		p := m.peak.Load()
 		if now <= p || m.peak.CompareAndSwap(p, now) {

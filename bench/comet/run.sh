@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Issue 6 part 5: the same external sort as nativepool's Spark demo, run through DataFusion Comet
+# 1.2.0 (org.apache.datafusion:comet-spark-spark4.1_2.13:1.2.0, Maven Central) in Spark 4.1.3
+# local[2], measuring peak RSS growth / peak off-heap execution memory. See CometSortBench.java.
+#
+#   bash bench/comet/run.sh [CometSortBench options]      e.g. --rows 20000000 --budget 64m
+#
+# Resolves the classpath once with the throwaway bench/comet/pom.xml (mvn dependency:build-
+# classpath only; nothing is built), then runs CometSortBench.java with the JDK's single-file
+# source launcher. The heap is fixed and pre-touched (-Xms=-Xmx=$HEAP, -XX:+AlwaysPreTouch) so
+# heap growth cannot show up as RSS growth. Output: stdout (figures, plan); Spark/Comet log on
+# stderr. Knobs (environment): JAVA (default java on PATH), HEAP (default 1g), NMT (off|summary:
+# -XX:NativeMemoryTracking, so the program prints the JVM's own native growth over the job).
+set -euo pipefail
+
+DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+OUT="$DIR/out"
+mkdir -p "$OUT"
+JAVA="${JAVA:-java}"
+HEAP="${HEAP:-1g}"
+NMT="${NMT:-off}"
+
+if [[ ! -s "$OUT/classpath.txt" || "$DIR/pom.xml" -nt "$OUT/classpath.txt" ]]; then
+  mvn -B -q -f "$DIR/pom.xml" dependency:build-classpath -Dmdep.outputFile="$OUT/classpath.txt" >&2
+fi
+
+# Spark 4.1's JavaModuleOptions.defaultModuleOptions(): SparkContext only adds these to JVMs it
+# launches, and in local mode the driver JVM is the executor.
+SPARK_JAVA_OPTS=(
+  -XX:+IgnoreUnrecognizedVMOptions
+  --add-modules=jdk.incubator.vector
+  --add-opens=java.base/java.lang=ALL-UNNAMED
+  --add-opens=java.base/java.lang.invoke=ALL-UNNAMED
+  --add-opens=java.base/java.lang.reflect=ALL-UNNAMED
+  --add-opens=java.base/java.io=ALL-UNNAMED
+  --add-opens=java.base/java.net=ALL-UNNAMED
+  --add-opens=java.base/java.nio=ALL-UNNAMED
+  --add-opens=java.base/java.util=ALL-UNNAMED
+  --add-opens=java.base/java.util.concurrent=ALL-UNNAMED
+  --add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED
+  --add-opens=java.base/jdk.internal.ref=ALL-UNNAMED
+  --add-opens=java.base/sun.nio.ch=ALL-UNNAMED
+  --add-opens=java.base/sun.nio.cs=ALL-UNNAMED
+  --add-opens=java.base/sun.security.action=ALL-UNNAMED
+  --add-opens=java.base/sun.util.calendar=ALL-UNNAMED
+  --add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED
+  -Djdk.reflect.useDirectMethodHandle=false
+  -Dio.netty.tryReflectionSetAccessible=true
+  -Dio.netty.allocator.type=pooled
+  -Dio.netty.handler.ssl.defaultEndpointVerificationAlgorithm=NONE
+  --enable-native-access=ALL-UNNAMED
+)
+
+echo "+ $JAVA ${SPARK_JAVA_OPTS[*]} -Xms$HEAP -Xmx$HEAP -XX:+AlwaysPreTouch -XX:NativeMemoryTracking=$NMT -cp \$(cat $OUT/classpath.txt) $DIR/CometSortBench.java $*" >&2
+exec "$JAVA" "${SPARK_JAVA_OPTS[@]}" \
+  -Xms"$HEAP" -Xmx"$HEAP" -XX:+AlwaysPreTouch -XX:NativeMemoryTracking="$NMT" \
+  -Dlog4j2.configurationFile="$DIR/log4j2.properties" \
+  -Djava.io.tmpdir="${TMPDIR:-/tmp}" \
+  -cp "$(cat "$OUT/classpath.txt")" \
+  "$DIR/CometSortBench.java" "$@"
