@@ -1,0 +1,543 @@
+package jni
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nativepool/nativepool/pool"
+	"github.com/nativepool/nativepool/taskshared"
+)
+
+// topConsumers is how many consumers a refusal names (DataFusion's
+// TrackConsumersPool default in Comet is 10).
+const topConsumers = 10
+
+// Bridge is the pure-Go core behind the natives of NativeBridge: the pool
+// and reservation handle tables, the task-shared registry, the settings of
+// configure0, and the process-wide counters. The exports in exports.go only
+// convert JNI values, call a Bridge method, and throw what it returns; a
+// Bridge needs no JVM, so tests drive it with fake upstreams.
+//
+// The library keeps exactly one Bridge, the process registry (see process.go
+// and doc.go): it is the only package-level state of this module besides
+// pool's consumer-ID counter and taskshared's current-task variable.
+//
+// A Bridge is safe for concurrent use by any number of JVM threads; no Go
+// lock is held across an upcall (acquireMemory may block in Spark's wait and
+// may re-enter the Bridge on the same thread through spill → reclaim0). Make
+// one with NewBridge; the zero Bridge is not valid.
+type Bridge struct {
+	pools        *handleTable[*poolHandle]
+	reservations *handleTable[*reservationHandle]
+	registry     *taskshared.Registry
+	exceptions   exceptionRouter
+	logger       *slog.Logger
+	settings     atomic.Pointer[Settings]
+	arrow        arrowState // Arrow batches and allocators (arrow.go); zero value ready
+
+	// mu guards the process totals. Lock order: mu, then a pool's own lock
+	// (Stats); never the reverse, and never across an upcall.
+	mu struct {
+		sync.Mutex
+		// tasks are the task pools that can still change: open, or closed
+		// with reservation handles left (whose shrinks count as late
+		// releases). ProcessStats sums over them.
+		tasks map[*taskPool]struct{}
+	}
+	// retired holds the cumulative counters of pools that are closed and
+	// have no open reservation handle left (they can no longer change).
+	// Guarded by mu.
+	retired retiredTotals
+}
+
+// retiredTotals accumulates what retired pools contributed, plus the leaks
+// of every closed pool. Guarded by Bridge.mu.
+type retiredTotals struct {
+	upstreamCalls, spillRequests, spillBytesFreed, lateReleases int64
+	leaks, leakedBytes                                          int64
+	// peak is the highest Peak any pool reached, updated at retirement and
+	// by ProcessStats.
+	peak int64
+}
+
+// Settings are the process-wide options of configure0. They apply to pools
+// opened after they are set; pools already open keep theirs. The zero
+// Settings log nothing and watch no threshold.
+type Settings struct {
+	// Logging wraps every new pool in pool.NewLogging: one slog record per
+	// pool operation.
+	Logging bool
+	// Thresholds are levels (bytes) of a task pool's reserved bytes; an
+	// upward or downward crossing logs a slog warning.
+	Thresholds []int64
+}
+
+// NewBridge returns an empty Bridge that logs through logger (slog.Default()
+// if nil).
+func NewBridge(logger *slog.Logger) *Bridge {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	b := &Bridge{
+		pools:        newHandleTable[*poolHandle](tagPool),
+		reservations: newHandleTable[*reservationHandle](tagReservation),
+		registry:     taskshared.NewRegistry(taskshared.WithLogger(logger)),
+		logger:       logger,
+	}
+	b.settings.Store(&Settings{})
+	b.mu.tasks = make(map[*taskPool]struct{})
+	return b
+}
+
+// kindName is the pool kind as taskshared.Spec and the logs name it.
+func kindName(kind int32) string {
+	switch kind {
+	case KindFairUnified:
+		return "fair_unified"
+	case KindGreedyUnified:
+		return "greedy_unified"
+	default:
+		return fmt.Sprintf("kind %d", kind)
+	}
+}
+
+// ownedUpstream is a pool.Upstream holding a resource (a JVM global ref)
+// that Close frees once the pool no longer calls it.
+type ownedUpstream interface {
+	pool.Upstream
+	Close()
+}
+
+// ownedSpiller is a pool.Spiller holding a resource (a JVM global ref) that
+// Close frees; after Close, Spill returns 0 without calling out.
+type ownedSpiller interface {
+	pool.Spiller
+	Close()
+}
+
+// taskPool is one task attempt's pool as the registry keeps it. It is a
+// pool.Pool (forwarding to the decorated pool) with the Close the registry
+// calls when the task's last handle closes: the unified pool hands back
+// everything it holds, the thresholds stop, and the upstream's global ref is
+// released. Reservations register with top directly.
+type taskPool struct {
+	pool.Pool // top
+	bridge    *Bridge
+	taskID    int64
+	top       pool.Pool    // TrackConsumers(Logging?(unified))
+	unified   pool.Unified // the pool itself, for Stats, Reclaim and Close
+	upstream  ownedUpstream
+	stops     []func()
+
+	// Guarded by Bridge.mu.
+	closed       bool
+	reservations int // open reservation handles
+}
+
+// Unwrap lets pool.As reach the decorated pools.
+func (tp *taskPool) Unwrap() pool.Pool { return tp.top }
+
+// Close is called by the registry, once, on the goroutine of the last
+// closePool0 of the task, without registry locks: it closes the unified pool
+// (releasing everything it holds through releaseMemory; the pool logs a leak
+// with the consumers' names, and the Bridge counts it), stops the threshold
+// watches, and releases the upstream's global ref once no upcall uses it.
+//
+// It always returns nil: the leak has been logged by the pool already (the
+// registry would log it a second time), and a failed release has been
+// logged by the pool and, if releaseMemory threw, is rethrown by closePool0
+// through the exception router.
+func (tp *taskPool) Close() error {
+	tp.bridge.closeArrowOfPool(tp) // before the pool takes the reservations' bytes back
+	err := tp.unified.Close()
+	for _, stop := range tp.stops {
+		stop()
+	}
+	tp.upstream.Close()
+	var leak *pool.LeakError
+	errors.As(err, &leak)
+	tp.bridge.markClosed(tp, leak)
+	return nil
+}
+
+// poolHandle is one openPool0 result: a reference to the task's pool.
+type poolHandle struct {
+	shared *taskshared.Handle
+	tp     *taskPool
+}
+
+// reservationHandle is one newReservation0 result.
+type reservationHandle struct {
+	r       *pool.Reservation
+	tp      *taskPool
+	spiller ownedSpiller // nil without a spiller
+	arrow   arrowSlot    // the reservation's Arrow allocator, made on first use (arrow.go)
+}
+
+// OpenPool opens the task's pool, or joins it if the task has one open with
+// the same kind, size and chunk (an error wrapping
+// taskshared.ErrSpecMismatch names both configurations otherwise). The
+// first open creates the pool on up; a join, and every failure, closes up
+// instead (the caller made it before knowing, so that no JNI value has to
+// cross into the registry's create). It returns a new pool handle.
+//
+// Errors: an unknown kind or a negative size or chunk wraps
+// errInvalidArgument. On error nothing stays open.
+func (b *Bridge) OpenPool(taskID int64, kind int32, poolSize, chunk int64, up ownedUpstream) (int64, error) {
+	used := false
+	defer func() {
+		if !used {
+			up.Close()
+		}
+	}()
+	if kind != KindFairUnified && kind != KindGreedyUnified {
+		return 0, fmt.Errorf("nativepool: openPool(task %d): unknown pool kind %d: %w", taskID, kind, errInvalidArgument)
+	}
+	if poolSize < 0 {
+		return 0, fmt.Errorf("nativepool: openPool(task %d): negative pool size %d: %w", taskID, poolSize, errInvalidArgument)
+	}
+	if chunk < 0 {
+		return 0, fmt.Errorf("nativepool: openPool(task %d): negative chunk size %d: %w", taskID, chunk, errInvalidArgument)
+	}
+	spec := taskshared.Spec{Kind: kindName(kind), Size: poolSize, Chunk: chunk}
+	if kind == KindGreedyUnified {
+		spec.Size = 0 // ignored by greedy_unified, so not part of the agreement
+	}
+	shared, err := b.registry.AcquireSpec(taskID, spec, func() (pool.Pool, error) {
+		used = true // create runs on this goroutine
+		return b.newTaskPool(taskID, kind, poolSize, chunk, up), nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	tp := shared.Pool().(*taskPool)
+	h, err := b.pools.Insert(&poolHandle{shared: shared, tp: tp})
+	if err != nil {
+		shared.Close()
+		return 0, err
+	}
+	return h, nil
+}
+
+// newTaskPool builds a task's pool stack under the current settings.
+func (b *Bridge) newTaskPool(taskID int64, kind int32, poolSize, chunk int64, up ownedUpstream) *taskPool {
+	set := b.settings.Load()
+	opts := []pool.UnifiedOption{
+		pool.WithChunkSize(chunk),
+		pool.WithName(fmt.Sprintf("task %d", taskID)),
+		pool.WithLogger(b.logger),
+	}
+	var unified pool.Pool
+	if kind == KindFairUnified {
+		unified = pool.NewFairUnified(up, poolSize, opts...)
+	} else {
+		unified = pool.NewGreedyUnified(up, opts...)
+	}
+	u, ok := pool.As[pool.Unified](unified)
+	if !ok {
+		panic(fmt.Sprintf("jni: %s pool does not implement pool.Unified", unified.Name()))
+	}
+	inner := unified
+	if set.Logging {
+		inner = pool.NewLogging(inner, b.logger)
+	}
+	top := pool.NewTrackConsumers(inner, topConsumers)
+	tp := &taskPool{Pool: top, bridge: b, taskID: taskID, top: top, unified: u, upstream: up}
+	for _, level := range set.Thresholds {
+		tp.stops = append(tp.stops, u.OnThreshold(pool.Threshold{Level: level}, func(c pool.Crossing) {
+			dir := "rose to"
+			if !c.Up {
+				dir = "fell below"
+			}
+			b.logger.Warn("nativepool: task pool reserved bytes "+dir+" a threshold",
+				"task", taskID, "pool", c.Pool, "threshold", c.Level, "reserved", c.Reserved)
+		}))
+	}
+	b.mu.Lock()
+	b.mu.tasks[tp] = struct{}{}
+	b.mu.Unlock()
+	return tp
+}
+
+// markClosed records that tp's pool closed; it retires tp if no
+// reservation handle is left.
+func (b *Bridge) markClosed(tp *taskPool, leak *pool.LeakError) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tp.closed = true
+	if leak != nil {
+		b.retired.leaks++
+		b.retired.leakedBytes += leak.Bytes
+	}
+	if tp.reservations == 0 {
+		b.retireLocked(tp)
+	}
+}
+
+// retireLocked folds a pool that can no longer change into the cumulative
+// totals and forgets it. The caller holds b.mu (pool locks nest inside it:
+// pools never call the Bridge with their own lock held).
+func (b *Bridge) retireLocked(tp *taskPool) {
+	delete(b.mu.tasks, tp)
+	s := tp.unified.Stats()
+	b.retired.upstreamCalls += s.AcquireCalls + s.ReleaseCalls
+	b.retired.spillRequests += s.ReclaimRequests
+	b.retired.spillBytesFreed += s.ReclaimedBytes
+	b.retired.lateReleases += s.LateReleases
+	b.retired.peak = max(b.retired.peak, s.Peak)
+}
+
+// ClosePool releases a pool handle. The last handle of a task closes the
+// pool (taskPool.Close): everything still held goes back through the
+// upstream, leaks are logged with consumer names and counted, the upstream
+// is released. A second close of the same handle fails with errStaleHandle.
+// A Java exception thrown by the final releaseMemory reaches the caller
+// through the exception router, not as the error.
+func (b *Bridge) ClosePool(h int64) error {
+	ph, err := b.pools.Remove(h)
+	if err != nil {
+		return err
+	}
+	ph.shared.Close()
+	return nil
+}
+
+// pool looks up a pool handle.
+func (b *Bridge) pool(h int64) (*poolHandle, error) { return b.pools.Get(h) }
+
+// NewReservation registers a new consumer named name in the pool of handle
+// h and returns a reservation handle. spiller may be nil; a non-nil spiller
+// implies canSpill and is closed when the reservation closes (or now, on
+// error).
+func (b *Bridge) NewReservation(h int64, name string, canSpill bool, spiller ownedSpiller) (int64, error) {
+	ph, err := b.pool(h)
+	if err != nil {
+		if spiller != nil {
+			spiller.Close()
+		}
+		return 0, err
+	}
+	tp := ph.tp
+	b.mu.Lock()
+	if tp.closed {
+		b.mu.Unlock()
+		if spiller != nil {
+			spiller.Close()
+		}
+		return 0, fmt.Errorf("nativepool: newReservation(%q) on the closed pool of task %d: %w", name, tp.taskID, pool.ErrClosed)
+	}
+	tp.reservations++
+	b.mu.Unlock()
+	c := pool.NewConsumer(name).WithCanSpill(canSpill || spiller != nil)
+	if spiller != nil {
+		c = c.WithSpiller(spiller)
+	}
+	rh := &reservationHandle{r: c.Register(tp.top), tp: tp, spiller: spiller}
+	id, err := b.reservations.Insert(rh)
+	if err != nil {
+		b.closeReservation(rh)
+		return 0, err
+	}
+	return id, nil
+}
+
+// reservation looks up a reservation handle.
+func (b *Bridge) reservation(h int64) (*reservationHandle, error) { return b.reservations.Get(h) }
+
+// TryGrow reserves n more bytes or returns an error and changes nothing: a
+// refusal wraps pool.ErrResourcesExhausted (its text is DataFusion's, with
+// the top consumers); a negative n wraps pool.ErrInvalidSize; a closed
+// reservation or pool wraps pool.ErrClosed; an upcall failure is a
+// *JavaException.
+func (b *Bridge) TryGrow(h, n int64) error {
+	rh, err := b.reservation(h)
+	if err != nil {
+		return err
+	}
+	return rh.r.TryGrow(n)
+}
+
+// Grow reserves n more bytes unconditionally: a short grant (or a failed
+// acquire, rethrown by the export) becomes overcommit. A negative n wraps
+// pool.ErrInvalidSize and a closed reservation pool.ErrClosed; the
+// reservation is then unchanged.
+func (b *Bridge) Grow(h, n int64) (err error) {
+	rh, err := b.reservation(h)
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		return fmt.Errorf("pool: Grow(%d): negative size: %w", n, pool.ErrInvalidSize)
+	}
+	r := rh.r
+	defer func() {
+		// Grow panics on a reservation closed by a concurrent
+		// closeReservation0 after our lookup: report that as closed.
+		if p := recover(); p != nil {
+			if !r.Closed() {
+				panic(p)
+			}
+			err = fmt.Errorf("pool: Grow(%d) on %s: %w", n, r, pool.ErrClosed)
+		}
+	}()
+	if r.Closed() {
+		return fmt.Errorf("pool: Grow(%d) on %s: %w", n, r, pool.ErrClosed)
+	}
+	r.Grow(n)
+	return nil
+}
+
+// Shrink gives back n bytes. n > size or n < 0 wraps pool.ErrInvalidSize
+// (with DataFusion's "Cannot free the capacity" text), a closed reservation
+// pool.ErrClosed; the reservation is then unchanged.
+func (b *Bridge) Shrink(h, n int64) error {
+	rh, err := b.reservation(h)
+	if err != nil {
+		return err
+	}
+	_, err = rh.r.TryShrink(n)
+	return err
+}
+
+// Free gives back every byte of the reservation and returns how many.
+func (b *Bridge) Free(h int64) (int64, error) {
+	rh, err := b.reservation(h)
+	if err != nil {
+		return 0, err
+	}
+	return rh.r.Free(), nil
+}
+
+// Size is the reservation's current size.
+func (b *Bridge) Size(h int64) (int64, error) {
+	rh, err := b.reservation(h)
+	if err != nil {
+		return 0, err
+	}
+	return rh.r.Size(), nil
+}
+
+// CloseReservation frees and closes the reservation; its handle becomes
+// stale (a second close fails with errStaleHandle) and its spiller is
+// released once no reclaim is calling it.
+func (b *Bridge) CloseReservation(h int64) error {
+	rh, err := b.reservations.Remove(h)
+	if err != nil {
+		return err
+	}
+	b.closeReservation(rh)
+	return nil
+}
+
+func (b *Bridge) closeReservation(rh *reservationHandle) {
+	defer func() {
+		if rh.spiller != nil {
+			rh.spiller.Close()
+		}
+		tp := rh.tp
+		b.mu.Lock()
+		tp.reservations--
+		if tp.closed && tp.reservations == 0 {
+			b.retireLocked(tp)
+		}
+		b.mu.Unlock()
+	}()
+	b.closeArrow(rh) // the allocator gives its charge back before the reservation closes
+	rh.r.Close()
+}
+
+// Reclaim is Spark's spill of the task's consumer: it returns the pool's
+// slack, then asks spillable consumers (largest first) to spill, and
+// returns exactly the bytes released to Spark during the call. A closed pool
+// reclaims nothing. Spiller failures are counted; a failed release is
+// returned (a *JavaException when releaseMemory threw).
+func (b *Bridge) Reclaim(h, target int64) (int64, error) {
+	ph, err := b.pool(h)
+	if err != nil {
+		return 0, err
+	}
+	return ph.tp.unified.Reclaim(target)
+}
+
+// PoolStats returns the pool's statistics laid out as poolStats0 (STAT_*).
+func (b *Bridge) PoolStats(h int64) ([]int64, error) {
+	ph, err := b.pool(h)
+	if err != nil {
+		return nil, err
+	}
+	return poolStatsArray(ph.tp.unified.Stats()), nil
+}
+
+// ProcessStats sums the open pools' gauges and every pool's counters. It
+// is one consistent snapshot of the set of pools (each pool's own figures
+// are read one pool at a time).
+func (b *Bridge) ProcessStats() ProcessStats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := &b.retired
+	s := ProcessStats{
+		UpstreamCalls:   r.upstreamCalls,
+		SpillRequests:   r.spillRequests,
+		SpillBytesFreed: r.spillBytesFreed,
+		LateReleases:    r.lateReleases,
+		Leaks:           r.leaks,
+		LeakedBytes:     r.leakedBytes,
+	}
+	for tp := range b.mu.tasks {
+		st := tp.unified.Stats()
+		if !tp.closed {
+			s.LiveTasks++
+			s.Reserved += st.Reserved
+			s.Held += st.Held
+			s.Slack += st.Slack
+			s.Overcommit += st.Overcommit
+		}
+		s.UpstreamCalls += st.AcquireCalls + st.ReleaseCalls
+		s.SpillRequests += st.ReclaimRequests
+		s.SpillBytesFreed += st.ReclaimedBytes
+		s.LateReleases += st.LateReleases
+		r.peak = max(r.peak, st.Peak)
+	}
+	s.Peak = r.peak
+	return s
+}
+
+// Configure replaces the process-wide settings; pools opened afterwards use
+// them. A threshold that is not positive wraps errInvalidArgument and
+// nothing changes. Thresholds are sorted and deduplicated.
+func (b *Bridge) Configure(s Settings) error {
+	th := slices.Clone(s.Thresholds)
+	for _, t := range th {
+		if t <= 0 {
+			return fmt.Errorf("nativepool: configure: threshold %d must be positive: %w", t, errInvalidArgument)
+		}
+	}
+	slices.Sort(th)
+	s.Thresholds = slices.Compact(th)
+	b.settings.Store(&s)
+	return nil
+}
+
+// Settings returns the current process-wide settings.
+func (b *Bridge) Settings() Settings {
+	s := *b.settings.Load()
+	s.Thresholds = slices.Clone(s.Thresholds)
+	return s
+}
+
+// LiveHandles reports the open pool and reservation handles.
+func (b *Bridge) LiveHandles() (pools, reservations int) {
+	return b.pools.Len(), b.reservations.Len()
+}
+
+var (
+	_ pool.Pool                       = (*taskPool)(nil)
+	_ interface{ Close() error }      = (*taskPool)(nil)
+	_ interface{ Unwrap() pool.Pool } = (*taskPool)(nil)
+	_ ownedUpstream                   = (*jvmUpstream)(nil)
+	_ ownedSpiller                    = (*jvmSpiller)(nil)
+)

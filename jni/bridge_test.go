@@ -1,0 +1,543 @@
+package jni
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/nativepool/nativepool/pool"
+	"github.com/nativepool/nativepool/taskshared"
+)
+
+func TestOpenPoolJoinsTheTasksPoolAndClosesTheUnusedUpstream(t *testing.T) {
+	b, _ := newTestBridge(t)
+	first, second := newFakeUpstream(1<<20), newFakeUpstream(1<<20)
+	p1 := mustOpen(t, b, 42, KindFairUnified, 1000, 0, first)
+	p2 := mustOpen(t, b, 42, KindFairUnified, 1000, 0, second)
+	require.NotEqual(t, p1, p2)
+	assert.Equal(t, int32(1), second.closed.Load(), "a join closes the upstream it did not need")
+	assert.Equal(t, int32(0), first.closed.Load())
+
+	// Both handles reach one pool: a reservation through p2 borrows from first.
+	r := mustReserve(t, b, p2, "scan", false, nil)
+	require.NoError(t, b.TryGrow(r, 100))
+	assert.Equal(t, int64(100), first.held.Load())
+	assert.Equal(t, int64(0), second.acquires.Load())
+
+	require.NoError(t, b.CloseReservation(r))
+	require.NoError(t, b.ClosePool(p1))
+	assert.Equal(t, int32(0), first.closed.Load(), "the task's pool stays open while a handle is open")
+	require.NoError(t, b.ClosePool(p2))
+	assert.Equal(t, int32(1), first.closed.Load(), "the last close releases the upstream")
+	assert.Equal(t, int64(0), first.held.Load())
+	first.requireSane(t)
+	second.requireSane(t)
+	pools, res := b.LiveHandles()
+	assert.Zero(t, pools)
+	assert.Zero(t, res)
+}
+
+func TestOpenPoolWithAnotherConfigurationIsIllegalStateNamingBoth(t *testing.T) {
+	b, _ := newTestBridge(t)
+	p := mustOpen(t, b, 7, KindFairUnified, 1000, 0, newFakeUpstream(0))
+	up := newFakeUpstream(0)
+	_, err := b.OpenPool(7, KindGreedyUnified, 0, 0, up)
+	require.ErrorIs(t, err, taskshared.ErrSpecMismatch)
+	want := taskshared.Spec{Kind: "greedy_unified"}.String()
+	have := taskshared.Spec{Kind: "fair_unified", Size: 1000}.String()
+	assert.Equal(t, "taskshared: task 7: plan asks for pool "+want+" but the task's pool is "+have+": pool spec mismatch", err.Error())
+	assert.Equal(t, throwIllegalState, classify(err))
+	assert.Equal(t, int32(1), up.closed.Load())
+
+	_, err = b.OpenPool(7, KindFairUnified, 1000, 4096, newFakeUpstream(0))
+	assert.ErrorIs(t, err, taskshared.ErrSpecMismatch, "a different chunk is a different configuration")
+	require.NoError(t, b.ClosePool(p))
+}
+
+func TestOpenPoolGreedyIgnoresPoolSizeWhenJoining(t *testing.T) {
+	b, _ := newTestBridge(t)
+	p1 := mustOpen(t, b, 9, KindGreedyUnified, 5, 0, newFakeUpstream(0))
+	p2 := mustOpen(t, b, 9, KindGreedyUnified, 123456, 0, newFakeUpstream(0))
+	require.NoError(t, b.ClosePool(p1))
+	require.NoError(t, b.ClosePool(p2))
+}
+
+func TestOpenPoolRejectsBadArgumentsAsIllegalArgument(t *testing.T) {
+	b, _ := newTestBridge(t)
+	for _, tc := range []struct {
+		name        string
+		kind        int32
+		size, chunk int64
+		want        string
+	}{
+		{"kind", 2, 0, 0, "nativepool: openPool(task 1): unknown pool kind 2: invalid argument"},
+		{"size", KindFairUnified, -1, 0, "nativepool: openPool(task 1): negative pool size -1: invalid argument"},
+		{"greedy size", KindGreedyUnified, -1, 0, "nativepool: openPool(task 1): negative pool size -1: invalid argument"},
+		{"chunk", KindFairUnified, 0, -8, "nativepool: openPool(task 1): negative chunk size -8: invalid argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newFakeUpstream(0)
+			_, err := b.OpenPool(1, tc.kind, tc.size, tc.chunk, up)
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+			assert.Equal(t, throwIllegalArgument, classify(err))
+			assert.Equal(t, int32(1), up.closed.Load(), "the upstream of a failed open is closed")
+		})
+	}
+	assert.Equal(t, 0, b.registry.Len())
+}
+
+func TestClosePoolTwiceIsIllegalStateAndForgedIsIllegalArgument(t *testing.T) {
+	b, _ := newTestBridge(t)
+	p := mustOpen(t, b, 1, KindFairUnified, 100, 0, newFakeUpstream(100))
+	require.NoError(t, b.ClosePool(p))
+	err := b.ClosePool(p)
+	assert.Equal(t, fmt.Sprintf("nativepool: pool handle 0x%x is closed: stale handle", uint64(p)), err.Error())
+	assert.Equal(t, throwIllegalState, classify(err))
+
+	err = b.ClosePool(0x1234)
+	assert.Equal(t, "nativepool: invalid pool handle 0x1234: invalid handle", err.Error())
+	assert.Equal(t, throwIllegalArgument, classify(err))
+}
+
+func TestReservationHandleIsNotAPoolHandle(t *testing.T) {
+	b, _ := newTestBridge(t)
+	p := mustOpen(t, b, 1, KindFairUnified, 100, 0, newFakeUpstream(100))
+	r := mustReserve(t, b, p, "x", false, nil)
+	_, err := b.Reclaim(r, 10)
+	assert.Equal(t, fmt.Sprintf("nativepool: invalid pool handle 0x%x: a reservation handle: invalid handle", uint64(r)), err.Error())
+	_, err = b.Size(p)
+	assert.Equal(t, fmt.Sprintf("nativepool: invalid reservation handle 0x%x: a pool handle: invalid handle", uint64(p)), err.Error())
+	assert.Equal(t, throwIllegalArgument, classify(err))
+	require.NoError(t, b.CloseReservation(r))
+	require.NoError(t, b.ClosePool(p))
+}
+
+func TestReservationLifecycleThroughTheBridge(t *testing.T) {
+	b, _ := newTestBridge(t)
+	up := newFakeUpstream(1 << 20)
+	p := mustOpen(t, b, 3, KindFairUnified, 1000, 0, up)
+	a := mustReserve(t, b, p, "a", false, nil)
+	c := mustReserve(t, b, p, "c", false, nil)
+
+	require.NoError(t, b.TryGrow(a, 600))
+	require.NoError(t, b.TryGrow(c, 300))
+	err := b.TryGrow(c, 200)
+	require.ErrorIs(t, err, pool.ErrResourcesExhausted)
+	assert.True(t, strings.HasPrefix(err.Error(), "Resources exhausted: Additional allocation failed for c with top memory consumers (across reservations) as:\n"), err.Error())
+	assert.Contains(t, err.Error(), "a#")
+	assert.Equal(t, throwRuntime, classify(err), "a refusal outside tryGrow0 is not an expected failure")
+	size, err := b.Size(c)
+	require.NoError(t, err)
+	assert.Equal(t, int64(300), size, "a refused TryGrow changes nothing")
+
+	// Grow never refuses: past the pool size, and past upstream's grant.
+	up.budget.Store(950)
+	require.NoError(t, b.Grow(c, 200))
+	size, _ = b.Size(c)
+	assert.Equal(t, int64(500), size)
+	stats, err := b.PoolStats(p)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1100), stats[StatReserved])
+	assert.Equal(t, int64(950), stats[StatHeld])
+	assert.Equal(t, int64(150), stats[StatOvercommit])
+	assert.Equal(t, int64(1), stats[StatShortGrants])
+
+	err = b.Shrink(c, 501)
+	assert.Equal(t, "Cannot free the capacity 501 out of allocated size 500: invalid size", err.Error())
+	assert.Equal(t, throwIllegalArgument, classify(err))
+	err = b.Grow(c, -1)
+	assert.Equal(t, "pool: Grow(-1): negative size: invalid size", err.Error())
+	assert.Equal(t, throwIllegalArgument, classify(err))
+	err = b.TryGrow(c, -1)
+	assert.Equal(t, throwIllegalArgument, classify(err))
+
+	require.NoError(t, b.Shrink(c, 100))
+	freed, err := b.Free(c)
+	require.NoError(t, err)
+	assert.Equal(t, int64(400), freed)
+	require.NoError(t, b.CloseReservation(c))
+	_, err = b.Size(c)
+	assert.Equal(t, throwIllegalState, classify(err))
+	err = b.CloseReservation(c)
+	assert.Equal(t, fmt.Sprintf("nativepool: reservation handle 0x%x is closed: stale handle", uint64(c)), err.Error())
+
+	require.NoError(t, b.CloseReservation(a))
+	require.NoError(t, b.ClosePool(p))
+	assert.Equal(t, int64(0), up.held.Load())
+	up.requireSane(t)
+}
+
+func TestGrowOnAClosedReservationIsIllegalStateNotAPanic(t *testing.T) {
+	b, _ := newTestBridge(t)
+	p := mustOpen(t, b, 3, KindFairUnified, 1000, 0, newFakeUpstream(1000))
+	r := mustReserve(t, b, p, "r", false, nil)
+	rh, err := b.reservation(r)
+	require.NoError(t, err)
+	rh.r.Close() // as if closeReservation0 ran between the lookup and the grow
+	err = b.Grow(r, 10)
+	require.ErrorIs(t, err, pool.ErrClosed)
+	assert.Equal(t, throwIllegalState, classify(err))
+	require.NoError(t, b.CloseReservation(r))
+	require.NoError(t, b.ClosePool(p))
+}
+
+func TestOperationsAfterThePoolClosedAreIllegalStateOrLate(t *testing.T) {
+	b, _ := newTestBridge(t)
+	up := newFakeUpstream(1000)
+	p := mustOpen(t, b, 5, KindGreedyUnified, 0, 0, up)
+	r := mustReserve(t, b, p, "late", false, nil)
+	require.NoError(t, b.TryGrow(r, 100))
+	require.NoError(t, b.ClosePool(p))
+	assert.Equal(t, int64(0), up.held.Load(), "close returned everything, leaked bytes included")
+
+	err := b.TryGrow(r, 1)
+	require.ErrorIs(t, err, pool.ErrClosed)
+	assert.Equal(t, throwIllegalState, classify(err))
+	require.NoError(t, b.Shrink(r, 40), "a shrink after close is a late release: counted, not forwarded")
+	ps := b.ProcessStats()
+	assert.Equal(t, int64(0), ps.LiveTasks)
+	assert.Equal(t, int64(1), ps.LateReleases)
+	assert.Equal(t, int64(1), ps.Leaks)
+	assert.Equal(t, int64(100), ps.LeakedBytes)
+	require.NoError(t, b.CloseReservation(r)) // frees the other 60: a second late release
+	ps = b.ProcessStats()
+	assert.Equal(t, int64(2), ps.LateReleases, "the retired pool's late releases are kept")
+	up.requireSane(t)
+
+	_, err = b.NewReservation(p, "too late", false, nil)
+	assert.Equal(t, throwIllegalState, classify(err))
+}
+
+func TestNewReservationOnAClosedPoolHandleClosesTheSpiller(t *testing.T) {
+	b, _ := newTestBridge(t)
+	p1 := mustOpen(t, b, 5, KindGreedyUnified, 0, 0, newFakeUpstream(0))
+	p2 := mustOpen(t, b, 5, KindGreedyUnified, 0, 0, newFakeUpstream(0))
+	require.NoError(t, b.ClosePool(p1))
+	sp := &fakeSpiller{}
+	_, err := b.NewReservation(p1, "x", true, sp)
+	assert.Equal(t, throwIllegalState, classify(err))
+	assert.Equal(t, int32(1), sp.closed.Load())
+	require.NoError(t, b.ClosePool(p2))
+}
+
+// TestReclaimSpillsThroughReentrantShrinks checks the spill path: Reclaim
+// returns slack, then calls the largest spillable consumer, whose spiller
+// shrinks its reservation through the Bridge on the same goroutine (as the
+// Java spiller calls shrink0 from inside reclaim0), and reports exactly the
+// bytes released upstream.
+func TestReclaimSpillsThroughReentrantShrinks(t *testing.T) {
+	b, _ := newTestBridge(t)
+	up := newFakeUpstream(1 << 20)
+	p := mustOpen(t, b, 11, KindFairUnified, 1<<20, 64, up)
+	var big, small int64
+	spillerOf := func(h *int64) *fakeSpiller {
+		return &fakeSpiller{spill: func(target int64) (int64, error) {
+			size, err := b.Size(*h)
+			if err != nil {
+				return 0, err
+			}
+			n := min(size, target)
+			return n, b.Shrink(*h, n)
+		}}
+	}
+	bigSp, smallSp := spillerOf(&big), spillerOf(&small)
+	big = mustReserve(t, b, p, "big", true, bigSp)
+	small = mustReserve(t, b, p, "small", true, smallSp)
+	fixed := mustReserve(t, b, p, "fixed", false, nil)
+	require.NoError(t, b.TryGrow(big, 300))
+	require.NoError(t, b.TryGrow(small, 100))
+	require.NoError(t, b.TryGrow(fixed, 10))
+	heldBefore := up.held.Load()
+	slack := heldBefore - 410
+
+	freed, err := b.Reclaim(p, slack+250)
+	require.NoError(t, err)
+	assert.Equal(t, slack+250, freed)
+	assert.Equal(t, heldBefore-freed, up.held.Load(), "reclaim reports exactly what went upstream")
+	assert.Equal(t, int64(1), bigSp.calls.Load())
+	assert.Equal(t, int64(0), smallSp.calls.Load(), "the largest consumer was enough")
+	size, _ := b.Size(big)
+	assert.Equal(t, int64(50), size)
+
+	stats, err := b.PoolStats(p)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), stats[StatSpillRequests])
+	assert.Equal(t, freed, stats[StatSpillBytesFreed])
+
+	require.NoError(t, b.CloseReservation(big))
+	assert.Equal(t, int32(1), bigSp.closed.Load(), "closing the reservation closes its spiller")
+	freed, err = b.Reclaim(p, 1<<30)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), smallSp.calls.Load())
+	assert.Equal(t, int64(1), bigSp.calls.Load(), "a closed reservation's spiller is not called")
+	assert.Equal(t, int64(10), up.held.Load(), "only the unspillable bytes stay")
+	assert.Equal(t, int64(50+100), freed, "big's bytes freed by its close, then small's spill")
+
+	for _, h := range []int64{small, fixed} {
+		require.NoError(t, b.CloseReservation(h))
+	}
+	require.NoError(t, b.ClosePool(p))
+	_, err = b.Reclaim(p, 10)
+	assert.Equal(t, throwIllegalState, classify(err))
+	up.requireSane(t)
+}
+
+// TestUpcallExceptionSwallowedByGrowIsRoutedToTheExport shows why the
+// exception router exists: Grow cannot fail, so the pool records a failed
+// acquire as overcommit and only logs the error; the export claims the
+// JavaException its goroutine raised and rethrows it.
+func TestUpcallExceptionSwallowedByGrowIsRoutedToTheExport(t *testing.T) {
+	b, logs := newTestBridge(t)
+	refs := &refLog{}
+	up := newFakeUpstream(1000)
+	p := mustOpen(t, b, 1, KindFairUnified, 1000, 0, up)
+	r := mustReserve(t, b, p, "r", false, nil)
+
+	killed := newJavaException("java.lang.InterruptedException", "killed", "acquireMemory", 0xbeef, refs.delete)
+	up.setBefore(func(op string, _ int64) {
+		if op == "acquire" {
+			b.exceptions.record(killed) // what jvmUpstream does on the calling goroutine
+			up.failNextAcquire(killed)
+		}
+	})
+	mark := b.exceptions.mark()
+	require.NoError(t, b.Grow(r, 100))
+	claimed := b.exceptions.claim(mark)
+	f := settle(nil, claimed)
+	assert.Equal(t, throwJava, f.kind)
+	assert.Same(t, killed, f.java)
+	assert.Equal(t, "java.lang.InterruptedException: killed (in acquireMemory)", f.msg)
+	assert.Len(t, logs.lines("upstream Acquire failed during Grow"), 1)
+
+	stats, _ := b.PoolStats(p)
+	assert.Equal(t, int64(100), stats[StatOvercommit], "the grow is recorded; Spark granted nothing")
+	assert.Equal(t, int64(0), stats[StatHeld])
+
+	// TryGrow returns it as its error: the same exception, thrown once.
+	up.setBefore(nil)
+	oom := newJavaException("org.apache.spark.memory.SparkOutOfMemoryError", "no", "acquireMemory", 0xf00d, refs.delete)
+	up.setBefore(func(op string, _ int64) {
+		if op == "acquire" {
+			b.exceptions.record(oom)
+			up.failNextAcquire(oom)
+		}
+	})
+	mark = b.exceptions.mark()
+	err := b.TryGrow(r, 10)
+	claimed = b.exceptions.claim(mark)
+	f = settle(err, claimed)
+	assert.Same(t, oom, f.java)
+	assert.Empty(t, refs.list(), "the chosen exception is not discarded")
+	assert.Equal(t, uintptr(0xf00d), f.java.take())
+	assert.Zero(t, b.exceptions.unclaimed())
+
+	up.setBefore(nil)
+	require.NoError(t, b.Shrink(r, 100))
+	require.NoError(t, b.CloseReservation(r))
+	require.NoError(t, b.ClosePool(p))
+}
+
+func TestThresholdCrossingsAreLoggedAsWarnings(t *testing.T) {
+	b, logs := newTestBridge(t)
+	require.NoError(t, b.Configure(Settings{Thresholds: []int64{500, 100, 500}}))
+	assert.Equal(t, []int64{100, 500}, b.Settings().Thresholds, "sorted and deduplicated")
+	p := mustOpen(t, b, 77, KindGreedyUnified, 0, 0, newFakeUpstream(1<<20))
+	r := mustReserve(t, b, p, "r", false, nil)
+	require.NoError(t, b.TryGrow(r, 600))
+	up := logs.lines("nativepool: task pool reserved bytes rose to a threshold")
+	require.Len(t, up, 2)
+	assert.Contains(t, up[0], "task=77")
+	assert.Contains(t, up[0], "threshold=100")
+	assert.Contains(t, up[1], "threshold=500")
+	require.NoError(t, b.Shrink(r, 600))
+	assert.Len(t, logs.lines("nativepool: task pool reserved bytes fell below a threshold"), 2)
+	require.NoError(t, b.CloseReservation(r))
+	require.NoError(t, b.ClosePool(p))
+
+	err := b.Configure(Settings{Thresholds: []int64{10, 0}})
+	assert.Equal(t, "nativepool: configure: threshold 0 must be positive: invalid argument", err.Error())
+	assert.Equal(t, []int64{100, 500}, b.Settings().Thresholds, "a rejected configuration changes nothing")
+}
+
+func TestLoggingSettingLogsEveryOperationOfPoolsOpenedAfterIt(t *testing.T) {
+	b, logs := newTestBridge(t)
+	before := mustOpen(t, b, 1, KindGreedyUnified, 0, 0, newFakeUpstream(1000))
+	require.NoError(t, b.Configure(Settings{Logging: true}))
+	after := mustOpen(t, b, 2, KindGreedyUnified, 0, 0, newFakeUpstream(1000))
+	r1 := mustReserve(t, b, before, "quiet", false, nil)
+	r2 := mustReserve(t, b, after, "loud", false, nil)
+	require.NoError(t, b.TryGrow(r1, 10))
+	require.NoError(t, b.TryGrow(r2, 10))
+	assert.Empty(t, logs.lines("consumer=quiet"))
+	assert.Len(t, logs.lines("msg=register"), 1)
+	assert.Len(t, logs.lines("msg=try_grow"), 1)
+	assert.Contains(t, logs.lines("msg=try_grow")[0], "consumer=loud")
+	for _, h := range []int64{r1, r2} {
+		require.NoError(t, b.CloseReservation(h))
+	}
+	require.NoError(t, b.ClosePool(before))
+	require.NoError(t, b.ClosePool(after))
+}
+
+func TestProcessStatsSumOpenPoolsAndKeepCountersOfClosedOnes(t *testing.T) {
+	b, _ := newTestBridge(t)
+	up1, up2 := newFakeUpstream(1<<20), newFakeUpstream(1<<20)
+	p1 := mustOpen(t, b, 1, KindFairUnified, 1<<20, 0, up1)
+	p2 := mustOpen(t, b, 2, KindGreedyUnified, 0, 100, up2)
+	r1 := mustReserve(t, b, p1, "a", false, nil)
+	r2 := mustReserve(t, b, p2, "b", false, nil)
+	require.NoError(t, b.TryGrow(r1, 300))
+	require.NoError(t, b.TryGrow(r2, 30))
+
+	ps := b.ProcessStats()
+	assert.Equal(t, ProcessStats{
+		LiveTasks: 2, Reserved: 330, Held: 400, Slack: 70, Peak: 300, UpstreamCalls: 2,
+	}, ps)
+
+	require.NoError(t, b.Shrink(r1, 300))
+	require.NoError(t, b.CloseReservation(r1))
+	require.NoError(t, b.ClosePool(p1))
+	ps = b.ProcessStats()
+	assert.Equal(t, ProcessStats{
+		LiveTasks: 1, Reserved: 30, Held: 100, Slack: 70, Peak: 300, UpstreamCalls: 3,
+	}, ps, "the closed pool's calls and peak stay")
+
+	require.NoError(t, b.CloseReservation(r2))
+	require.NoError(t, b.ClosePool(p2))
+	ps = b.ProcessStats()
+	assert.Equal(t, ProcessStats{Peak: 300, UpstreamCalls: 4}, ps)
+	assert.Equal(t, []int64{0, 0, 0, 0, 0, 300, 4, 0, 0, 0, 0, 0}, ps.array())
+}
+
+// TestConcurrentTasksOpenGrowShrinkClose runs many JVM-thread-like
+// goroutines over a few shared task pools; it checks that every byte goes
+// back upstream, every upstream and spiller is closed once, and no handle
+// stays live. Returning before the deadline means no deadlock. Run with
+// -race.
+func TestConcurrentTasksOpenGrowShrinkClose(t *testing.T) {
+	b, _ := newTestBridge(t)
+	const tasks, threads, rounds = 3, 8, 200
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ups [tasks][]*fakeUpstream
+	upsCh := make(chan struct {
+		task int
+		up   *fakeUpstream
+	}, threads*rounds)
+	var spillers []*fakeSpiller
+	spCh := make(chan *fakeSpiller, threads*rounds)
+	g, ctx := errgroup.WithContext(ctx)
+	for w := range threads {
+		g.Go(func() error {
+			for i := range rounds {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				task := int64((w + i) % tasks)
+				up := newFakeUpstream(1 << 16)
+				upsCh <- struct {
+					task int
+					up   *fakeUpstream
+				}{int(task), up}
+				p, err := b.OpenPool(task, KindFairUnified, 1<<16, 256, up)
+				if err != nil {
+					return err
+				}
+				var rh atomic.Int64 // read by other goroutines' reclaims
+				sp := &fakeSpiller{spill: func(target int64) (int64, error) {
+					return b.Free(rh.Load())
+				}}
+				spCh <- sp
+				r, err := b.NewReservation(p, fmt.Sprintf("w%d", w), true, sp)
+				if err != nil {
+					return err
+				}
+				rh.Store(r)
+				for k := range 20 {
+					n := int64(1 + (k*37+w)%500)
+					if err := b.TryGrow(r, n); err != nil && !errors.Is(err, pool.ErrResourcesExhausted) {
+						return err
+					}
+					if err := b.Grow(r, n); err != nil {
+						return err
+					}
+					if k%7 == 0 {
+						if _, err := b.Reclaim(p, 100); err != nil {
+							return err
+						}
+					}
+					if _, err := b.PoolStats(p); err != nil {
+						return err
+					}
+					_ = b.ProcessStats()
+				}
+				if _, err := b.Free(r); err != nil {
+					return err
+				}
+				if err := b.CloseReservation(r); err != nil {
+					return err
+				}
+				if err := b.ClosePool(p); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait())
+	close(upsCh)
+	close(spCh)
+	for x := range upsCh {
+		ups[x.task] = append(ups[x.task], x.up)
+	}
+	for sp := range spCh {
+		spillers = append(spillers, sp)
+	}
+	for task := range tasks {
+		for _, up := range ups[task] {
+			assert.Equal(t, int32(1), up.closed.Load(), "each upstream is closed exactly once")
+			assert.Equal(t, int64(0), up.held.Load(), "every byte went back")
+			up.requireSane(t)
+		}
+	}
+	for _, sp := range spillers {
+		assert.Equal(t, int32(1), sp.closed.Load())
+	}
+	pools, res := b.LiveHandles()
+	assert.Zero(t, pools)
+	assert.Zero(t, res)
+	assert.Zero(t, b.registry.Len())
+	ps := b.ProcessStats()
+	assert.Zero(t, ps.LiveTasks)
+	assert.Zero(t, ps.Leaks)
+	assert.Zero(t, ps.Held)
+}
+
+func TestASpillerMakesTheConsumerSpillableEvenWithCanSpillFalse(t *testing.T) {
+	b, _ := newTestBridge(t)
+	up := newFakeUpstream(1 << 20)
+	p := mustOpen(t, b, 12, KindGreedyUnified, 0, 0, up)
+	var r int64
+	sp := &fakeSpiller{spill: func(target int64) (int64, error) { return b.Free(r) }}
+	r = mustReserve(t, b, p, "s", false /* canSpill */, sp)
+	rh, err := b.reservation(r)
+	require.NoError(t, err)
+	assert.True(t, rh.r.Consumer().CanSpill())
+	require.NoError(t, b.TryGrow(r, 64))
+	freed, err := b.Reclaim(p, 64)
+	require.NoError(t, err)
+	assert.Equal(t, int64(64), freed)
+	assert.Equal(t, int64(1), sp.calls.Load())
+	require.NoError(t, b.CloseReservation(r))
+	require.NoError(t, b.ClosePool(p))
+	up.requireSane(t)
+}

@@ -1,0 +1,118 @@
+// Package jni is the Go side of the bridge between nativepool's pools and
+// Spark's TaskMemoryManager: the natives of org.nativepool.spark.NativeBridge,
+// built into libnativepool.so by the command jni/libnativepool
+// (go build -buildmode=c-shared). The contract with the Java module jni/java/
+// is jni/API.md; this package implements it exactly. It is not for direct use
+// from Go: Go code uses pool and taskshared.
+//
+// # Exported API
+//
+// The exports (exports.go) are Java_org_nativepool_spark_NativeBridge_<name>0
+// for init0, openPool0, closePool0, newReservation0, tryGrow0, grow0,
+// shrink0, free0, size0, closeReservation0, reclaim0, poolStats0,
+// processStats0 and configure0. Each one converts its JNI arguments and calls
+// a method of the process Bridge (bridge.go), the pure-Go core, which tests
+// drive without a JVM. Pool kinds and the stats array indices live in
+// stats.go; their other copy is NativeBridge.java, and a test compares the
+// two.
+//
+// # Layout
+//
+//	np.h, np.c     every JNI call, prefix np_ (cgo's -Werror -Wall apply)
+//	cgotypes.go    the C types under Go names: no Go signature says C.
+//	jnienv.go      Go halves of the np_ helpers that take a JNIEnv
+//	exports.go     only the //export functions
+//	process.go     the process registry (the one Bridge) and call settling
+//	bridge.go      the pure-Go core: pools, reservations, reclaim, stats
+//	handles.go     generation-checked handle tables (pure Go)
+//	upstream.go    jvmUpstream: pool.Upstream over NativeUpstream
+//	spiller.go     jvmSpiller: pool.Spiller over NativeSpiller
+//	globalref.go   sharedRef: a global ref that upcalls use while it may close
+//	exception.go   JavaException and the exception router
+//	failure.go     which Java exception an export throws
+//	testexports.go one extra native for jvm_test.go only (build tag
+//	               nativepool_jvmtest): an upcall from a goroutine's own thread
+//
+// jvm_test.go (skipped with -short) builds the library with that tag, loads
+// it into a JVM under -Xcheck:jni and runs testdata/jvm/Smoke.java against
+// a minimal copy of NativeBridge: the Go side checked in a real JVM without
+// the Java module.
+//
+// # Handles
+//
+// Java holds 64-bit handles, never 0: a type tag, a slot and the slot's
+// generation. A forged, never-issued or wrong-type handle is rejected with
+// IllegalArgumentException, a closed or stale one with
+// IllegalStateException; neither is ever dereferenced, and a stale handle
+// never reaches the slot's next occupant. Each openPool0 is one reference to
+// the task's pool in a taskshared.Registry (explicit refcounts,
+// compare-and-delete); the last closePool0 of a task closes the pool, which
+// hands everything it holds back to Spark and reports leaks by consumer.
+//
+// # Threads and the JNIEnv
+//
+// Following reference/go-jni.md §3.3 and §4 (measured there):
+//
+//   - An export uses the JNIEnv it was given, only on its own goroutine
+//     (cgo keeps it on the calling JVM thread for the whole call).
+//   - Every upcall (acquireMemory, releaseMemory, spill) is one C call,
+//     np_acquire / np_release / np_spill, that does GetEnv, attaches the
+//     thread as a daemon (AttachCurrentThreadAsDaemon, "nativepool-go") if
+//     the JVM does not know it, makes the call, and takes, globalises and
+//     clears any exception. The goroutine cannot migrate inside it, so no
+//     LockOSThread is needed and no JNIEnv is ever cached in Go. A
+//     pthread_key destructor detaches such a thread when it exits, so the
+//     JVM keeps no zombie java.lang.Thread.
+//   - Method IDs are taken from the interfaces NativeUpstream and
+//     NativeSpiller; classes are resolved once, in init0, on a JVM thread, by
+//     FindClass inside a NativeBridge native, so with the class loader that
+//     loaded NativeBridge (the application loader), never the system loader
+//     an attached Go thread would get.
+//   - No Go lock is held across an upcall: acquireMemory may block in Spark's
+//     1/2N wait and may call spill on the same thread, which re-enters Go
+//     (reclaim0, then shrink0 from the Java spiller). Global refs that upcalls
+//     use are guarded by a use count (sharedRef), not a lock, and deleted on
+//     an attached thread when their pool or reservation closes.
+//
+// # Exceptions and panics
+//
+// A Java exception raised by an upcall becomes a *JavaException, a Go error
+// that is not pool.ErrResourcesExhausted and that keeps a global ref to the
+// original throwable. The export whose call raised it rethrows exactly that
+// throwable (Throw, then DeleteGlobalRef), so an InterruptedException from
+// Spark's task kill or a SparkOutOfMemoryError reaches Java unchanged. The
+// exception router (exception.go) makes this hold even when the pool had to
+// swallow the error (Grow turns a failed acquire into overcommit; a failed
+// release or spiller is logged and counted). Refs that are not rethrown are
+// deleted.
+//
+// Every export begins with a deferred recover: a Go panic becomes
+// RuntimeException("nativepool: panic: …") (and a slog error with the
+// stack); no panic crosses into the JVM.
+//
+// # Process rules
+//
+// One Go runtime per process: load the library once, from one class loader,
+// and never load a second Go c-shared library into the same JVM
+// (golang/go#65050, #18976). Never preload libjsig (it breaks Go's signal
+// handling; the default JVM needs no flag). This package never uses
+// os/signal and never starts the CPU profiler. -Xcheck:jni prints
+// "handler modified" lines for the signals Go installs; they are expected.
+//
+// Goroutine-local storage (timandy/routine) is not used at the JNI
+// boundary: a value set there would survive the call and leak into
+// unrelated Java threads that later reuse the same Go M. No export sets
+// taskshared's current task; the only per-goroutine bookkeeping, the
+// exception router's entries, is claimed before each export returns.
+//
+// The process registry (process.go) is the only package-level state: the
+// handle tables, the task-shared registry, the configure0 settings and the
+// cumulative process counters, all inside one Bridge.
+//
+// # Build
+//
+// The JDK headers come from /usr/lib/jvm/java-17-openjdk-amd64 (cgotypes.go);
+// on another layout set CGO_CFLAGS="-I$JAVA_HOME/include
+// -I$JAVA_HOME/include/linux". The library never links libjvm: every JNI
+// function is reached through the JNIEnv and JavaVM tables.
+package jni

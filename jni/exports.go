@@ -1,0 +1,177 @@
+package jni
+
+/*
+#include "np.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/nativepool/nativepool/pool"
+)
+
+// The natives of org.nativepool.spark.NativeBridge (jni/API.md), and
+// nothing else. Each one converts its JNI arguments, calls the process
+// Bridge, and lets call.end make the outcome pending in env: no panic ever
+// crosses, no Go lock is held when it returns, and nothing is left in
+// goroutine-local storage (none is used here). Returned values are ignored
+// by Java when an exception is pending; they are then 0 or null.
+//
+// The constants shared with Java (pool kinds, stats indices) are in
+// stats.go; their other copy is NativeBridge.java.
+
+//export Java_org_nativepool_spark_NativeBridge_init0
+func Java_org_nativepool_spark_NativeBridge_init0(env *jniEnv, _ jclass) {
+	var err error
+	c := beginLocal()
+	defer func() { c.end(env, recover(), err) }()
+	if rc := C.np_init(env); rc != npOK && !exceptionPending(env) {
+		err = npStatusError("init0", rc)
+	}
+}
+
+//export Java_org_nativepool_spark_NativeBridge_openPool0
+func Java_org_nativepool_spark_NativeBridge_openPool0(env *jniEnv, _ jclass, taskAttemptID jlong, kind jint, poolSize, chunkSize jlong, upstream jobject) (h jlong) {
+	var err error
+	c := beginLocal()
+	defer func() { c.end(env, recover(), err) }()
+	var up *jvmUpstream
+	if up, err = newJVMUpstream(env, upstream, &process.exceptions); err != nil {
+		return 0
+	}
+	id, err := process.OpenPool(int64(taskAttemptID), int32(kind), int64(poolSize), int64(chunkSize), up)
+	return jlong(id)
+}
+
+//export Java_org_nativepool_spark_NativeBridge_closePool0
+func Java_org_nativepool_spark_NativeBridge_closePool0(env *jniEnv, _ jclass, poolHandle jlong) {
+	var err error
+	c := begin()
+	defer func() { c.end(env, recover(), err) }()
+	err = process.ClosePool(int64(poolHandle))
+}
+
+//export Java_org_nativepool_spark_NativeBridge_newReservation0
+func Java_org_nativepool_spark_NativeBridge_newReservation0(env *jniEnv, _ jclass, poolHandle jlong, consumerName jstring, canSpill jboolean, spiller jobject) (h jlong) {
+	var err error
+	c := beginLocal()
+	defer func() { c.end(env, recover(), err) }()
+	name, ok, err := javaStringToGo(env, consumerName)
+	if err != nil {
+		return 0
+	}
+	if !ok {
+		err = fmt.Errorf("nativepool: newReservation: consumer name is null: %w", errInvalidArgument)
+		return 0
+	}
+	s, err := newJVMSpiller(env, spiller, &process.exceptions)
+	if err != nil {
+		return 0
+	}
+	var sp ownedSpiller
+	if s != nil {
+		sp = s
+	}
+	id, err := process.NewReservation(int64(poolHandle), name, canSpill != 0, sp)
+	return jlong(id)
+}
+
+//export Java_org_nativepool_spark_NativeBridge_tryGrow0
+func Java_org_nativepool_spark_NativeBridge_tryGrow0(env *jniEnv, _ jclass, res, n jlong) (refusal jstring) {
+	var err error
+	c := begin()
+	defer func() { c.end(env, recover(), err) }()
+	err = process.TryGrow(int64(res), int64(n))
+	var je *JavaException
+	if err != nil && !errors.As(err, &je) && errors.Is(err, pool.ErrResourcesExhausted) {
+		msg := err.Error()
+		err = nil
+		return goStringToJava(env, msg)
+	}
+	return 0
+}
+
+//export Java_org_nativepool_spark_NativeBridge_grow0
+func Java_org_nativepool_spark_NativeBridge_grow0(env *jniEnv, _ jclass, res, n jlong) {
+	var err error
+	c := begin()
+	defer func() { c.end(env, recover(), err) }()
+	err = process.Grow(int64(res), int64(n))
+}
+
+//export Java_org_nativepool_spark_NativeBridge_shrink0
+func Java_org_nativepool_spark_NativeBridge_shrink0(env *jniEnv, _ jclass, res, n jlong) {
+	var err error
+	c := begin()
+	defer func() { c.end(env, recover(), err) }()
+	err = process.Shrink(int64(res), int64(n))
+}
+
+//export Java_org_nativepool_spark_NativeBridge_free0
+func Java_org_nativepool_spark_NativeBridge_free0(env *jniEnv, _ jclass, res jlong) (freed jlong) {
+	var err error
+	c := begin()
+	defer func() { c.end(env, recover(), err) }()
+	n, err := process.Free(int64(res))
+	return jlong(n)
+}
+
+//export Java_org_nativepool_spark_NativeBridge_size0
+func Java_org_nativepool_spark_NativeBridge_size0(env *jniEnv, _ jclass, res jlong) (size jlong) {
+	var err error
+	c := beginLocal()
+	defer func() { c.end(env, recover(), err) }()
+	n, err := process.Size(int64(res))
+	return jlong(n)
+}
+
+//export Java_org_nativepool_spark_NativeBridge_closeReservation0
+func Java_org_nativepool_spark_NativeBridge_closeReservation0(env *jniEnv, _ jclass, res jlong) {
+	var err error
+	c := begin()
+	defer func() { c.end(env, recover(), err) }()
+	err = process.CloseReservation(int64(res))
+}
+
+//export Java_org_nativepool_spark_NativeBridge_reclaim0
+func Java_org_nativepool_spark_NativeBridge_reclaim0(env *jniEnv, _ jclass, poolHandle, target jlong) (freed jlong) {
+	var err error
+	c := begin()
+	defer func() { c.end(env, recover(), err) }()
+	n, err := process.Reclaim(int64(poolHandle), int64(target))
+	return jlong(n)
+}
+
+//export Java_org_nativepool_spark_NativeBridge_poolStats0
+func Java_org_nativepool_spark_NativeBridge_poolStats0(env *jniEnv, _ jclass, poolHandle jlong) (stats jlongArray) {
+	var err error
+	c := beginLocal()
+	defer func() { c.end(env, recover(), err) }()
+	a, err := process.PoolStats(int64(poolHandle))
+	if err != nil {
+		return 0
+	}
+	return goLongsToJava(env, a)
+}
+
+//export Java_org_nativepool_spark_NativeBridge_processStats0
+func Java_org_nativepool_spark_NativeBridge_processStats0(env *jniEnv, _ jclass) (stats jlongArray) {
+	var err error
+	c := beginLocal()
+	defer func() { c.end(env, recover(), err) }()
+	return goLongsToJava(env, process.ProcessStats().array())
+}
+
+//export Java_org_nativepool_spark_NativeBridge_configure0
+func Java_org_nativepool_spark_NativeBridge_configure0(env *jniEnv, _ jclass, logging jboolean, thresholds jlongArray) {
+	var err error
+	c := beginLocal()
+	defer func() { c.end(env, recover(), err) }()
+	th, err := javaLongsToGo(env, thresholds)
+	if err != nil {
+		return
+	}
+	err = process.Configure(Settings{Logging: logging != 0, Thresholds: th})
+}

@@ -1,0 +1,231 @@
+package jni
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Handle errors. An export maps errInvalidHandle to IllegalArgumentException
+// and errStaleHandle to IllegalStateException (jni/API.md "Handles").
+var (
+	// errInvalidHandle is wrapped when a handle was never issued by the
+	// table: zero, forged, or of another type (a reservation handle passed as
+	// a pool).
+	errInvalidHandle = errors.New("invalid handle")
+	// errStaleHandle is wrapped when a handle was issued but has been closed
+	// (its slot may since hold another object under a newer generation).
+	errStaleHandle = errors.New("stale handle")
+)
+
+// handleTag is the type tag in the top byte of a handle. Tags are non-zero,
+// so no handle is ever 0 (Java's "no handle").
+type handleTag uint8
+
+const (
+	tagPool        handleTag = 0x50 // 'P'
+	tagReservation handleTag = 0x52 // 'R'
+	tagBatch       handleTag = 0x42 // 'B': Arrow batches (arrow.go)
+)
+
+func (t handleTag) String() string {
+	switch t {
+	case tagPool:
+		return "pool"
+	case tagReservation:
+		return "reservation"
+	case tagBatch:
+		return "batch"
+	default:
+		return fmt.Sprintf("tag 0x%02x", uint8(t))
+	}
+}
+
+// Handle layout, from the most significant bit:
+//
+//	63..56 tag (handleTag, never 0)
+//	55..32 slot index (24 bits: up to 16M live handles per table)
+//	31..0  generation of the slot (starts at 1; 0 is never issued)
+//
+// A forged value passes only if its tag, slot and generation all match a
+// live entry; a random 64-bit value does so with probability
+// live/2^56. A closed handle keeps failing after its slot is reused, because
+// the generation moved on.
+const (
+	slotBits  = 24
+	genBits   = 32
+	maxSlots  = 1 << slotBits
+	pageBits  = 10
+	pageSize  = 1 << pageBits
+	maxPages  = maxSlots / pageSize
+	maxGen    = 1<<genBits - 1
+	slotShift = genBits
+	tagShift  = genBits + slotBits
+)
+
+func makeHandle(tag handleTag, slot uint32, gen uint32) int64 {
+	return int64(uint64(tag)<<tagShift | uint64(slot)<<slotShift | uint64(gen))
+}
+
+func splitHandle(h int64) (tag handleTag, slot uint32, gen uint32) {
+	u := uint64(h)
+	return handleTag(u >> tagShift), uint32(u>>slotShift) & (maxSlots - 1), uint32(u)
+}
+
+// handleTable maps 64-bit handles to values of one type. Lookups are
+// lock-free (two atomic loads); Insert and Remove take a mutex. Freed slots
+// are reused with a bumped generation, so a stale handle is told apart from
+// a forged one and never reaches the slot's new occupant.
+//
+// A handleTable is safe for concurrent use by multiple goroutines. It must
+// not be copied after first use; build one with newHandleTable (the zero
+// value has no tag and issues nothing).
+type handleTable[T any] struct {
+	tag handleTag
+	// pages holds the slots in fixed pages, allocated on demand under mu and
+	// published with an atomic store, so lookups never see a moving slice.
+	pages [maxPages]atomic.Pointer[handlePage[T]]
+
+	// live counts the handles issued and not yet removed.
+	live atomic.Int64
+
+	mu struct {
+		sync.Mutex
+		next uint32   // slots [0, next) have been used at least once
+		free []uint32 // slots free for reuse, LIFO
+	}
+}
+
+type handlePage[T any] [pageSize]handleSlot[T]
+
+type handleSlot[T any] struct {
+	// cur is the live entry, or nil when the slot is free. Written under
+	// handleTable.mu; read without it.
+	cur atomic.Pointer[handleEntry[T]]
+	// gen is the generation most recently issued for this slot (0: never).
+	// Written under handleTable.mu; read without it on the error path.
+	gen atomic.Uint32
+}
+
+type handleEntry[T any] struct {
+	gen uint32
+	val T
+}
+
+func newHandleTable[T any](tag handleTag) *handleTable[T] {
+	if tag == 0 {
+		panic("jni: newHandleTable(0): the tag must be non-zero")
+	}
+	return &handleTable[T]{tag: tag}
+}
+
+// Insert stores v and returns its new handle. It fails only when every slot
+// is in use (16M live handles of this type); the table is then unchanged.
+func (t *handleTable[T]) Insert(v T) (int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for {
+		var slot uint32
+		if n := len(t.mu.free); n > 0 {
+			slot = t.mu.free[n-1]
+			t.mu.free = t.mu.free[:n-1]
+		} else if t.mu.next < maxSlots {
+			slot = t.mu.next
+			t.mu.next++
+			if p := slot >> pageBits; t.pages[p].Load() == nil {
+				t.pages[p].Store(new(handlePage[T]))
+			}
+		} else {
+			return 0, fmt.Errorf("jni: %s handle table full (%d live handles)", t.tag, t.live.Load())
+		}
+		s := t.slot(slot)
+		last := s.gen.Load()
+		if last == maxGen {
+			continue // this slot has used every generation: retire it for good
+		}
+		gen := last + 1
+		s.gen.Store(gen)
+		s.cur.Store(&handleEntry[T]{gen: gen, val: v})
+		t.live.Add(1)
+		return makeHandle(t.tag, slot, gen), nil
+	}
+}
+
+// Get returns the value of a live handle. It returns an error wrapping
+// errInvalidHandle for a handle this table never issued (zero, forged, wrong
+// type) and errStaleHandle for a handle that has been removed.
+func (t *handleTable[T]) Get(h int64) (T, error) {
+	tag, slot, gen := splitHandle(h)
+	if tag == t.tag {
+		if p := t.pages[slot>>pageBits].Load(); p != nil {
+			if e := p[slot&(pageSize-1)].cur.Load(); e != nil && e.gen == gen {
+				return e.val, nil
+			}
+		}
+	}
+	var zero T
+	return zero, t.classify(h)
+}
+
+// Remove removes a live handle and returns its value, so that exactly one of
+// several concurrent Removes of the same handle succeeds. The others, and
+// any later Get, fail with errStaleHandle. Errors are those of Get.
+func (t *handleTable[T]) Remove(h int64) (T, error) {
+	var zero T
+	tag, slot, gen := splitHandle(h)
+	if tag != t.tag || slot >= maxSlots {
+		return zero, t.classify(h)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if slot >= t.mu.next {
+		return zero, t.classify(h)
+	}
+	s := t.slot(slot)
+	e := s.cur.Load()
+	if e == nil || e.gen != gen {
+		return zero, t.classify(h)
+	}
+	s.cur.Store(nil)
+	t.mu.free = append(t.mu.free, slot)
+	t.live.Add(-1)
+	return e.val, nil
+}
+
+// Len is the number of live handles.
+func (t *handleTable[T]) Len() int { return int(t.live.Load()) }
+
+// slot returns the slot at index i; its page must exist.
+func (t *handleTable[T]) slot(i uint32) *handleSlot[T] {
+	return &t.pages[i>>pageBits].Load()[i&(pageSize-1)]
+}
+
+// classify explains why h is not a live handle of this table.
+func (t *handleTable[T]) classify(h int64) error {
+	tag, slot, gen := splitHandle(h)
+	switch {
+	case h == 0:
+		return fmt.Errorf("nativepool: invalid %s handle 0x0: %w", t.tag, errInvalidHandle)
+	case tag == tagPool || tag == tagReservation || tag == tagBatch:
+		if tag != t.tag {
+			return fmt.Errorf("nativepool: invalid %s handle 0x%x: a %s handle: %w", t.tag, uint64(h), tag, errInvalidHandle)
+		}
+	default:
+		return fmt.Errorf("nativepool: invalid %s handle 0x%x: %w", t.tag, uint64(h), errInvalidHandle)
+	}
+	p := t.pages[slot>>pageBits].Load()
+	if gen == 0 || p == nil {
+		return fmt.Errorf("nativepool: invalid %s handle 0x%x: never issued: %w", t.tag, uint64(h), errInvalidHandle)
+	}
+	s := &p[slot&(pageSize-1)]
+	issued := s.gen.Load()
+	switch {
+	case gen > issued:
+		return fmt.Errorf("nativepool: invalid %s handle 0x%x: never issued: %w", t.tag, uint64(h), errInvalidHandle)
+	case gen == issued:
+		return fmt.Errorf("nativepool: %s handle 0x%x is closed: %w", t.tag, uint64(h), errStaleHandle)
+	default:
+		return fmt.Errorf("nativepool: %s handle 0x%x is stale (closed; its slot was reused): %w", t.tag, uint64(h), errStaleHandle)
+	}
+}

@@ -1,0 +1,24 @@
+// Test scaffolding for jni/jvm_test.go, not the real module: a minimal copy of the natives and
+// interfaces of jni/API.md, so that the Go side can be checked in a real JVM without building
+// jni/java/ (the real classes live in jni/java/src/main/java/org/nativepool/spark/).
+package org.nativepool.spark;
+final class NativeBridge {
+  static native void init0();
+  static native long openPool0(long taskAttemptId, int kind, long poolSize, long chunkSize, NativeUpstream upstream);
+  static native void closePool0(long pool);
+  static native long newReservation0(long pool, String consumerName, boolean canSpill, NativeSpiller spiller);
+  static native String tryGrow0(long res, long n);
+  static native void grow0(long res, long n);
+  static native void shrink0(long res, long n);
+  static native long free0(long res);
+  static native long size0(long res);
+  static native void closeReservation0(long res);
+  static native long reclaim0(long pool, long target);
+  static native long[] poolStats0(long pool);
+  static native long[] processStats0();
+  static native void configure0(boolean logging, long[] thresholds);
+  /** Test-only (jni/testexports.go, tag nativepool_jvmtest): tryGrow0 from a new goroutine. */
+  static native String goroutineTryGrow0(long res, long n, boolean exitThread);
+  /** Test-only: an unguarded Java→Go call, the floor for Bench. */
+  static native long noop0(long x);
+}

@@ -1,0 +1,228 @@
+package org.nativepool.spark;
+
+import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A JVM check of the Go side of the bridge, run by jni/jvm_test.go (TestJVMSmoke) under
+ * -Xcheck:jni: every native of jni/API.md, exception classes and messages, the original
+ * throwable rethrown from each upcall, re-entrant spill, concurrent threads. Prints "ok: …" or
+ * "FAIL: …" per check and "SMOKE PASSED" at the end; exits 1 on any failure.
+ */
+public class Smoke {
+  static int failures = 0;
+  static void check(boolean ok, String what) {
+    if (!ok) { failures++; System.out.println("FAIL: " + what); } else System.out.println("ok: " + what);
+  }
+  interface Body { void run() throws Throwable; }
+  static Throwable thrown(Body b) {
+    try { b.run(); return null; } catch (Throwable t) { return t; }
+  }
+  static class Boom extends RuntimeException { Boom(String m) { super(m); } }
+  @SuppressWarnings("unchecked")
+  static <T extends Throwable> void sneaky(Throwable t) throws T { throw (T) t; }
+
+  static class Up implements NativeUpstream {
+    final AtomicLong held = new AtomicLong();
+    volatile long budget = 1 << 20;
+    volatile Throwable throwOnAcquire, throwOnRelease;
+    volatile Runnable onAcquire;
+    volatile String lastThread;
+    public long acquireMemory(long n) {
+      Thread me = Thread.currentThread();
+      lastThread = me.getName() + (me.isDaemon() ? " (daemon)" : "");
+      if (onAcquire != null) { Runnable r = onAcquire; onAcquire = null; r.run(); }
+      if (throwOnAcquire != null) { Throwable t = throwOnAcquire; throwOnAcquire = null; Smoke.<RuntimeException>sneaky(t); }
+      long got = Math.max(0, Math.min(n, budget - held.get()));
+      held.addAndGet(got);
+      return got;
+    }
+    public void releaseMemory(long n) {
+      if (throwOnRelease != null) { Throwable t = throwOnRelease; throwOnRelease = null; Smoke.<RuntimeException>sneaky(t); }
+      if (n > held.get()) throw new IllegalStateException("over-release " + n);
+      held.addAndGet(-n);
+    }
+  }
+
+  public static void main(String[] args) throws Throwable {
+    System.load(args[0]);
+    Throwable t = thrown(() -> NativeBridge.size0(1));
+    check(t instanceof IllegalArgumentException, "before init0: forged handle -> IAE: " + t);
+    NativeBridge.init0();
+    NativeBridge.init0();
+    check(true, "init0 twice");
+
+    Up up = new Up();
+    long p = NativeBridge.openPool0(7, 0, 1000, 0, up);
+    check(p != 0, "openPool0 -> " + Long.toHexString(p));
+    long p2 = NativeBridge.openPool0(7, 0, 1000, 0, new Up());
+    check(p2 != 0 && p2 != p, "join -> new handle");
+    t = thrown(() -> NativeBridge.openPool0(7, 1, 0, 0, new Up()));
+    check(t instanceof IllegalStateException, "mismatch -> ISE: " + t);
+    t = thrown(() -> NativeBridge.openPool0(8, 5, 0, 0, new Up()));
+    check(t instanceof IllegalArgumentException, "bad kind -> IAE: " + t);
+    t = thrown(() -> NativeBridge.openPool0(8, 0, -1, 0, new Up()));
+    check(t instanceof IllegalArgumentException, "neg size -> IAE: " + t);
+
+    long[] resHolder = new long[1];
+    NativeSpiller spiller = target -> {
+      long size = NativeBridge.size0(resHolder[0]);
+      long give = Math.min(size, target);
+      if (give > 0) NativeBridge.shrink0(resHolder[0], give);
+      return give;
+    };
+    long r = NativeBridge.newReservation0(p, "sort \u00e9\uD83D\uDE00", true, spiller);
+    resHolder[0] = r;
+    check(r != 0, "newReservation0");
+    long r2 = NativeBridge.newReservation0(p2, "agg", false, null);
+    check(NativeBridge.tryGrow0(r, 300) == null, "tryGrow0 300 ok");
+    check(up.held.get() == 300, "held 300 (chunk 0) = " + up.held.get());
+    check(NativeBridge.tryGrow0(r2, 200) == null, "tryGrow0 r2 200 ok");
+    String refusal = NativeBridge.tryGrow0(r2, 900);
+    check(refusal != null && refusal.startsWith("Resources exhausted"), "refusal: " + refusal);
+    check(refusal != null && refusal.contains("sort \u00e9\uD83D\uDE00"), "refusal names consumer with unicode");
+    t = thrown(() -> NativeBridge.shrink0(r2, 1000));
+    check(t instanceof IllegalArgumentException, "shrink > size -> IAE: " + t);
+    t = thrown(() -> NativeBridge.tryGrow0(r2, -1));
+    check(t instanceof IllegalArgumentException, "negative -> IAE: " + t);
+    t = thrown(() -> NativeBridge.size0(p));
+    check(t instanceof IllegalArgumentException && t.getMessage().contains("a pool handle"), "wrong type -> IAE: " + t);
+    t = thrown(() -> NativeBridge.size0(0));
+    check(t instanceof IllegalArgumentException, "zero -> IAE: " + t);
+
+    // exception in acquireMemory: tryGrow0 rethrows the original
+    Boom boom = new Boom("spark says no");
+    up.throwOnAcquire = boom;
+    t = thrown(() -> NativeBridge.tryGrow0(r, 100));
+    check(t == boom, "tryGrow0 rethrows the original throwable: " + t);
+    InterruptedException ie = new InterruptedException("killed");
+    up.throwOnAcquire = ie;
+    long before = NativeBridge.size0(r2);
+    t = thrown(() -> NativeBridge.grow0(r2, 100));
+    check(t == ie, "grow0 rethrows the swallowed InterruptedException: " + t);
+    check(NativeBridge.size0(r2) == before + 100, "grow recorded as overcommit");
+    long[] st = NativeBridge.poolStats0(p);
+    check(st.length == 12 && st[3] == 100, "overcommit 100: " + Arrays.toString(st));
+    NativeBridge.shrink0(r2, 100);
+
+    // release exception during shrink
+    Boom boom2 = new Boom("release failed");
+    up.throwOnRelease = boom2;
+    t = thrown(() -> NativeBridge.shrink0(r2, 50));
+    check(t == boom2, "shrink0 rethrows releaseMemory's exception: " + t);
+    check(NativeBridge.size0(r2) == 150, "shrink recorded: " + NativeBridge.size0(r2));
+    check(NativeBridge.poolStats0(p)[1] == up.held.get(), "after a failed release both sides agree on held: go " + NativeBridge.poolStats0(p)[1] + " java " + up.held.get());
+
+    // reclaim: spiller shrinks r re-entrantly
+    long heldBefore = up.held.get();
+    long slackBefore = NativeBridge.poolStats0(p)[2];
+    long rBefore = NativeBridge.size0(r);
+    long freed = NativeBridge.reclaim0(p, 200);
+    check(freed == 200 && up.held.get() == heldBefore - 200, "reclaim0 freed " + freed + " held " + up.held.get());
+    check(NativeBridge.size0(r) == rBefore - (200 - slackBefore), "slack first, then the spiller shrank r: " + rBefore + " -> " + NativeBridge.size0(r) + " (slack " + slackBefore + ")");
+
+    // nested: acquireMemory calls reclaim0 on the same thread (Spark spilling the requester's pool)
+    long[] nested = new long[1];
+    up.budget = up.held.get(); // nothing left without a spill
+    up.onAcquire = () -> { nested[0] = NativeBridge.reclaim0(p, 100); };
+    String res = NativeBridge.tryGrow0(r2, 50);
+    check(nested[0] == 100, "nested reclaim0 inside acquireMemory freed " + nested[0]);
+    check(res == null, "tryGrow after nested spill: " + res);
+    up.budget = 1 << 20;
+
+    // a spiller that throws: reclaim0 rethrows it
+    Boom boom3 = new Boom("spill failed");
+    long r3 = NativeBridge.newReservation0(p, "bad spiller", true, target -> { throw boom3; });
+    NativeBridge.grow0(r3, 10);
+    t = thrown(() -> NativeBridge.reclaim0(p, 1 << 30));
+    check(t == boom3, "reclaim0 rethrows spiller exception: " + t);
+    // nested: a spiller throws inside reclaim0, which Spark called from inside acquireMemory; the
+    // nested reclaim0 rethrows it into acquireMemory, and the outer tryGrow0 rethrows it to us
+    up.budget = up.held.get();
+    up.onAcquire = () -> NativeBridge.reclaim0(p, 1 << 30);
+    t = thrown(() -> NativeBridge.tryGrow0(r2, 1));
+    check(t == boom3, "spiller exception crosses nested reclaim0 and outer tryGrow0 unchanged: " + t);
+    up.budget = 1 << 20;
+    NativeBridge.closeReservation0(r3);
+    t = thrown(() -> NativeBridge.size0(r3));
+    check(t instanceof IllegalStateException, "closed reservation -> ISE: " + t);
+    t = thrown(() -> NativeBridge.closeReservation0(r3));
+    check(t instanceof IllegalStateException, "second close -> ISE: " + t);
+
+    // concurrency
+    Thread[] ths = new Thread[8];
+    long[] rs = new long[8];
+    for (int i = 0; i < 8; i++) rs[i] = NativeBridge.newReservation0(p, "t" + i, false, null);
+    for (int i = 0; i < 8; i++) {
+      final long rr = rs[i];
+      ths[i] = new Thread(() -> {
+        for (int k = 0; k < 20000; k++) { NativeBridge.grow0(rr, 3); NativeBridge.shrink0(rr, 3); NativeBridge.tryGrow0(rr, 1); NativeBridge.shrink0(rr, 1); }
+      });
+      ths[i].start();
+    }
+    for (Thread th : ths) th.join();
+    for (long x : rs) { check(NativeBridge.size0(x) == 0, "thread res size 0"); NativeBridge.closeReservation0(x); }
+
+    NativeBridge.configure0(true, new long[] {100, 50});
+    t = thrown(() -> NativeBridge.configure0(false, new long[] {-1}));
+    check(t instanceof IllegalArgumentException, "bad threshold -> IAE: " + t);
+    NativeBridge.configure0(false, null);
+
+    long[] ps = NativeBridge.processStats0();
+    check(ps.length == 12 && ps[0] == 1, "processStats " + Arrays.toString(ps));
+
+    // close: r, r2 still open -> leak report at last close
+    NativeBridge.closePool0(p2);
+    NativeBridge.closePool0(p);
+    t = thrown(() -> NativeBridge.closePool0(p));
+    check(t instanceof IllegalStateException, "double closePool0 -> ISE: " + t);
+    check(up.held.get() == 0, "everything released at last close: held " + up.held.get());
+    t = thrown(() -> NativeBridge.tryGrow0(r, 1));
+    check(t instanceof IllegalStateException, "tryGrow on closed pool -> ISE: " + t);
+    NativeBridge.shrink0(r, NativeBridge.size0(r));
+    NativeBridge.closeReservation0(r);
+    NativeBridge.closeReservation0(r2);
+    ps = NativeBridge.processStats0();
+    check(ps[0] == 0 && ps[10] == 1 && ps[9] >= 1, "processStats after close " + Arrays.toString(ps));
+
+    // many short-lived Java threads: each binds a Go M on its first call and drops it at exit
+    long p3 = NativeBridge.openPool0(9, 1, 0, 0, new Up());
+    for (int i = 0; i < 200; i++) {
+      Thread th = new Thread(() -> {
+        long rr = NativeBridge.newReservation0(p3, "short", false, null);
+        NativeBridge.tryGrow0(rr, 10);
+        NativeBridge.closeReservation0(rr);
+      });
+      th.start();
+      th.join();
+    }
+    long[] st3 = NativeBridge.poolStats0(p3);
+    check(st3[0] == 0 && st3[5] == 200 && st3[6] == 200, "200 short-lived threads: " + Arrays.toString(st3));
+    NativeBridge.closePool0(p3);
+
+    // upcalls from goroutines the JVM does not know: attached as daemons on demand, detached by the
+    // pthread_key destructor when Go retires the thread
+    Up up4 = new Up();
+    long p4 = NativeBridge.openPool0(10, 1, 0, 0, up4);
+    long r4 = NativeBridge.newReservation0(p4, "goroutine", false, null);
+    int threadsBefore = Thread.getAllStackTraces().size();
+    for (int i = 0; i < 200; i++) {
+      String res4 = NativeBridge.goroutineTryGrow0(r4, 10, true);
+      if (res4 != null) { check(false, "goroutine tryGrow refused: " + res4); break; }
+    }
+    check(up4.lastThread != null && up4.lastThread.equals("nativepool-go (daemon)"), "upcall ran on an attached daemon thread: " + up4.lastThread);
+    check(NativeBridge.size0(r4) == 2000 && up4.held.get() == 2000, "200 goroutine grows accounted");
+    int threadsAfter = Thread.getAllStackTraces().size();
+    check(threadsAfter - threadsBefore < 20, "exited Go threads were detached: threads " + threadsBefore + " -> " + threadsAfter);
+    Boom boom4 = new Boom("from a goroutine");
+    up4.throwOnAcquire = boom4;
+    t = thrown(() -> NativeBridge.goroutineTryGrow0(r4, 10, false));
+    check(t == boom4, "exception raised on a goroutine's thread is rethrown unchanged: " + t);
+    NativeBridge.shrink0(r4, 2000);
+    NativeBridge.closeReservation0(r4);
+    NativeBridge.closePool0(p4);
+
+    System.out.println(failures == 0 ? "SMOKE PASSED" : ("SMOKE FAILED " + failures));
+    System.exit(failures == 0 ? 0 : 1);
+  }
+}
