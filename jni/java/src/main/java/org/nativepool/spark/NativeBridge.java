@@ -145,4 +145,164 @@ public final class NativeBridge {
 
   /** Process-wide settings: debug logging and reserved-bytes warning thresholds. */
   static native void configure0(boolean logging, long[] thresholds);
+
+  // ---- Arrow batches (jni/API.md "Arrow batches"). The other copy of the ARROW_STAT_* and
+  // ARROW_PSTAT_* constants lives on the Go side, in jni/arrow.go; change both together. ----
+
+  /** {@link #arrowStats0} index: bytes in live buffers the reservation's Go allocator made. */
+  public static final int ARROW_STAT_ALLOCATED = 0;
+  /** {@link #arrowStats0} index: the reservation's size (what the pool counts for it). */
+  public static final int ARROW_STAT_RESERVED = 1;
+  /**
+   * {@link #arrowStats0} index: bytes charged past a refusal (imports that existed), cumulative.
+   */
+  public static final int ARROW_STAT_FORCED = 2;
+  /** {@link #arrowStats0} index: live buffers the Go allocator made. */
+  public static final int ARROW_STAT_LIVE_BUFFERS = 3;
+  /**
+   * {@link #arrowStats0} index: bytes imported from Java that Go still holds (tracked, not
+   * charged).
+   */
+  public static final int ARROW_STAT_IMPORTED = 4;
+  /** {@link #arrowStats0} index: imported batches Go still holds. */
+  public static final int ARROW_STAT_IMPORTS_LIVE = 5;
+  /** {@link #arrowStats0} index: bytes exported to Java and not yet released by Java. */
+  public static final int ARROW_STAT_EXPORTED = 6;
+  /** {@link #arrowStats0} index: exported batches not yet released by Java. */
+  public static final int ARROW_STAT_EXPORTS_LIVE = 7;
+  /** {@link #arrowStats0} index: highest ALLOCATED so far. */
+  public static final int ARROW_STAT_PEAK = 8;
+  /** {@link #arrowStats0} index: allocations the pool refused, cumulative. */
+  public static final int ARROW_STAT_REFUSALS = 9;
+  /** {@link #arrowStats0} index: batch handles of this reservation not yet released. */
+  public static final int ARROW_STAT_BATCHES = 10;
+  /**
+   * {@link #arrowStats0} index: 1 once the allocator is closed (closeArrow0, or its reservation or
+   * pool closed).
+   */
+  public static final int ARROW_STAT_CLOSED = 11;
+  /** Length of the {@link #arrowStats0} array. */
+  public static final int ARROW_STAT_COUNT = 12;
+  /** {@link #processArrowStats0} index: bytes in live buffers of every open Go allocator. */
+  public static final int ARROW_PSTAT_ALLOCATED = 0;
+  /**
+   * {@link #processArrowStats0} index: open Go allocators (one per reservation that used Arrow).
+   */
+  public static final int ARROW_PSTAT_LIVE_ALLOCATORS = 1;
+  /** {@link #processArrowStats0} index: batch handles not yet released. */
+  public static final int ARROW_PSTAT_LIVE_BATCHES = 2;
+  /** {@link #processArrowStats0} index: bytes exported to Java, not yet released by Java. */
+  public static final int ARROW_PSTAT_EXPORTED = 3;
+  /** {@link #processArrowStats0} index: bytes imported from Java that Go still holds. */
+  public static final int ARROW_PSTAT_IMPORTED = 4;
+  /** {@link #processArrowStats0} index: the process's resident set, bytes (-1 if unreadable). */
+  public static final int ARROW_PSTAT_RSS = 5;
+  /**
+   * {@link #processArrowStats0} index: what the Go runtime holds mapped (heap, stacks, metadata).
+   */
+  public static final int ARROW_PSTAT_GO_RUNTIME = 6;
+  /**
+   * {@link #processArrowStats0} index: RSS - GO_RUNTIME - ALLOCATED (a trend to watch, never a
+   * gate).
+   */
+  public static final int ARROW_PSTAT_UNEXPLAINED = 7;
+  /** {@link #processArrowStats0} index: allocators closed with something still held, cumulative. */
+  public static final int ARROW_PSTAT_LEAKS = 8;
+  /** {@link #processArrowStats0} index: bytes those allocators still held, cumulative. */
+  public static final int ARROW_PSTAT_LEAKED_BYTES = 9;
+  /** Length of the {@link #processArrowStats0} array. */
+  public static final int ARROW_PSTAT_COUNT = 10;
+  /**
+   * Imports a C Data batch (moved) into Go, tracked by the reservation's allocator; a batch handle.
+   */
+  static native long importBatch0(long res, long arrayAddr, long schemaAddr);
+
+  /** Exports a batch into zeroed C Data structs; the Go charge lasts until Java releases it. */
+  static native void exportBatch0(long batch, long arrayAddr, long schemaAddr);
+
+  /**
+   * Deep-copies a batch into buffers the reservation's allocator makes (Go-charged); a new handle.
+   */
+  static native long copyBatch0(long res, long batch);
+
+  /** Releases a batch handle; a second release throws IllegalStateException. */
+  static native void releaseBatch0(long batch);
+
+  /** The reservation's Arrow figures, {@code ARROW_STAT_*} indices. */
+  static native long[] arrowStats0(long res);
+
+  /** Process Arrow figures, {@code ARROW_PSTAT_*} indices. */
+  static native long[] processArrowStats0();
+
+  /** Process-wide Arrow settings; applies to allocators made afterwards. */
+  static native void configureArrow0(boolean allocationSites);
+
+  /** Closes the reservation's allocator now; returns its leak report, or null. */
+  static native String closeArrow0(long res);
+
+  // Public entry points for org.nativepool.spark.arrow (NativeBatch, NativeArrow): the reservation
+  // is guarded for the length of the call, as NativeReservation's own methods do. Batch handles
+  // are validated by the Go side (generation-checked).
+
+  /** {@link #importBatch0} on a guarded reservation. */
+  public static long importBatch(NativeReservation res, long arrayAddr, long schemaAddr) {
+    res.enter();
+    try {
+      return importBatch0(res.handle(), arrayAddr, schemaAddr);
+    } finally {
+      res.exit();
+    }
+  }
+
+  /** {@link #exportBatch0}. */
+  public static void exportBatch(long batch, long arrayAddr, long schemaAddr) {
+    exportBatch0(batch, arrayAddr, schemaAddr);
+  }
+
+  /** {@link #copyBatch0} on a guarded reservation. */
+  public static long copyBatch(NativeReservation res, long batch) {
+    res.enter();
+    try {
+      return copyBatch0(res.handle(), batch);
+    } finally {
+      res.exit();
+    }
+  }
+
+  /** {@link #releaseBatch0}. */
+  public static void releaseBatch(long batch) {
+    releaseBatch0(batch);
+  }
+
+  /** {@link #arrowStats0} on a guarded reservation. */
+  public static long[] arrowStats(NativeReservation res) {
+    res.enter();
+    try {
+      return arrowStats0(res.handle());
+    } finally {
+      res.exit();
+    }
+  }
+
+  /** {@link #processArrowStats0}, loading the library if needed. */
+  public static long[] processArrowStats() {
+    ensureLoaded();
+    return processArrowStats0();
+  }
+
+  /** {@link #configureArrow0}, loading the library if needed. */
+  public static void configureArrow(boolean allocationSites) {
+    ensureLoaded();
+    configureArrow0(allocationSites);
+  }
+
+  /** {@link #closeArrow0} on a guarded reservation. */
+  public static String closeArrow(NativeReservation res) {
+    res.enter();
+    try {
+      return closeArrow0(res.handle());
+    } finally {
+      res.exit();
+    }
+  }
 }

@@ -42,6 +42,26 @@ public final class NativePoolPlugin implements SparkPlugin {
           Map.entry("lateReleases", NativeBridge.PSTAT_LATE_RELEASES),
           Map.entry("leaks", NativeBridge.PSTAT_LEAKS));
 
+  /**
+   * Gauge name → {@code ARROW_PSTAT_*} index of {@code processArrowStats0}: the Go Arrow
+   * allocators' live bytes ({@code nativeAllocated}), how many are open, and the process's resident
+   * set. See {@link #DRIFT_GAUGE} for the drift check.
+   */
+  static final Map<String, Integer> ARROW_GAUGES =
+      Map.of(
+          "nativeAllocated", NativeBridge.ARROW_PSTAT_ALLOCATED,
+          "arrowLiveAllocators", NativeBridge.ARROW_PSTAT_LIVE_ALLOCATORS,
+          "rssBytes", NativeBridge.ARROW_PSTAT_RSS);
+
+  /**
+   * {@code rssDrift} = RSS now − RSS when the plugin initialised − bytes the pools hold from Spark
+   * now: how far the process has grown beyond what Spark was told. A check to watch over time,
+   * never a gate: RSS lags allocation, counts pages, and includes the JVM's own growth (heap,
+   * metaspace, Netty), and gating on measured memory does not prevent overshoot (Comet #5983). -1
+   * if RSS cannot be read.
+   */
+  static final String DRIFT_GAUGE = "rssDrift";
+
   /** Public no-argument constructor, as Spark instantiates plugins by reflection. */
   public NativePoolPlugin() {}
 
@@ -79,6 +99,27 @@ public final class NativePoolPlugin implements SparkPlugin {
     }
   }
 
+  /**
+   * Registers the {@link #ARROW_GAUGES} and the {@link #DRIFT_GAUGE} in {@code registry}; {@code
+   * baselineRss} is the RSS at init (-1: unknown, the drift gauge then reads -1).
+   */
+  static void registerArrowGauges(MetricRegistry registry, long baselineRss) {
+    for (Map.Entry<String, Integer> e : ARROW_GAUGES.entrySet()) {
+      int index = e.getValue();
+      registry.register(e.getKey(), (Gauge<Long>) () -> NativeBridge.processArrowStats0()[index]);
+    }
+    registry.register(
+        DRIFT_GAUGE,
+        (Gauge<Long>)
+            () -> {
+              long rss = NativeBridge.processArrowStats0()[NativeBridge.ARROW_PSTAT_RSS];
+              if (rss < 0 || baselineRss < 0) {
+                return -1L;
+              }
+              return rss - baselineRss - NativeBridge.processStats0()[NativeBridge.PSTAT_HELD];
+            });
+  }
+
   /** The executor side; see the class comment. */
   private static final class Executor implements ExecutorPlugin {
     private NativePoolSettings settings;
@@ -88,7 +129,10 @@ public final class NativePoolPlugin implements SparkPlugin {
       NativePoolSettings s = NativePoolSettings.fromConf(ctx.conf());
       String source = NativeLoader.ensureLoaded(s.library());
       NativeBridge.configure0(s.logging(), s.thresholds());
+      NativeBridge.configureArrow0(s.allocationSites());
       registerGauges(ctx.metricRegistry());
+      registerArrowGauges(
+          ctx.metricRegistry(), NativeBridge.processArrowStats0()[NativeBridge.ARROW_PSTAT_RSS]);
       settings = s;
       SETTINGS.set(s);
       LOG.info("nativepool: executor {} uses {} ({})", ctx.executorID(), s, source);
@@ -99,6 +143,7 @@ public final class NativePoolPlugin implements SparkPlugin {
     public void shutdown() {
       if (settings != null && SETTINGS.compareAndSet(settings, null)) {
         NativeBridge.configure0(false, new long[0]);
+        NativeBridge.configureArrow0(false);
       }
     }
   }

@@ -18,7 +18,9 @@ import org.apache.spark.network.util.JavaUtils;
  *   <li>{@value #THRESHOLDS} (default none): comma-separated sizes; a task pool's reserved bytes
  *       crossing one logs a warning;
  *   <li>{@value #LOGGING} (default false): a debug record per pool operation (Go slog);
- *   <li>{@value #LIBRARY} (default none): the path of libnativepool.so, else java.library.path.
+ *   <li>{@value #LIBRARY} (default none): the path of libnativepool.so, else java.library.path;
+ *   <li>{@value #ALLOCATION_SITES} (default false): Go Arrow allocators record the stack of every
+ *       allocation, so leak reports name the allocating function (a stack walk per allocation).
  * </ul>
  */
 public final class NativePoolSettings {
@@ -28,6 +30,7 @@ public final class NativePoolSettings {
   public static final String THRESHOLDS = "spark.nativepool.thresholds";
   public static final String LOGGING = "spark.nativepool.logging";
   public static final String LIBRARY = "spark.nativepool.library";
+  public static final String ALLOCATION_SITES = "spark.nativepool.allocationSites";
 
   /** Default of {@value #CHUNK_SIZE}. */
   public static final String DEFAULT_CHUNK_SIZE = "8m";
@@ -38,6 +41,7 @@ public final class NativePoolSettings {
   private final long[] thresholds;
   private final boolean logging;
   private final String library;
+  private final boolean allocationSites;
 
   /**
    * @param library the library path, or null for {@code java.library.path}
@@ -50,6 +54,22 @@ public final class NativePoolSettings {
       long[] thresholds,
       boolean logging,
       String library) {
+    this(kind, chunkSize, poolSize, thresholds, logging, library, false);
+  }
+
+  /**
+   * @param library the library path, or null for {@code java.library.path}
+   * @param allocationSites {@value #ALLOCATION_SITES}
+   * @throws IllegalArgumentException for a negative size or threshold
+   */
+  public NativePoolSettings(
+      PoolKind kind,
+      long chunkSize,
+      long poolSize,
+      long[] thresholds,
+      boolean logging,
+      String library,
+      boolean allocationSites) {
     this.kind = Objects.requireNonNull(kind, "kind");
     this.chunkSize = nonNegative(CHUNK_SIZE, chunkSize);
     this.poolSize = nonNegative(POOL_SIZE, poolSize);
@@ -59,6 +79,7 @@ public final class NativePoolSettings {
     }
     this.logging = logging;
     this.library = library == null || library.isEmpty() ? null : library;
+    this.allocationSites = allocationSites;
   }
 
   /**
@@ -74,7 +95,8 @@ public final class NativePoolSettings {
     long[] thresholds = parseSizes(THRESHOLDS, conf.get(THRESHOLDS, ""));
     boolean logging = conf.getBoolean(LOGGING, false);
     String library = conf.get(LIBRARY, "");
-    return new NativePoolSettings(kind, chunk, size, thresholds, logging, library);
+    boolean sites = conf.getBoolean(ALLOCATION_SITES, false);
+    return new NativePoolSettings(kind, chunk, size, thresholds, logging, library, sites);
   }
 
   /** Parses a comma-separated list of sizes ("64m, 1g"); blanks between commas are skipped. */
@@ -123,6 +145,11 @@ public final class NativePoolSettings {
     return logging;
   }
 
+  /** {@value #ALLOCATION_SITES}: whether Go Arrow allocators record allocation stacks. */
+  public boolean allocationSites() {
+    return allocationSites;
+  }
+
   /** The library path from {@value #LIBRARY}, or null. */
   public String library() {
     return library;
@@ -142,6 +169,8 @@ public final class NativePoolSettings {
         + logging
         + ", library="
         + library
+        + ", allocationSites="
+        + allocationSites
         + ")";
   }
 }

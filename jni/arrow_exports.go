@@ -1,0 +1,101 @@
+package jni
+
+import "C"
+
+import (
+	"errors"
+
+	"github.com/nativepool/nativepool/pool"
+)
+
+// The Arrow natives of org.nativepool.spark.NativeBridge (jni/API.md,
+// "Arrow batches"), and nothing else. They follow exports.go: a deferred
+// recover and call.end settle every outcome, so no panic crosses into the
+// JVM. Every native that may shrink a reservation (a release, a close, the
+// last user finishing a deferred close) is a routed call (begin), because a
+// shrink can reach Spark's releaseMemory.
+
+//export Java_org_nativepool_spark_NativeBridge_importBatch0
+func Java_org_nativepool_spark_NativeBridge_importBatch0(env *jniEnv, _ jclass, res, arrayAddr, schemaAddr jlong) (h jlong) {
+	var err error
+	c := begin()
+	defer func() { c.end(env, recover(), err) }()
+	id, err := process.ImportBatch(int64(res), cArray(arrayAddr), cSchema(schemaAddr))
+	return jlong(id)
+}
+
+//export Java_org_nativepool_spark_NativeBridge_exportBatch0
+func Java_org_nativepool_spark_NativeBridge_exportBatch0(env *jniEnv, _ jclass, batch, arrayAddr, schemaAddr jlong) {
+	var err error
+	c := begin()
+	defer func() { c.end(env, recover(), err) }()
+	err = process.ExportBatch(int64(batch), cArray(arrayAddr), cSchema(schemaAddr))
+}
+
+//export Java_org_nativepool_spark_NativeBridge_copyBatch0
+func Java_org_nativepool_spark_NativeBridge_copyBatch0(env *jniEnv, _ jclass, res, batch jlong) (h jlong) {
+	var err error
+	var refusal string
+	c := begin()
+	defer func() {
+		c.end(env, recover(), err)
+		if refusal != "" {
+			throwExhausted(env, refusal) // unless a Java exception from an upcall won
+		}
+	}()
+	id, err := process.CopyBatch(int64(res), int64(batch))
+	var je *JavaException
+	if err != nil && !errors.As(err, &je) && errors.Is(err, pool.ErrResourcesExhausted) {
+		refusal, err = err.Error(), nil
+		return 0
+	}
+	return jlong(id)
+}
+
+//export Java_org_nativepool_spark_NativeBridge_releaseBatch0
+func Java_org_nativepool_spark_NativeBridge_releaseBatch0(env *jniEnv, _ jclass, batch jlong) {
+	var err error
+	c := begin()
+	defer func() { c.end(env, recover(), err) }()
+	err = process.ReleaseBatch(int64(batch))
+}
+
+//export Java_org_nativepool_spark_NativeBridge_arrowStats0
+func Java_org_nativepool_spark_NativeBridge_arrowStats0(env *jniEnv, _ jclass, res jlong) (stats jlongArray) {
+	var err error
+	c := beginLocal()
+	defer func() { c.end(env, recover(), err) }()
+	a, err := process.ArrowStats(int64(res))
+	if err != nil {
+		return 0
+	}
+	return goLongsToJava(env, a)
+}
+
+//export Java_org_nativepool_spark_NativeBridge_processArrowStats0
+func Java_org_nativepool_spark_NativeBridge_processArrowStats0(env *jniEnv, _ jclass) (stats jlongArray) {
+	var err error
+	c := beginLocal()
+	defer func() { c.end(env, recover(), err) }()
+	return goLongsToJava(env, process.ProcessArrowStats())
+}
+
+//export Java_org_nativepool_spark_NativeBridge_configureArrow0
+func Java_org_nativepool_spark_NativeBridge_configureArrow0(env *jniEnv, _ jclass, allocationSites jboolean) {
+	var err error
+	c := beginLocal()
+	defer func() { c.end(env, recover(), err) }()
+	process.ConfigureArrow(ArrowSettings{AllocationSites: allocationSites != 0})
+}
+
+//export Java_org_nativepool_spark_NativeBridge_closeArrow0
+func Java_org_nativepool_spark_NativeBridge_closeArrow0(env *jniEnv, _ jclass, res jlong) (report jstring) {
+	var err error
+	c := begin()
+	defer func() { c.end(env, recover(), err) }()
+	r, err := process.CloseArrow(int64(res))
+	if err != nil || r == "" {
+		return 0
+	}
+	return goStringToJava(env, r)
+}

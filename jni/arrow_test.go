@@ -1,0 +1,417 @@
+package jni
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/cdata"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/nativepool/nativepool/pool"
+)
+
+// cStructs returns a zeroed ArrowArray and ArrowSchema in C memory, as Arrow
+// Java's allocateNew gives them; they are freed when the test ends.
+func cStructs(t testing.TB) (*cdata.CArrowArray, *cdata.CArrowSchema) {
+	t.Helper()
+	m := mallocator.NewMallocator()
+	a := m.Allocate(int(unsafe.Sizeof(cdata.CArrowArray{})))
+	s := m.Allocate(int(unsafe.Sizeof(cdata.CArrowSchema{})))
+	t.Cleanup(func() { m.Free(a); m.Free(s) })
+	return cdata.ArrayFromPtr(uintptr(unsafe.Pointer(&a[0]))), cdata.SchemaFromPtr(uintptr(unsafe.Pointer(&s[0])))
+}
+
+var arrowTestSchema = arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
+
+// producer stands in for Java's producer allocator: it builds batches in C
+// memory it counts, and exports them into C structs. Its memory is freed
+// only when the importer calls the export's release callback.
+type producer struct {
+	mem *memory.CheckedAllocator
+}
+
+func newProducer() *producer {
+	return &producer{mem: memory.NewCheckedAllocator(mallocator.NewMallocator())}
+}
+
+// export builds v = first … first+n-1 and exports it into fresh C structs.
+func (p *producer) export(t testing.TB, first, n int64) (*cdata.CArrowArray, *cdata.CArrowSchema) {
+	t.Helper()
+	b := array.NewRecordBuilder(p.mem, arrowTestSchema)
+	defer b.Release()
+	col := b.Field(0).(*array.Int64Builder)
+	for i := range n {
+		col.Append(first + i)
+	}
+	rb := b.NewRecordBatch()
+	defer rb.Release() // the export keeps its own reference
+	arr, sc := cStructs(t)
+	cdata.ExportArrowRecordBatch(rb, arr, sc)
+	return arr, sc
+}
+
+// sumExported imports an exported batch with arrow-go (as Java would read
+// it), sums column 0 and releases it.
+func sumExported(t testing.TB, arr *cdata.CArrowArray, sc *cdata.CArrowSchema) int64 {
+	t.Helper()
+	rb, err := cdata.ImportCRecordBatch(arr, sc)
+	require.NoError(t, err)
+	defer rb.Release()
+	var s int64
+	for _, v := range rb.Column(0).(*array.Int64).Int64Values() {
+		s += v
+	}
+	return s
+}
+
+type arrowFixture struct {
+	b    *Bridge
+	logs *logBuffer
+	up   *fakeUpstream
+	pool int64
+}
+
+func newArrowFixture(t testing.TB, budget int64) *arrowFixture {
+	t.Helper()
+	b, logs := newTestBridge(t)
+	up := newFakeUpstream(budget)
+	return &arrowFixture{b: b, logs: logs, up: up, pool: mustOpen(t, b, 77, KindGreedyUnified, 0, 0, up)}
+}
+
+func (f *arrowFixture) stats(t testing.TB, res int64) []int64 {
+	t.Helper()
+	s, err := f.b.ArrowStats(res)
+	require.NoError(t, err)
+	return s
+}
+
+func TestImportBatchTracksWithoutChargingUntilGoReleasesIt(t *testing.T) {
+	f := newArrowFixture(t, 1<<30)
+	p := newProducer()
+	res := mustReserve(t, f.b, f.pool, "consumer", false, nil)
+	arr, sc := p.export(t, 1, 1000)
+	produced := p.mem.CurrentAlloc()
+	require.Positive(t, produced)
+
+	h, err := f.b.ImportBatch(res, arr, sc)
+	require.NoError(t, err)
+	s := f.stats(t, res)
+	assert.Equal(t, int64(0), s[ArrowStatAllocated], "Go tracks an import and charges nothing")
+	assert.Equal(t, int64(0), s[ArrowStatReserved])
+	assert.Equal(t, int64(1), s[ArrowStatImportsLive])
+	assert.GreaterOrEqual(t, s[ArrowStatImported], int64(8000))
+	assert.Equal(t, int64(1), s[ArrowStatBatches])
+	assert.Equal(t, int64(0), f.up.held.Load(), "Spark is not told twice")
+	assert.Equal(t, produced, p.mem.CurrentAlloc(), "the producer keeps its buffers (and its charge)")
+
+	require.NoError(t, f.b.ReleaseBatch(h))
+	assert.Equal(t, 0, p.mem.CurrentAlloc(), "Go's release called the producer's release")
+	s = f.stats(t, res)
+	assert.Equal(t, int64(0), s[ArrowStatImportsLive])
+	assert.Equal(t, int64(0), s[ArrowStatBatches])
+	require.NoError(t, f.b.CloseReservation(res))
+	require.NoError(t, f.b.ClosePool(f.pool))
+	f.up.requireSane(t)
+}
+
+func TestCopyBatchChargesTheReservationUntilTheCopyIsReleased(t *testing.T) {
+	f := newArrowFixture(t, 1<<30)
+	p := newProducer()
+	res := mustReserve(t, f.b, f.pool, "owner", false, nil)
+	arr, sc := p.export(t, 1, 1000)
+	in, err := f.b.ImportBatch(res, arr, sc)
+	require.NoError(t, err)
+	cp, err := f.b.CopyBatch(res, in)
+	require.NoError(t, err)
+	require.NoError(t, f.b.ReleaseBatch(in))
+	assert.Equal(t, 0, p.mem.CurrentAlloc(), "the copy does not pin the producer's buffers")
+
+	s := f.stats(t, res)
+	assert.GreaterOrEqual(t, s[ArrowStatAllocated], int64(8000))
+	assert.Equal(t, s[ArrowStatAllocated], s[ArrowStatReserved], "exact: reserved = allocated")
+	assert.Equal(t, s[ArrowStatAllocated], f.up.held.Load(), "Spark holds what Go charges")
+
+	out, outSchema := cStructs(t)
+	require.NoError(t, f.b.ExportBatch(cp, out, outSchema))
+	require.NoError(t, f.b.ReleaseBatch(cp))
+	s2 := f.stats(t, res)
+	assert.Equal(t, s[ArrowStatAllocated], s2[ArrowStatAllocated], "the charge lives until the consumer releases")
+	assert.Equal(t, int64(1), s2[ArrowStatExportsLive])
+	assert.Equal(t, int64(1000*1+999*1000/2), sumExported(t, out, outSchema))
+	s3 := f.stats(t, res)
+	assert.Equal(t, int64(0), s3[ArrowStatAllocated])
+	assert.Equal(t, int64(0), s3[ArrowStatReserved])
+	assert.Equal(t, int64(0), s3[ArrowStatExportsLive])
+	assert.Equal(t, int64(0), f.up.held.Load())
+	require.NoError(t, f.b.ClosePool(f.pool))
+	f.up.requireSane(t)
+}
+
+func TestReleaseBatchTwiceIsIllegalStateAndReleasesNothingTwice(t *testing.T) {
+	f := newArrowFixture(t, 1<<30)
+	p := newProducer()
+	res := mustReserve(t, f.b, f.pool, "twice", false, nil)
+	arr, sc := p.export(t, 0, 100)
+	h, err := f.b.ImportBatch(res, arr, sc)
+	require.NoError(t, err)
+	require.NoError(t, f.b.ReleaseBatch(h))
+	err = f.b.ReleaseBatch(h)
+	require.EqualError(t, err, fmt.Sprintf("nativepool: batch handle 0x%x is closed: stale handle", uint64(h)))
+	assert.Equal(t, throwIllegalState, classify(err))
+	_, err = f.b.CopyBatch(res, h)
+	assert.Equal(t, throwIllegalState, classify(err))
+	out, outSchema := cStructs(t)
+	assert.Equal(t, throwIllegalState, classify(f.b.ExportBatch(h, out, outSchema)))
+	assert.Equal(t, 0, p.mem.CurrentAlloc())
+
+	// A reservation handle is not a batch handle, and 0 is nothing.
+	assert.Equal(t, throwIllegalArgument, classify(f.b.ReleaseBatch(res)))
+	assert.Equal(t, throwIllegalArgument, classify(f.b.ReleaseBatch(0)))
+	require.NoError(t, f.b.ClosePool(f.pool))
+}
+
+func TestImportOfAReleasedOrNullArrayIsIllegalArgumentAndTouchesNothing(t *testing.T) {
+	f := newArrowFixture(t, 1<<30)
+	p := newProducer()
+	res := mustReserve(t, f.b, f.pool, "bad", false, nil)
+	arr, sc := p.export(t, 0, 10)
+	cdata.ReleaseCArrowArray(arr)
+	_, err := f.b.ImportBatch(res, arr, sc)
+	require.Error(t, err)
+	assert.Equal(t, throwIllegalArgument, classify(err))
+	cdata.ReleaseCArrowSchema(sc)
+	_, err = f.b.ImportBatch(res, nil, sc)
+	assert.Equal(t, throwIllegalArgument, classify(err))
+	assert.Equal(t, 0, p.mem.CurrentAlloc())
+	assert.Equal(t, int64(0), f.stats(t, res)[ArrowStatBatches])
+	require.NoError(t, f.b.ClosePool(f.pool))
+}
+
+func TestACopyThePoolRefusesWrapsResourcesExhaustedAndChargesNothing(t *testing.T) {
+	f := newArrowFixture(t, 4096) // Spark grants at most 4 KiB
+	p := newProducer()
+	res := mustReserve(t, f.b, f.pool, "small", false, nil)
+	arr, sc := p.export(t, 0, 1000)
+	in, err := f.b.ImportBatch(res, arr, sc)
+	require.NoError(t, err)
+	_, err = f.b.CopyBatch(res, in)
+	require.ErrorIs(t, err, pool.ErrResourcesExhausted)
+	assert.Regexp(t, `^nativepool: copyBatch into small#\d+: arrow/concat: ffi: Allocate\(8000\) for small#\d+ with 0 bytes allocated: Resources exhausted`, err.Error())
+	s := f.stats(t, res)
+	assert.Equal(t, int64(0), s[ArrowStatAllocated])
+	assert.Equal(t, int64(0), s[ArrowStatReserved])
+	assert.Equal(t, int64(1), s[ArrowStatRefusals])
+	assert.Equal(t, int64(1), s[ArrowStatBatches], "the source is untouched")
+	assert.Equal(t, int64(0), f.up.held.Load())
+	require.NoError(t, f.b.ReleaseBatch(in))
+	require.NoError(t, f.b.ClosePool(f.pool))
+	f.up.requireSane(t)
+}
+
+func TestClosingAReservationReportsItsLeakedBatchWithTheAllocatingFunctionAndReleasesIt(t *testing.T) {
+	f := newArrowFixture(t, 1<<30)
+	f.b.ConfigureArrow(ArrowSettings{AllocationSites: true})
+	p := newProducer()
+	res := mustReserve(t, f.b, f.pool, "leaky", false, nil)
+	arr, sc := p.export(t, 0, 1000)
+	in, err := f.b.ImportBatch(res, arr, sc)
+	require.NoError(t, err)
+	cp, err := f.b.CopyBatch(res, in)
+	require.NoError(t, err)
+	require.Positive(t, f.up.held.Load())
+
+	require.NoError(t, f.b.CloseReservation(res))
+	leak := f.logs.lines("ffi: leak at Close")
+	require.Len(t, leak, 1, f.logs.String())
+	assert.Regexp(t, `consumer=leaky#\d+ .*leaked 1 buffers .*1 imported batches .* from github.com/nativepool/nativepool/jni.copyRecordBatch`, leak[0])
+	assert.Len(t, f.logs.lines("nativepool: Arrow batches never released; released at allocator close"), 1)
+	assert.Equal(t, int64(0), f.up.held.Load(), "the charge went back before the reservation closed")
+	assert.Equal(t, 0, p.mem.CurrentAlloc(), "the leaked import was released: the producer got its buffers back")
+	assert.Equal(t, throwIllegalState, classify(f.b.ReleaseBatch(cp)), "released once, by the close")
+	assert.Equal(t, throwIllegalState, classify(f.b.ReleaseBatch(in)))
+	ps := f.b.ProcessArrowStats()
+	assert.Equal(t, int64(0), ps[ArrowPStatLiveBatches])
+	assert.Equal(t, int64(0), ps[ArrowPStatLiveAllocators])
+	assert.Equal(t, int64(1), ps[ArrowPStatLeaks])
+	assert.Empty(t, f.logs.lines("reservation closed before its allocator"))
+	require.NoError(t, f.b.ClosePool(f.pool))
+	f.up.requireSane(t)
+}
+
+func TestClosingThePoolClosesTheAllocatorsOfReservationsStillOpen(t *testing.T) {
+	f := newArrowFixture(t, 1<<30)
+	p := newProducer()
+	res := mustReserve(t, f.b, f.pool, "open", false, nil)
+	arr, sc := p.export(t, 0, 100)
+	in, err := f.b.ImportBatch(res, arr, sc)
+	require.NoError(t, err)
+	cp, err := f.b.CopyBatch(res, in)
+	require.NoError(t, err)
+
+	require.NoError(t, f.b.ClosePool(f.pool))
+	assert.Equal(t, int64(0), f.up.held.Load())
+	assert.Empty(t, f.logs.lines("reservation closed before its allocator"), "allocators close first")
+	s := f.stats(t, res)
+	assert.Equal(t, int64(1), s[ArrowStatClosed])
+	assert.Equal(t, int64(0), s[ArrowStatBatches])
+	out, outSchema := cStructs(t)
+	assert.Equal(t, throwIllegalState, classify(f.b.ExportBatch(cp, out, outSchema)), "exporting after the pool closed")
+	arr2, sc2 := p.export(t, 0, 10)
+	_, err = f.b.ImportBatch(res, arr2, sc2)
+	require.ErrorIs(t, err, pool.ErrClosed)
+	assert.Regexp(t, `^nativepool: importBatch: the Arrow allocator of open#\d+: closed$`, err.Error())
+	cdata.ReleaseCArrowArray(arr2) // the caller still owns what a failed import did not take
+	cdata.ReleaseCArrowSchema(sc2)
+	assert.Equal(t, 0, p.mem.CurrentAlloc())
+	require.NoError(t, f.b.CloseReservation(res))
+	f.up.requireSane(t)
+}
+
+func TestCloseArrowWhileACallUsesTheAllocatorIsRefusedAndAReservationCloseWaitsForIt(t *testing.T) {
+	f := newArrowFixture(t, 1<<30)
+	res := mustReserve(t, f.b, f.pool, "busy", false, nil)
+	rh, err := f.b.reservation(res)
+	require.NoError(t, err)
+	a, err := f.b.enterArrow("test", rh)
+	require.NoError(t, err)
+	buf := a.Allocate(1000)
+
+	_, err = f.b.CloseArrow(res)
+	require.ErrorIs(t, err, pool.ErrClosed)
+	assert.Regexp(t, `in use by 1 call\(s\); close refused`, err.Error())
+
+	f.b.closeArrow(rh) // what closeReservation does: the close waits for the call
+	assert.False(t, a.Snapshot().Closed, "the allocator is not closed under a running call")
+	_, err = f.b.CopyBatch(res, 0)
+	assert.Equal(t, throwIllegalArgument, classify(err))
+	_, err = f.b.enterArrow("test", rh)
+	require.ErrorIs(t, err, pool.ErrClosed, "no new call starts")
+	f.b.exitArrow(rh)
+	assert.True(t, a.Snapshot().Closed, "the last call finished the close")
+	assert.Equal(t, int64(0), f.up.held.Load())
+	a.Free(buf) // a late free: memory freed, nothing given back twice
+	assert.Equal(t, int64(1), a.Snapshot().LateFrees)
+	require.NoError(t, f.b.ClosePool(f.pool))
+	f.up.requireSane(t)
+}
+
+// TestConcurrentImportsCopiesExportsAndReleasesKeepSparkAndTheBooksEqual
+// runs importers, copiers, exporters and releasers on many goroutines
+// against one task, then checks the invariant: once every batch and export
+// is released, Go charges nothing, Spark holds nothing, and every producer
+// buffer came back.
+func TestConcurrentImportsCopiesExportsAndReleasesKeepSparkAndTheBooksEqual(t *testing.T) {
+	f := newArrowFixture(t, 1<<30)
+	p := newProducer()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g, ctx := errgroup.WithContext(ctx)
+	const workers, rounds = 8, 50
+	for w := range workers {
+		g.Go(func() error {
+			res, err := f.b.NewReservation(f.pool, fmt.Sprintf("w%d", w), false, nil)
+			if err != nil {
+				return err
+			}
+			for i := range rounds {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				arr, sc := p.export(t, int64(i), 64+int64(i))
+				in, err := f.b.ImportBatch(res, arr, sc)
+				if err != nil {
+					return err
+				}
+				cp, err := f.b.CopyBatch(res, in)
+				if err != nil {
+					return err
+				}
+				if err := f.b.ReleaseBatch(in); err != nil {
+					return err
+				}
+				out, outSchema := cStructs(t)
+				if err := f.b.ExportBatch(cp, out, outSchema); err != nil {
+					return err
+				}
+				if err := f.b.ReleaseBatch(cp); err != nil {
+					return err
+				}
+				n := 64 + int64(i)
+				if got, want := sumExported(t, out, outSchema), n*int64(i)+n*(n-1)/2; got != want {
+					return fmt.Errorf("worker %d round %d: sum %d, want %d", w, i, got, want)
+				}
+				if s, _ := f.b.ArrowStats(res); s[ArrowStatAllocated] != 0 || s[ArrowStatReserved] != 0 {
+					return fmt.Errorf("worker %d round %d: still charged %v", w, i, s)
+				}
+			}
+			return f.b.CloseReservation(res)
+		})
+	}
+	require.NoError(t, g.Wait())
+	assert.Equal(t, int64(0), f.up.held.Load())
+	assert.Equal(t, 0, p.mem.CurrentAlloc())
+	assert.Empty(t, f.logs.lines("leak"), f.logs.String())
+	require.NoError(t, f.b.ClosePool(f.pool))
+	f.up.requireSane(t)
+}
+
+func TestArrowSettingsApplyToAllocatorsMadeAfterwards(t *testing.T) {
+	b, _ := newTestBridge(t)
+	assert.Equal(t, ArrowSettings{}, b.ArrowSettings())
+	b.ConfigureArrow(ArrowSettings{AllocationSites: true})
+	assert.Equal(t, ArrowSettings{AllocationSites: true}, b.ArrowSettings())
+}
+
+func TestProcessArrowStatsSamplesRSS(t *testing.T) {
+	b, _ := newTestBridge(t)
+	s := b.ProcessArrowStats()
+	require.Len(t, s, ArrowPStatCount)
+	assert.Positive(t, s[ArrowPStatRSS])
+	assert.Positive(t, s[ArrowPStatGoRuntime])
+	assert.Equal(t, s[ArrowPStatRSS]-s[ArrowPStatGoRuntime]-s[ArrowPStatAllocated], s[ArrowPStatUnexplained])
+}
+
+// TestArrowConstantsMatchNativeBridgeJava reads the other copy of the
+// ARROW_STAT_* and ARROW_PSTAT_* constants (NativeBridge.java) and checks
+// every one against ours.
+func TestArrowConstantsMatchNativeBridgeJava(t *testing.T) {
+	src, err := os.ReadFile("java/src/main/java/org/nativepool/spark/NativeBridge.java")
+	if os.IsNotExist(err) {
+		t.Skip("jni/java not present")
+	}
+	require.NoError(t, err)
+	java := map[string]int{}
+	for _, m := range regexp.MustCompile(`static final int (ARROW_P?STAT_[A-Z_]+) = (\d+);`).FindAllStringSubmatch(string(src), -1) {
+		v, err := strconv.Atoi(m[2])
+		require.NoError(t, err)
+		java[m[1]] = v
+	}
+	ours := map[string]int{
+		"ARROW_STAT_ALLOCATED": ArrowStatAllocated, "ARROW_STAT_RESERVED": ArrowStatReserved,
+		"ARROW_STAT_FORCED": ArrowStatForced, "ARROW_STAT_LIVE_BUFFERS": ArrowStatLiveBuffers,
+		"ARROW_STAT_IMPORTED": ArrowStatImported, "ARROW_STAT_IMPORTS_LIVE": ArrowStatImportsLive,
+		"ARROW_STAT_EXPORTED": ArrowStatExported, "ARROW_STAT_EXPORTS_LIVE": ArrowStatExportsLive,
+		"ARROW_STAT_PEAK": ArrowStatPeak, "ARROW_STAT_REFUSALS": ArrowStatRefusals,
+		"ARROW_STAT_BATCHES": ArrowStatBatches, "ARROW_STAT_CLOSED": ArrowStatClosed,
+		"ARROW_STAT_COUNT":      ArrowStatCount,
+		"ARROW_PSTAT_ALLOCATED": ArrowPStatAllocated, "ARROW_PSTAT_LIVE_ALLOCATORS": ArrowPStatLiveAllocators,
+		"ARROW_PSTAT_LIVE_BATCHES": ArrowPStatLiveBatches, "ARROW_PSTAT_EXPORTED": ArrowPStatExported,
+		"ARROW_PSTAT_IMPORTED": ArrowPStatImported, "ARROW_PSTAT_RSS": ArrowPStatRSS,
+		"ARROW_PSTAT_GO_RUNTIME": ArrowPStatGoRuntime, "ARROW_PSTAT_UNEXPLAINED": ArrowPStatUnexplained,
+		"ARROW_PSTAT_LEAKS": ArrowPStatLeaks, "ARROW_PSTAT_LEAKED_BYTES": ArrowPStatLeakedBytes,
+		"ARROW_PSTAT_COUNT": ArrowPStatCount,
+	}
+	assert.Equal(t, ours, java)
+}

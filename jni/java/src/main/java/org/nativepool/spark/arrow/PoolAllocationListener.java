@@ -1,0 +1,130 @@
+package org.nativepool.spark.arrow;
+
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.arrow.memory.AllocationListener;
+import org.apache.arrow.memory.AllocationOutcome;
+import org.nativepool.spark.NativeReservation;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * An Arrow {@link AllocationListener} that charges every buffer of its allocator (and of its
+ * children, which inherit it) to a {@link NativeReservation} of the task's pool, so Java-made Arrow
+ * memory counts against the same Spark task budget as the native pool's.
+ *
+ * <ul>
+ *   <li>{@link #onPreAllocation}: {@code tryGrow(size)} (size is Arrow's rounded size, the same
+ *       figure {@code onRelease} later gives back). A refusal throws {@link
+ *       ArrowMemoryExhaustedException} with the pool's message; Arrow then hands nothing out. There
+ *       is no reclaim-and-retry here: {@code tryGrow} already goes through Spark's {@code
+ *       acquireExecutionMemory}, which spills the task's other consumers, the native pool's
+ *       spillable consumers included, before it answers short; asking again would ask the same
+ *       question.
+ *   <li>{@link #onFailedAllocation}: Arrow's own accounting refused after we had charged (an
+ *       allocator limit below the pool's): the charge is given back, and {@code false} (no retry)
+ *       lets Arrow throw its {@code OutOfMemoryException}.
+ *   <li>{@link #onRelease}: {@code shrink(size)}.
+ * </ul>
+ *
+ * <p>Arrow does not tell the listener when the JVM itself fails to provide direct memory after
+ * {@code onPreAllocation}; those bytes stay charged until {@link #close()}, when the whole
+ * reservation goes back to Spark. After {@link #close()}, charges are refused and releases are
+ * counted ({@link #lateReleases()}) and dropped: the reservation has already returned them. (Once
+ * the allocator itself is closed, Arrow refuses every operation on its buffers, so a late release
+ * is one that raced with the close.)
+ *
+ * <p>Safe for concurrent use (Arrow may call it from any thread that allocates or releases).
+ */
+public final class PoolAllocationListener implements AllocationListener {
+  private static final Logger LOG = LoggerFactory.getLogger(PoolAllocationListener.class);
+
+  private final NativeReservation reservation;
+  private final AtomicLong charged = new AtomicLong();
+  private final AtomicLong refusals = new AtomicLong();
+  private final AtomicLong lateReleases = new AtomicLong();
+  private volatile boolean closed;
+
+  /**
+   * @param reservation the reservation to charge; dedicated to this listener (its size is then
+   *     exactly the bytes of the listener's live buffers)
+   */
+  public PoolAllocationListener(NativeReservation reservation) {
+    this.reservation = java.util.Objects.requireNonNull(reservation, "reservation");
+  }
+
+  /** The reservation charged. */
+  public NativeReservation reservation() {
+    return reservation;
+  }
+
+  /** Bytes charged and not yet released: equal to the allocator's allocated memory at rest. */
+  public long charged() {
+    return charged.get();
+  }
+
+  /** Charges the pool refused. */
+  public long refusals() {
+    return refusals.get();
+  }
+
+  /** Releases after {@link #close()}, dropped. */
+  public long lateReleases() {
+    return lateReleases.get();
+  }
+
+  @Override
+  public void onPreAllocation(long size) {
+    if (size <= 0) {
+      return;
+    }
+    if (closed) {
+      throw new ArrowMemoryExhaustedException(
+          "nativepool: Arrow allocator of " + reservation.name() + " is closed; no new buffers");
+    }
+    if (!reservation.tryGrow(size)) {
+      refusals.incrementAndGet();
+      throw new ArrowMemoryExhaustedException(reservation.lastRefusal());
+    }
+    charged.addAndGet(size);
+  }
+
+  @Override
+  public boolean onFailedAllocation(long size, AllocationOutcome outcome) {
+    // Arrow's accountant refused after onPreAllocation charged the pool: undo that charge.
+    release(size);
+    return false;
+  }
+
+  @Override
+  public void onRelease(long size) {
+    release(size);
+  }
+
+  private void release(long size) {
+    if (size <= 0) {
+      return;
+    }
+    if (closed) {
+      lateReleases.incrementAndGet();
+      return;
+    }
+    try {
+      reservation.shrink(size);
+      charged.addAndGet(-size);
+    } catch (IllegalStateException e) {
+      // The reservation closed under us (task end): its bytes are back with Spark already.
+      lateReleases.incrementAndGet();
+      LOG.debug("nativepool: late Arrow release of {} bytes for {}", size, reservation.name(), e);
+    }
+  }
+
+  /** Stops charging; later releases are counted and dropped. Does not close the reservation. */
+  void close() {
+    closed = true;
+  }
+
+  @Override
+  public String toString() {
+    return "PoolAllocationListener(" + reservation.name() + ", charged=" + charged.get() + ")";
+  }
+}

@@ -1,0 +1,105 @@
+package org.nativepool.spark.arrow;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.nativepool.spark.NativeBridge;
+import org.nativepool.spark.NativeReservation;
+
+/**
+ * Batches left unreleased at task end are reported — naming the consumer and, with allocation sites
+ * on, the Go function that allocated them — and released, so Spark gets every byte back before its
+ * own leak check.
+ */
+class ArrowLeakTest {
+  private static final long MIB = ArrowTask.MIB;
+
+  @BeforeAll
+  static void load() {
+    NativeBridge.ensureLoaded();
+  }
+
+  @AfterEach
+  void sitesOff() {
+    NativeArrow.configure(false);
+  }
+
+  @Test
+  void aGoBatchLeftAtTaskEndIsReportedWithItsAllocatingFunctionAndReleased() {
+    NativeArrow.configure(true);
+    ArrowTask task = new ArrowTask(9101, 64 * MIB);
+    ArrowProcessStats before = NativeArrow.processStats();
+    NativeReservation op = task.arrows.newNativeReservation("leaky-op");
+    NativeBatch leaked;
+    try (VectorSchemaRoot src = ArrowTask.longs(task.arrows.producer(), 1, 4096);
+        NativeBatch in = NativeBatch.importFrom(op, src, task.arrows.producer())) {
+      leaked = in.copy(op);
+    }
+    long goBytes = NativeArrow.stats(op).allocated();
+    assertTrue(goBytes >= 4096 * 8, "the copy is charged to Go");
+    assertEquals(goBytes, task.sparkFigure());
+    assertEquals(before.liveBatches() + 1, NativeArrow.processStats().liveBatches());
+
+    assertEquals(0, task.finish(), "the task end gave every byte back to Spark");
+
+    List<String> reports = task.arrows.leakReports();
+    assertEquals(1, reports.size(), reports::toString);
+    String report = reports.get(0);
+    assertTrue(report.startsWith("ffi: leaky-op#"), report);
+    assertTrue(report.contains(" leaked 1 buffers ("), report);
+    assertTrue(report.contains("jni.copyRecordBatch"), "names the allocating function: " + report);
+    assertTrue(report.contains("\nLEAK of "), "the full allocation stack follows: " + report);
+
+    ArrowProcessStats after = NativeArrow.processStats();
+    assertEquals(before.liveBatches(), after.liveBatches(), "the leaked batch was released");
+    assertEquals(before.leaks() + 1, after.leaks());
+    assertEquals(before.liveAllocators(), after.liveAllocators());
+    IllegalStateException e = assertThrows(IllegalStateException.class, leaked::close);
+    assertTrue(e.getMessage().endsWith(" is closed: stale handle"), e.getMessage());
+  }
+
+  @Test
+  void aJavaBatchLeftAtTaskEndIsReportedAndItsChargeGoesBackToSpark() {
+    ArrowTask task = new ArrowTask(9102, 64 * MIB);
+    VectorSchemaRoot leaked = ArrowTask.longs(task.arrows.producer(), 1, 4096);
+    long javaBytes = task.arrows.producer().getAllocatedMemory();
+    assertEquals(javaBytes, task.sparkFigure());
+
+    assertEquals(0, task.finish(), "the Java reservation returned the leaked bytes to Spark");
+
+    List<String> reports = task.arrows.leakReports();
+    assertEquals(1, reports.size(), reports::toString);
+    assertTrue(reports.get(0).startsWith("Memory was leaked by query."), reports.get(0));
+    // Arrow refuses to touch a closed allocator; nothing is shrunk or given back twice.
+    IllegalStateException e = assertThrows(IllegalStateException.class, leaked::close);
+    assertTrue(e.getMessage().contains("allocator is closed"), e.getMessage());
+    assertEquals(0, task.sparkFigure());
+    assertEquals(0, task.up.used());
+  }
+
+  @Test
+  void aJavaBatchHeldByALeakedGoImportIsReleasedWhenGoReleasesIt() {
+    ArrowTask task = new ArrowTask(9103, 64 * MIB);
+    NativeReservation op = task.arrows.newNativeReservation("holds-java");
+    VectorSchemaRoot src = ArrowTask.longs(task.arrows.producer(), 1, 4096);
+    NativeBatch held = NativeBatch.importFrom(op, src, task.arrows.producer());
+    src.close();
+    assertTrue(task.arrows.producer().getAllocatedMemory() > 0, "Go holds Java's buffers");
+
+    assertEquals(0, task.finish());
+
+    List<String> reports = task.arrows.leakReports();
+    assertEquals(
+        1, reports.size(), "Go reports the import; Java's allocator was clean: " + reports);
+    assertTrue(reports.get(0).contains(", 1 imported batches ("), reports.get(0));
+    assertTrue(reports.get(0).startsWith("ffi: holds-java#"), reports.get(0));
+    assertEquals(0, task.arrows.listener().lateReleases(), "released before Java closed");
+    assertThrows(IllegalStateException.class, held::close);
+  }
+}

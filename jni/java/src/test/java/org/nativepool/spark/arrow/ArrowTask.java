@@ -1,0 +1,81 @@
+package org.nativepool.spark.arrow;
+
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.spark.SparkConf;
+import org.apache.spark.memory.TaskMemoryManager;
+import org.apache.spark.memory.UnifiedMemoryManager;
+import org.nativepool.spark.PoolKind;
+import org.nativepool.spark.SparkTaskUpstream;
+import org.nativepool.spark.TaskPool;
+
+/**
+ * One Spark task with real memory managers and no SparkContext (as Spark's {@code
+ * TaskMemoryManagerSuite} builds them): a {@link UnifiedMemoryManager} with an off-heap pool, the
+ * task's {@link TaskMemoryManager}, its {@link SparkTaskUpstream}, an exact (chunk 0)
+ * greedy_unified {@link TaskPool} and the task's {@link TaskArrowAllocators}. {@link #finish()}
+ * closes them in task-completion order and returns what Spark still held.
+ */
+final class ArrowTask {
+  static final long MIB = 1L << 20;
+
+  final UnifiedMemoryManager umm;
+  final TaskMemoryManager tmm;
+  final SparkTaskUpstream up;
+  final TaskPool pool;
+  final TaskArrowAllocators arrows;
+
+  ArrowTask(long taskAttemptId, long offHeapBytes) {
+    SparkConf conf =
+        new SparkConf(false)
+            .set("spark.memory.offHeap.enabled", "true")
+            .set("spark.memory.offHeap.size", Long.toString(offHeapBytes));
+    long heap = 256 * MIB;
+    umm = new UnifiedMemoryManager(conf, heap, heap / 2, 1);
+    tmm = new TaskMemoryManager(umm, taskAttemptId);
+    up = new SparkTaskUpstream(tmm, taskAttemptId);
+    pool = TaskPool.open(up, taskAttemptId, PoolKind.GREEDY_UNIFIED, 0, 0);
+    arrows = TaskArrowAllocators.open(pool);
+  }
+
+  /** What Spark counts for the task. */
+  long sparkFigure() {
+    return tmm.getMemoryConsumptionForThisTask();
+  }
+
+  /** Task completion: the Arrow allocators, then the pool, then the upstream; Spark's leftovers. */
+  long finish() {
+    arrows.close();
+    pool.close();
+    up.close();
+    return tmm.cleanUpAllAllocatedMemory();
+  }
+
+  /** A one-column batch v = first, first+1, … made by {@code alloc}. */
+  static VectorSchemaRoot longs(BufferAllocator alloc, long first, int rows) {
+    BigIntVector v = new BigIntVector("v", alloc);
+    v.allocateNew(rows);
+    for (int i = 0; i < rows; i++) {
+      v.set(i, first + i);
+    }
+    v.setValueCount(rows);
+    VectorSchemaRoot root = VectorSchemaRoot.of(v);
+    root.setRowCount(rows);
+    return root;
+  }
+
+  /** The sum of column 0 of a batch made by {@link #longs}. */
+  static long sum(VectorSchemaRoot root) {
+    BigIntVector v = (BigIntVector) root.getVector(0);
+    long s = 0;
+    for (int i = 0; i < root.getRowCount(); i++) {
+      s += v.get(i);
+    }
+    return s;
+  }
+
+  static long sumOf(long first, long n) {
+    return n * first + n * (n - 1) / 2;
+  }
+}

@@ -1,0 +1,148 @@
+package org.nativepool.spark.arrow;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.codahale.metrics.Gauge;
+import com.codahale.metrics.Metric;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskContext;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.metrics.source.Source;
+import org.apache.spark.sql.SparkSession;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.nativepool.spark.NativeBridge;
+import org.nativepool.spark.NativePoolPlugin;
+import org.nativepool.spark.NativeReservation;
+import org.nativepool.spark.ProcessStats;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * {@link TaskArrowAllocators#forCurrentTask()} inside real Spark tasks ({@code local[2]}, the
+ * plugin, Spark's leak check turned into an exception): one object per task, Java and Go batches
+ * charged to the task's pool, a Go batch deliberately left unreleased in every task — reported and
+ * released by the completion listener before Spark's leak check, so the tasks still succeed.
+ */
+@Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+class ArrowTaskPluginTest {
+  private static final String SOURCE = "plugin." + NativePoolPlugin.class.getName();
+
+  private static SparkSession spark;
+  private static JavaSparkContext jsc;
+
+  @BeforeAll
+  static void startSpark() {
+    String lib = System.getProperty("nativepool.test.library");
+    assertNotNull(lib, "surefire sets nativepool.test.library");
+    spark =
+        SparkSession.builder()
+            .master("local[2]")
+            .appName("ArrowTaskPluginTest")
+            .config("spark.plugins", NativePoolPlugin.class.getName())
+            .config("spark.memory.offHeap.enabled", "true")
+            .config("spark.memory.offHeap.size", "128m")
+            .config("spark.unsafe.exceptionOnMemoryLeak", "true")
+            .config("spark.ui.enabled", "false")
+            .config("spark.nativepool.library", lib)
+            .config("spark.nativepool.pool", "greedy_unified")
+            .config("spark.nativepool.chunkSize", "0")
+            .config("spark.nativepool.allocationSites", "true")
+            .getOrCreate();
+    jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+  }
+
+  @AfterAll
+  static void stopSpark() {
+    if (spark != null) {
+      spark.stop();
+      SparkSession.clearActiveSession();
+      SparkSession.clearDefaultSession();
+    }
+    NativeArrow.configure(false);
+  }
+
+  private static Map<String, Long> gauges() {
+    List<Source> sources =
+        CollectionConverters.asJava(SparkEnv.get().metricsSystem().getSourcesByName(SOURCE));
+    Map<String, Long> out = new HashMap<>();
+    for (Map.Entry<String, Metric> e : sources.get(0).metricRegistry().getMetrics().entrySet()) {
+      out.put(e.getKey(), (Long) ((Gauge<?>) e.getValue()).getValue());
+    }
+    return out;
+  }
+
+  /** A task body: Java → Go → copy → Java, one copy left behind on purpose. */
+  private static Iterator<Map<String, Long>> useArrowAndLeakOneBatch(Iterator<Integer> rows) {
+    int n = 0;
+    while (rows.hasNext()) {
+      rows.next();
+      n++;
+    }
+    TaskArrowAllocators arrows = TaskArrowAllocators.forCurrentTask();
+    assertSame(arrows, TaskArrowAllocators.forCurrentTask(), "one per task");
+    NativeReservation op = arrows.newNativeReservation("task-op");
+    long sum;
+    NativeBatch kept;
+    try (VectorSchemaRoot src = ArrowTask.longs(arrows.producer(), 1, 1000 + n);
+        NativeBatch in = NativeBatch.importFrom(op, src, arrows.producer())) {
+      kept = in.copy(op);
+    }
+    try (VectorSchemaRoot back = kept.exportTo(arrows.importer())) {
+      sum = ArrowTask.sum(back);
+    }
+    NativeBatch.importFrom(op, ArrowTask.longs(arrows.producer(), 0, 10), arrows.producer())
+        .copy(op); // leaked: neither the import, nor the copy, nor the Java root is closed
+    Map<String, Long> sample = new HashMap<>(gauges());
+    sample.put("sum", sum);
+    sample.put("rows", (long) n);
+    sample.put("goAllocated", NativeArrow.stats(op).allocated());
+    sample.put(
+        "sparkFigure", TaskContext.get().taskMemoryManager().getMemoryConsumptionForThisTask());
+    sample.put(
+        "charged", arrows.producer().getAllocatedMemory() + NativeArrow.stats(op).allocated());
+    kept.close();
+    return Collections.singletonList(sample).iterator();
+  }
+
+  @Test
+  void tasksGetTheirAllocatorsAndLeakedBatchesAreReportedAndReleasedAtTaskEnd() {
+    ArrowProcessStats before = NativeArrow.processStats();
+    List<Integer> data = IntStream.range(0, 40).boxed().collect(Collectors.toList());
+    List<Map<String, Long>> samples =
+        jsc.parallelize(data, 4)
+            .mapPartitions(ArrowTaskPluginTest::useArrowAndLeakOneBatch)
+            .collect();
+
+    assertEquals(4, samples.size());
+    for (Map<String, Long> m : samples) {
+      long n = m.get("rows");
+      assertEquals(ArrowTask.sumOf(1, 1000 + n), m.get("sum"), m::toString);
+      assertEquals(m.get("charged"), m.get("sparkFigure"), "Java + Go charges = Spark: " + m);
+      assertTrue(m.get("goAllocated") > 0, m::toString);
+      assertTrue(m.get("nativeAllocated") > 0, "gauge nativeAllocated in a task: " + m);
+      assertTrue(m.get("arrowLiveAllocators") > 0, m::toString);
+      assertTrue(m.get("rssBytes") > 0, m::toString);
+      assertTrue(m.containsKey("rssDrift"), m::toString);
+    }
+    ArrowProcessStats after = NativeArrow.processStats();
+    assertEquals(before.liveBatches(), after.liveBatches(), "leaked batches released: " + after);
+    assertEquals(before.liveAllocators(), after.liveAllocators(), after::toString);
+    assertEquals(before.leaks() + 4, after.leaks(), "one leak report per task: " + after);
+    ProcessStats ps = NativeBridge.processStats();
+    assertEquals(0, ps.liveTasks(), ps::toString);
+    assertEquals(0, ps.held(), ps::toString);
+  }
+}
