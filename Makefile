@@ -3,7 +3,7 @@
 #   make test      runs every test (Go with -race, go vet, gofmt check, Java/JUnit against real Spark)
 SHELL := /bin/bash
 GO ?= go
-MVN ?= mvn -B -q
+MVN ?= mvn -B -ntp
 BUILD := $(CURDIR)/build
 LIB := $(BUILD)/lib/libnativepool.so
 JAVA_DIR := jni/java
@@ -24,7 +24,7 @@ $(LIB): $(shell find pool taskshared ffi jni -name '*.go' -o -name '*.c' -o -nam
 
 ## jar: the Spark plugin module (Spark itself is 'provided').
 jar:
-	$(MVN) -f $(JAVA_DIR)/pom.xml -DskipTests package
+	$(MVN) -q -f $(JAVA_DIR)/pom.xml -DskipTests package
 
 vet:
 	$(GO) vet ./...

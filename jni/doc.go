@@ -30,6 +30,12 @@
 //	globalref.go   sharedRef: a global ref that upcalls use while it may close
 //	exception.go   JavaException and the exception router
 //	failure.go     which Java exception an export throws
+//	arrow.go       Arrow batches across the C Data Interface: one ffi.Allocator
+//	               per reservation handle, batch handles, ARROW_STAT_* (API.md)
+//	arrow_exports.go, arrow_jni.go
+//	               the Arrow natives and their JNI helpers
+//	engine.go      the Go engine API: JoinTaskPool and EngineCall for engines
+//	               that link this package into their own c-shared library
 //	testexports.go one extra native for jvm_test.go only (build tag
 //	               nativepool_jvmtest): an upcall from a goroutine's own thread
 //
