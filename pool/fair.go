@@ -3,7 +3,6 @@ package pool
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 )
 
 // fairPool is DataFusion's FairSpillPool with the spill share computed per
@@ -13,10 +12,6 @@ type fairPool struct {
 	meter
 	// size is the pool's ceiling; immutable after construction.
 	size int64
-	// reserved mirrors mu.spillable+mu.unspillable. It is written under mu
-	// and read without it (Reserved, String, the meter's load), so those
-	// never wait for the lock.
-	reserved atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -31,11 +26,15 @@ type fairPool struct {
 		// sibling reservations. Unspillable consumers have no entry: they
 		// are served first come, first served and need no share.
 		spillers map[*Consumer]*fairSpiller
+		// last is the entry spillerLocked returned last: a one-entry cache
+		// in front of the map for the common run of calls by one consumer.
+		last *fairSpiller
 	}
 }
 
 // fairSpiller is one spillable consumer's state; guarded by fairPool.mu.
 type fairSpiller struct {
+	c *Consumer
 	// registrations counts live Register calls for this consumer.
 	registrations int64
 	// reserved is what the pool recorded for the consumer, summed over all
@@ -69,7 +68,7 @@ func NewFair(size int64) Pool {
 	}
 	p := &fairPool{size: size}
 	p.mu.spillers = make(map[*Consumer]*fairSpiller)
-	p.meter.init("fair", p.reserved.Load)
+	p.meter.init("fair", p.Reserved)
 	return p
 }
 
@@ -108,7 +107,7 @@ func (p *fairPool) Unregister(c *Consumer) {
 	if s.registrations == 0 {
 		p.mu.numSpill--
 		if s.reserved == 0 {
-			delete(p.mu.spillers, c)
+			p.deleteLocked(c)
 		}
 	}
 	p.mu.Unlock()
@@ -124,7 +123,7 @@ func (p *fairPool) Grow(r *Reservation, n int64) {
 	} else {
 		p.mu.unspillable += n
 	}
-	now := p.storeReservedLocked()
+	now := p.totalLocked()
 	p.mu.Unlock()
 	p.rise(now)
 }
@@ -137,14 +136,14 @@ func (p *fairPool) Shrink(r *Reservation, n int64) {
 		if s := p.mu.spillers[c]; s != nil {
 			s.reserved -= n
 			if s.registrations == 0 && s.reserved <= 0 {
-				delete(p.mu.spillers, c)
+				p.deleteLocked(c)
 			}
 		}
 		p.mu.spillable -= n
 	} else {
 		p.mu.unspillable -= n
 	}
-	now := p.storeReservedLocked()
+	now := p.totalLocked()
 	p.mu.Unlock()
 	p.fall(now)
 }
@@ -170,7 +169,7 @@ func (p *fairPool) TryGrow(r *Reservation, n int64) error {
 		if n > share-s.reserved {
 			siblings := s.reserved - r.Size()
 			if s.registrations == 0 && s.reserved == 0 {
-				delete(p.mu.spillers, c) // made just now for an unregistered consumer
+				p.deleteLocked(c) // made just now for an unregistered consumer
 			}
 			p.mu.Unlock()
 			return InsufficientCapacity(r, n, max(share-siblings, 0), p)
@@ -185,14 +184,21 @@ func (p *fairPool) TryGrow(r *Reservation, n int64) error {
 		}
 		p.mu.unspillable += n
 	}
-	now := p.storeReservedLocked()
+	now := p.totalLocked()
 	p.mu.Unlock()
 	p.rise(now)
 	return nil
 }
 
-// Reserved implements Pool.
-func (p *fairPool) Reserved() int64 { return p.reserved.Load() }
+// Reserved implements Pool. It takes the pool's mutex: an atomic mirror of
+// the total would cost every grow and shrink one more locked instruction
+// (two per pair, the difference to DataFusion's FairSpillPool in
+// bench/RESULTS.md), and Reserved is rarely on a hot path.
+func (p *fairPool) Reserved() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.spillable + p.mu.unspillable
+}
 
 // Limit implements Pool: Finite(size).
 func (p *fairPool) Limit() Limit { return Limit{Kind: Finite, Bytes: p.size} }
@@ -208,20 +214,31 @@ func (p *fairPool) String() string {
 // (possible only when Pool methods are called directly) does not count in
 // numSpill, as in DataFusion.
 func (p *fairPool) spillerLocked(c *Consumer) *fairSpiller {
+	if s := p.mu.last; s != nil && s.c == c {
+		return s
+	}
 	s := p.mu.spillers[c]
 	if s == nil {
-		s = &fairSpiller{}
+		s = &fairSpiller{c: c}
 		p.mu.spillers[c] = s
 	}
+	p.mu.last = s
 	return s
 }
 
-// storeReservedLocked publishes the new total to p.reserved and returns it.
-// The caller holds p.mu.
-func (p *fairPool) storeReservedLocked() int64 {
-	now := p.mu.spillable + p.mu.unspillable
-	p.reserved.Store(now)
-	return now
+// deleteLocked forgets c's entry (and the cache, if it holds it). The caller
+// holds p.mu.
+func (p *fairPool) deleteLocked(c *Consumer) {
+	delete(p.mu.spillers, c)
+	if p.mu.last != nil && p.mu.last.c == c {
+		p.mu.last = nil
+	}
+}
+
+// totalLocked returns the new total for the meter. The caller holds
+// p.mu.
+func (p *fairPool) totalLocked() int64 {
+	return p.mu.spillable + p.mu.unspillable
 }
 
 var (
