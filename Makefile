@@ -12,7 +12,7 @@ JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
 export JAVA_HOME
 export CGO_CFLAGS := -O2 -g -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all lib jar bench-jni test test-go test-java test-java-checkjni vet fmt-check bench example clean
+.PHONY: all lib jar bench-jni example-go test test-go test-java test-java-checkjni vet fmt-check bench example clean
 
 all: lib jar
 
@@ -45,7 +45,8 @@ test-java-checkjni: lib
 	@mkdir -p $(BUILD)
 	rm -f $(JAVA_DIR)/target/surefire-reports/*.dumpstream
 	$(MVN) -f $(JAVA_DIR)/pom.xml -Dnativepool.lib.dir=$(BUILD)/lib -Pcheckjni test > $(BUILD)/checkjni.log 2>&1; \
-	rc=$$?; if [ $$rc -ne 0 ]; then tail -60 $(BUILD)/checkjni.log; exit $$rc; fi
+	rc=$$?; if [ $$rc -ne 0 ]; then tail -60 $(BUILD)/checkjni.log; exit $$rc; fi; \
+	grep -E '^\[INFO\] Tests run:|BUILD' $(BUILD)/checkjni.log | tail -2
 	python3 $(JAVA_DIR)/check_jni_warnings.py $(BUILD)/checkjni.log $$(ls $(JAVA_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null)
 
 test: test-go test-java test-java-checkjni
@@ -57,7 +58,13 @@ bench:
 bench-jni: lib
 	$(MVN) -f $(JAVA_DIR)/pom.xml -Pbench -Dnativepool.lib.dir=$(BUILD)/lib test
 
+## example: the main demo, a native Go sort inside Spark 4.1 local[2] (examples/spark/README.md).
+## Options: make example ARGS="--rows 8000000 --budget 64m --chunk 8m --pool greedy_unified"
 example:
+	bash examples/spark/run.sh $(ARGS)
+
+## example-go: the small Go-only program (two spillers sharing a fair pool).
+example-go:
 	$(GO) run ./examples/fairspill
 
 clean:

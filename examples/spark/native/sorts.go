@@ -1,0 +1,314 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow/cdata"
+
+	extsort "github.com/nativepool/nativepool/examples/sort"
+	"github.com/nativepool/nativepool/ffi"
+	"github.com/nativepool/nativepool/jni"
+	"github.com/nativepool/nativepool/pool"
+)
+
+// Indices of the array stats0 returns. The other copy is SortBridge.java
+// (SORT_STAT_*); change both together.
+const (
+	statRowsIn          = 0  // rows pushed
+	statRowsOut         = 1  // rows returned by next0
+	statSelfSpills      = 2  // spills the sorter started when the pool refused a buffer
+	statRequestedSpills = 3  // spills Spark asked for (reclaim → Spill) that freed bytes
+	statSpillRequests   = 4  // every Spill call, including those that found nothing to free
+	statSpilledRows     = 5  // rows written to run files
+	statSpilledBytes    = 6  // bytes of run files written
+	statRuns            = 7  // run files written
+	statMergePasses     = 8  // multi-pass merges
+	statReserved        = 9  // the sorter's reservation now
+	statPeakReserved    = 10 // its high-water mark
+	statAllocated       = 11 // bytes in live buffers of the sorter's allocator (exports included)
+	statPeakAllocated   = 12 // high-water mark of allocated, exact
+	statChecks          = 13 // allocated ≤ reserved checks made (after every call, and by sample0)
+	statViolations      = 14 // checks that found allocated > reserved
+	statBatchesIn       = 15 // batches imported from Java
+	statBatchesOut      = 16 // batches exported to Java
+	statCount           = 17 // length of the array
+)
+
+// Indices of the array sample0 returns. The other copy is SortBridge.java
+// (SAMPLE_*); change both together.
+const (
+	sampleLiveSorters = 0 // sorters open now
+	sampleReserved    = 1 // sum of their reservations
+	sampleAllocated   = 2 // sum of their allocators' live bytes
+	sampleChecks      = 3 // allocated ≤ reserved checks, every sorter ever
+	sampleViolations  = 4 // checks that failed, every sorter ever
+	sampleGoRuntime   = 5 // bytes the Go runtime holds mapped (heap, stacks, metadata)
+	sampleRSS         = 6 // the process's resident set
+	sampleCount       = 7 // length of the array
+)
+
+// engine holds the sorters opened through SortBridge and the cumulative
+// counters of closed ones. It is safe for concurrent use (one JVM thread
+// per task drives each sorter; the demo's sampler thread reads all of
+// them). The zero engine is not usable; build it with newEngine.
+type engine struct {
+	sorters handleTable[*sortHandle]
+	logger  *slog.Logger
+	// join opens a reference to a task's pool (jni.JoinTaskPool in the
+	// library; a plain pool in tests).
+	join func(taskAttemptID int64) (pool.Pool, func(), error)
+
+	// Counters of closed sorters, so that sample0 stays cumulative.
+	closedChecks, closedViolations atomic.Int64
+}
+
+func newEngine(logger *slog.Logger, join func(int64) (pool.Pool, func(), error)) *engine {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &engine{logger: logger, join: join}
+}
+
+// joinTaskPool is engine.join in the library: a counted reference to the
+// pool Java opened for the task (see jni.JoinTaskPool).
+func joinTaskPool(taskAttemptID int64) (pool.Pool, func(), error) {
+	h, err := jni.JoinTaskPool(taskAttemptID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h.Pool(), h.Close, nil
+}
+
+// sortHandle is one sorter opened by create0.
+type sortHandle struct {
+	sorter  *extsort.Sorter
+	release func() // drops the reference to the task's pool
+	name    string
+	// busy makes a second concurrent driver call an IllegalStateException
+	// instead of extsort's panic; a sorter belongs to one task thread.
+	busy atomic.Bool
+	// closed is set just before the sorter closes: sample0 stops checking
+	// it (a leaked export keeps allocated > 0 after the reservation closed).
+	closed                atomic.Bool
+	checks, violations    atomic.Int64
+	batchesIn, batchesOut atomic.Int64
+}
+
+// create opens a sorter on the pool of task taskAttemptID and returns its
+// handle. batchRows ≤ 0 and tempDir "" take extsort's defaults.
+func (e *engine) create(taskAttemptID int64, name string, batchRows int, tempDir string) (int64, error) {
+	if name == "" {
+		return 0, fmt.Errorf("nativesort: create0: empty consumer name: %w", jni.ErrIllegalArgument)
+	}
+	p, release, err := e.join(taskAttemptID)
+	if err != nil {
+		return 0, fmt.Errorf("nativesort: create0(task %d): %w", taskAttemptID, err)
+	}
+	s, err := extsort.New(p, extsort.Options{Name: name, BatchRows: batchRows, TempDir: tempDir, Logger: e.logger})
+	if err != nil {
+		release()
+		return 0, fmt.Errorf("nativesort: create0(task %d): %w", taskAttemptID, err)
+	}
+	sh := &sortHandle{sorter: s, release: release, name: name}
+	h, err := e.sorters.insert(sh)
+	if err != nil {
+		_ = s.Close()
+		release()
+		return 0, err
+	}
+	return h, nil
+}
+
+// drive runs one driver call on the sorter of handle h, then checks the
+// books.
+func (e *engine) drive(op string, h int64, fn func(*sortHandle) error) error {
+	sh, err := e.sorters.get(h)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if !sh.busy.CompareAndSwap(false, true) {
+		return fmt.Errorf("nativesort: %s on %s while another call on it is running: %w", op, sh.name, jni.ErrIllegalState)
+	}
+	defer sh.busy.Store(false)
+	err = fn(sh)
+	e.check(sh)
+	return err
+}
+
+// push imports one batch from Java (the producer keeps paying for it until
+// Go releases it: ffi.ProducerCharges), copies it into the sorter and
+// releases it at once, so Java's buffers go back before push0 returns. On
+// an import error the array is released here (arr is then released, as
+// the C Data Interface asks of a consumer that takes it).
+func (e *engine) push(h int64, arr *cdata.CArrowArray, sc *cdata.CArrowSchema) error {
+	return e.drive("push0", h, func(sh *sortHandle) error {
+		rb, err := sh.sorter.Allocator().ImportRecordBatch(arr, sc)
+		if err != nil {
+			cdata.ReleaseCArrowArray(arr)
+			return fmt.Errorf("nativesort: push0 into %s: %w", sh.name, err)
+		}
+		err = sh.sorter.Push(rb)
+		rb.Release()
+		if err != nil {
+			return fmt.Errorf("nativesort: push0 into %s: %w", sh.name, err)
+		}
+		sh.batchesIn.Add(1)
+		return nil
+	})
+}
+
+// finish ends the input.
+func (e *engine) finish(h int64) error {
+	return e.drive("finish0", h, func(sh *sortHandle) error {
+		if err := sh.sorter.Finish(); err != nil {
+			return fmt.Errorf("nativesort: finish0 of %s: %w", sh.name, err)
+		}
+		return nil
+	})
+}
+
+// next exports the next sorted batch into out and outSchema and reports
+// true, or reports false after the last batch (out untouched). The batch's
+// buffers stay charged to the sorter until Java releases out (the producer
+// pays: ffi's export rule); Java imports it with an allocator that charges
+// nothing.
+func (e *engine) next(h int64, out *cdata.CArrowArray, outSchema *cdata.CArrowSchema) (bool, error) {
+	more := false
+	err := e.drive("next0", h, func(sh *sortHandle) error {
+		rb, err := sh.sorter.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("nativesort: next0 of %s: %w", sh.name, err)
+		}
+		err = sh.sorter.Allocator().ExportRecordBatch(rb, out, outSchema)
+		rb.Release() // the export holds its own reference until Java releases it
+		if err != nil {
+			return fmt.Errorf("nativesort: next0 of %s: %w", sh.name, err)
+		}
+		sh.batchesOut.Add(1)
+		more = true
+		return nil
+	})
+	return more, err
+}
+
+// stats returns the sorter's figures laid out as stats0 returns them.
+func (e *engine) stats(h int64) ([]int64, error) {
+	sh, err := e.sorters.get(h)
+	if err != nil {
+		return nil, fmt.Errorf("stats0: %w", err)
+	}
+	st := sh.sorter.Stats()
+	a := make([]int64, statCount)
+	a[statRowsIn] = st.RowsIn
+	a[statRowsOut] = st.RowsOut
+	a[statSelfSpills] = st.SelfSpills
+	a[statRequestedSpills] = st.RequestedSpills
+	a[statSpillRequests] = st.SpillRequests
+	a[statSpilledRows] = st.SpilledRows
+	a[statSpilledBytes] = st.SpilledBytes
+	a[statRuns] = st.Runs
+	a[statMergePasses] = st.MergePasses
+	a[statReserved] = st.Reserved
+	a[statPeakReserved] = st.PeakReserved
+	a[statAllocated] = st.Allocated
+	a[statPeakAllocated] = st.PeakAllocated
+	a[statChecks] = sh.checks.Load()
+	a[statViolations] = sh.violations.Load()
+	a[statBatchesIn] = sh.batchesIn.Load()
+	a[statBatchesOut] = sh.batchesOut.Load()
+	return a, nil
+}
+
+// close releases everything the sorter holds, removes its run files and
+// drops its reference to the task's pool. Output batches Java has not
+// released are a leak: their charge is given back anyway and close returns
+// an error (IllegalStateException) carrying the allocator's leak report.
+func (e *engine) close(h int64) error {
+	sh, err := e.sorters.remove(h)
+	if err != nil {
+		return fmt.Errorf("close0: %w", err)
+	}
+	// A driver call still running on another thread would race with Close:
+	// that is a Java bug the wrapper prevents; report it after closing.
+	racing := sh.busy.Load()
+	e.check(sh)
+	sh.closed.Store(true)
+	err = sh.sorter.Close()
+	sh.release()
+	e.closedChecks.Add(sh.checks.Load())
+	e.closedViolations.Add(sh.violations.Load())
+	var leak *ffi.LeakError
+	if errors.As(err, &leak) {
+		return fmt.Errorf("nativesort: close0 of %s: %s: %w", sh.name, leak.Report(), jni.ErrIllegalState)
+	}
+	if err != nil {
+		return fmt.Errorf("nativesort: close0 of %s: %w", sh.name, err)
+	}
+	if racing {
+		return fmt.Errorf("nativesort: close0 of %s while a call on it was running: %w", sh.name, jni.ErrIllegalState)
+	}
+	return nil
+}
+
+// sample sums the live sorters' books, checking allocated ≤ reserved on
+// each, and reads the process's RSS and the Go runtime's share.
+func (e *engine) sample() []int64 {
+	a := make([]int64, sampleCount)
+	var live []*sortHandle
+	e.sorters.each(func(sh *sortHandle) { live = append(live, sh) })
+	for _, sh := range live {
+		alloc, res := e.check(sh)
+		a[sampleLiveSorters]++
+		a[sampleReserved] += res
+		a[sampleAllocated] += alloc
+	}
+	a[sampleChecks] = e.closedChecks.Load()
+	a[sampleViolations] = e.closedViolations.Load()
+	e.sorters.each(func(sh *sortHandle) {
+		a[sampleChecks] += sh.checks.Load()
+		a[sampleViolations] += sh.violations.Load()
+	})
+	if d, err := ffi.MeasureDrift(0, 0); err == nil {
+		a[sampleGoRuntime] = d.GoRuntime
+		a[sampleRSS] = d.RSS
+	}
+	return a
+}
+
+// check verifies allocated ≤ reserved for one sorter and returns both. The
+// allocator charges the reservation before it counts a buffer as allocated
+// and uncounts it before it gives the charge back, so the relation holds at
+// every instant; the two figures are read a few times until allocated
+// reads the same on both sides of the reservation, so that a check made
+// while the task thread allocates or frees compares figures of one moment.
+// A check that cannot get a stable read is not counted.
+func (e *engine) check(sh *sortHandle) (allocated, reserved int64) {
+	a := sh.sorter.Allocator()
+	r := sh.sorter.Reservation()
+	for range 8 {
+		if sh.closed.Load() {
+			return 0, 0
+		}
+		a1 := a.Allocated()
+		res := r.Size()
+		a2 := a.Allocated()
+		if a1 != a2 {
+			continue
+		}
+		sh.checks.Add(1)
+		if a1 > res {
+			if sh.violations.Add(1) == 1 {
+				e.logger.Error("nativesort: allocated > reserved", "consumer", sh.name, "allocated", a1, "reserved", res, "books", a.Snapshot().String())
+			}
+		}
+		return a1, res
+	}
+	return a.Allocated(), r.Size()
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The Spark demo (`make example`): builds libnativesort.so (the Go sort plus every nativepool
+# native, one Go runtime) and the Java module, then runs org.nativepool.spark.example.SortDemo in
+# a local[2] Spark 4.1 with the nativepool plugin, prints the report, and draws the memory chart.
+#
+#   bash examples/spark/run.sh [--rows N] [--budget 64m] [--chunk 2m] [--pool fair_unified|greedy_unified] ...
+#
+# Options are SortDemo's (--help lists them). Outputs: build/demo/samples.csv,
+# build/demo/report.properties, build/demo/chart.png, and, for a run with the default options,
+# a copy of the chart in docs/demo-chart.png (the README shows it).
+# Environment: JAVA_HOME (default: the JDK of javac); DEMO_HEAP (JVM heap, default 1g; -Xms = -Xmx
+# and pre-touched, so heap growth does not count as RSS growth); NATIVEPOOL_LOG_LEVEL and
+# MALLOC_MMAP_THRESHOLD_ (see below).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+
+JAVA_HOME=${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}
+export JAVA_HOME
+export CGO_ENABLED=1
+export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g} -I$JAVA_HOME/include -I$JAVA_HOME/include/linux"
+heap=${DEMO_HEAP:-1g}
+out=build/demo
+lib=build/lib/libnativesort.so
+
+echo "run.sh: building $lib and the Java module..." >&2
+mkdir -p build/lib "$out"
+go build -buildmode=c-shared -o "$lib" ./examples/spark/native
+mvn -B -q -f jni/java/pom.xml -DskipTests package
+# Spark and Arrow are 'provided' by the executor; the demo JVM needs them on its classpath.
+cp_file=build/demo/classpath.txt
+if [[ ! -s $cp_file || jni/java/pom.xml -nt $cp_file ]]; then
+	mvn -B -q -f jni/java/pom.xml dependency:build-classpath \
+		-Dmdep.includeScope=compile -Dmdep.outputFile="$root/$cp_file"
+fi
+jar=$(ls jni/java/target/nativepool-spark-*.jar | head -1)
+
+# Spark's Java 17 module options (launcher JavaModuleOptions, reference/spark-side.md §7).
+opens=(
+	-XX:+IgnoreUnrecognizedVMOptions
+	--add-modules=jdk.incubator.vector
+	--add-opens=java.base/java.lang=ALL-UNNAMED
+	--add-opens=java.base/java.lang.invoke=ALL-UNNAMED
+	--add-opens=java.base/java.lang.reflect=ALL-UNNAMED
+	--add-opens=java.base/java.io=ALL-UNNAMED
+	--add-opens=java.base/java.net=ALL-UNNAMED
+	--add-opens=java.base/java.nio=ALL-UNNAMED
+	--add-opens=java.base/java.util=ALL-UNNAMED
+	--add-opens=java.base/java.util.concurrent=ALL-UNNAMED
+	--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED
+	--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED
+	--add-opens=java.base/sun.nio.ch=ALL-UNNAMED
+	--add-opens=java.base/sun.nio.cs=ALL-UNNAMED
+	--add-opens=java.base/sun.security.action=ALL-UNNAMED
+	--add-opens=java.base/sun.util.calendar=ALL-UNNAMED
+	--add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED
+	-Djdk.reflect.useDirectMethodHandle=false
+	-Dio.netty.tryReflectionSetAccessible=true
+	-Dio.netty.allocator.type=pooled
+	--enable-native-access=ALL-UNNAMED
+)
+
+# The pools log a warning per spill request that finds nothing to free (they are counted in the
+# report); keep them out of the demo's output unless asked for.
+export NATIVEPOOL_LOG_LEVEL=${NATIVEPOOL_LOG_LEVEL:-error}
+# glibc raises its mmap threshold each time a large block is freed (up to 32 MiB), after which
+# blocks such as Spark's 1 MiB Tungsten pages and the sorter's 128 KiB chunks come from arenas
+# that keep freed memory resident: RSS would then stay up after the warm-up and hide the measured
+# run's growth. A fixed threshold (which also turns off the dynamic adjustment) returns freed
+# large blocks to the OS, so RSS follows what is live. The report states the setting.
+export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-131072}
+export SPARK_LOCAL_IP=${SPARK_LOCAL_IP:-127.0.0.1}
+rc=0
+"$JAVA_HOME/bin/java" "${opens[@]}" \
+	-Xms"$heap" -Xmx"$heap" -XX:+AlwaysPreTouch \
+	-Dlog4j2.configurationFile="$root/examples/spark/log4j2.properties" \
+	-Dnativepool.library="$root/$lib" \
+	-cp "$jar:$(cat "$cp_file")" \
+	org.nativepool.spark.example.SortDemo --library "$root/$lib" --out "$out" "$@" || rc=$?
+if [[ $rc -eq 2 ]]; then
+	exit 2 # usage
+fi
+if [[ -s $out/samples.csv ]]; then
+	go run ./examples/chart -in "$out/samples.csv" -out "$out/chart.png" \
+		-title "Spark demo: off-heap reserved (Spark's view) vs native allocated vs RSS growth"
+	echo "chart: $out/chart.png"
+	if [[ $# -eq 0 && $rc -eq 0 ]]; then
+		# The README shows the default run's chart.
+		mkdir -p docs
+		cp "$out/chart.png" docs/demo-chart.png
+		echo "chart copied to docs/demo-chart.png"
+	fi
+fi
+exit $rc

@@ -1,0 +1,146 @@
+package jni
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/nativepool/nativepool/pool"
+	"github.com/nativepool/nativepool/taskshared"
+)
+
+// The Go engine API: what a query engine written in Go needs when it links
+// nativepool into its own c-shared library instead of loading
+// libnativepool.so beside it (one Go runtime per process, see doc.go). Such
+// a library imports this package, which brings every NativeBridge native
+// and the process registry with it, so the Java module (TaskPool,
+// NativeReservation, the plugin) works unchanged against it; the engine adds
+// natives of its own on its own Java classes. examples/spark/native is one.
+//
+// The engine's natives live in another Go package, whose cgo types are not
+// this package's: the JNIEnv crosses as an unsafe.Pointer and JNI references
+// as uintptr (cgo represents jobject and its family as uintptr).
+
+// Errors an engine's native method wraps to choose the Java exception its
+// EngineCall.End throws. Without them a plain error becomes
+// RuntimeException; pool.ErrInvalidSize still becomes
+// IllegalArgumentException and pool.ErrClosed IllegalStateException, as for
+// the natives of NativeBridge (jni/API.md).
+var (
+	// ErrIllegalArgument: java.lang.IllegalArgumentException (a bad handle,
+	// size or argument from Java).
+	ErrIllegalArgument = errors.New("illegal argument")
+	// ErrIllegalState: java.lang.IllegalStateException (a closed handle, a
+	// call in the wrong phase).
+	ErrIllegalState = errors.New("illegal state")
+)
+
+// JoinTaskPool returns a new reference to the pool of task taskAttemptID,
+// which Java must have opened (TaskPool.open, openPool0) and not yet
+// closed: the engine's consumers register with Pool() of the returned
+// handle and so borrow from the task's TaskMemoryManager, are counted in
+// poolStats0 and processStats0, and are asked to spill when Spark spills
+// the task's native consumer (their pool.Spiller).
+//
+// The reference is one more handle of the task in the task-shared registry,
+// exactly like a second openPool0 of the same task: the pool stays open
+// until it and every Java pool handle are closed, and the last of them
+// closes it (everything still reserved goes back to Spark and is reported
+// as a leak). Close it before the task's SparkTaskUpstream closes, that is
+// from a task completion listener registered after the task's TaskPool was
+// opened (listeners run in reverse order), or earlier.
+//
+// It fails with an error wrapping ErrIllegalState if the task has no open
+// pool; nothing is then created. Safe for concurrent use.
+//
+// Java's TaskPool keeps its pool handle to itself, so an engine names the
+// task by its attempt id (TaskContext.taskAttemptId()), the key Java opened
+// the pool under; the registry's compare-and-delete makes a join racing
+// with the last close either share the live pool or fail, never revive a
+// closed one.
+func JoinTaskPool(taskAttemptID int64) (*taskshared.Handle, error) {
+	return process.JoinTaskPool(taskAttemptID)
+}
+
+// JoinTaskPool is the Bridge method behind the package-level JoinTaskPool.
+func (b *Bridge) JoinTaskPool(taskAttemptID int64) (*taskshared.Handle, error) {
+	h, err := b.registry.Acquire(taskAttemptID, func() (pool.Pool, error) {
+		return nil, fmt.Errorf("jni: JoinTaskPool(task %d): the task has no open pool (open it from Java with TaskPool first): %w",
+			taskAttemptID, ErrIllegalState)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// EngineCall is one native method of an engine in progress. Begin it first
+// thing in the export and end it in a deferred function that calls recover
+// directly, exactly as the natives of NativeBridge do:
+//
+//	//export Java_com_example_Engine_push0
+//	func Java_com_example_Engine_push0(env *C.JNIEnv, _ C.jclass, h C.jlong) {
+//		var err error
+//		c := jni.BeginEngineCall()
+//		defer func() { c.End(unsafe.Pointer(env), recover(), err) }()
+//		err = push(int64(h))
+//	}
+//
+// End then guarantees what jni/API.md promises for NativeBridge: a Go panic
+// becomes RuntimeException("nativepool: panic: …") and never crosses into
+// the JVM; a Java exception raised by an upcall made during the call
+// (acquireMemory, releaseMemory, a spiller; an InterruptedException when
+// Spark kills the task) is rethrown as the original throwable, even when
+// the pool swallowed it; and err is thrown as the exception it maps to
+// (ErrIllegalArgument, ErrIllegalState, pool.ErrInvalidSize, pool.ErrClosed;
+// else RuntimeException). An EngineCall is a value used by one goroutine;
+// the zero EngineCall claims no upcall exceptions (a call that never
+// reaches the pool may use it).
+type EngineCall struct{ c call }
+
+// BeginEngineCall starts an engine's native method that may reach the pool
+// (and so an upcall).
+func BeginEngineCall() EngineCall { return EngineCall{c: begin()} }
+
+// End settles the call (see EngineCall) in env, the JNIEnv the export
+// received. It never panics.
+func (e EngineCall) End(env unsafe.Pointer, panicked any, err error) {
+	e.c.end((*jniEnv)(env), panicked, engineError(err))
+}
+
+// engineError maps the engine sentinels onto the errors classify knows,
+// keeping err's text and everything it wraps (a *JavaException inside err
+// still wins).
+func engineError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrIllegalArgument):
+		return classifiedError{err: err, as: errInvalidArgument}
+	case errors.Is(err, ErrIllegalState):
+		return classifiedError{err: err, as: errStaleHandle}
+	default:
+		return err
+	}
+}
+
+// classifiedError is err, also matching as for errors.Is.
+type classifiedError struct{ err, as error }
+
+func (c classifiedError) Error() string   { return c.err.Error() }
+func (c classifiedError) Unwrap() []error { return []error{c.err, c.as} }
+
+// JavaString copies a java.lang.String argument (a local reference the
+// export received) into a Go string, through UTF-16 (never modified
+// UTF-8). A null reference gives "", false. env is the export's JNIEnv;
+// call it only from that export.
+func JavaString(env unsafe.Pointer, s uintptr) (string, bool, error) {
+	return javaStringToGo((*jniEnv)(env), jstring(s))
+}
+
+// NewJavaLongArray returns a new local reference to a long[] holding v, for
+// the export to return, or 0 with an exception (OutOfMemoryError) pending.
+// env is the export's JNIEnv; call it only from that export.
+func NewJavaLongArray(env unsafe.Pointer, v []int64) uintptr {
+	return uintptr(goLongsToJava((*jniEnv)(env), v))
+}

@@ -1,0 +1,115 @@
+package jni
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/nativepool/nativepool/pool"
+)
+
+func TestJoinTaskPoolSharesTheJavaOpenedPoolAndKeepsItOpenUntilReleased(t *testing.T) {
+	b, _ := newTestBridge(t)
+	up := newFakeUpstream(1 << 20)
+	ph := mustOpen(t, b, 11, KindFairUnified, 1<<20, 0, up)
+
+	h, err := b.JoinTaskPool(11)
+	require.NoError(t, err)
+	res := pool.NewConsumer("engine-sort").Register(h.Pool())
+	require.NoError(t, res.TryGrow(4096))
+	assert.Equal(t, int64(4096), up.held.Load(), "the engine's consumer borrows from the task's upstream")
+	stats, err := b.PoolStats(ph)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4096), stats[StatReserved], "poolStats0 counts the engine's consumer")
+
+	require.NoError(t, b.ClosePool(ph))
+	assert.Zero(t, up.closed.Load(), "the engine's reference keeps the pool open after Java closed its handle")
+	res.Shrink(4096)
+	assert.Zero(t, up.held.Load())
+	res.Close()
+	h.Close()
+	assert.Equal(t, int32(1), up.closed.Load(), "the last reference closes the pool and its upstream")
+	assert.Zero(t, b.registry.Len())
+	up.requireSane(t)
+}
+
+func TestJoinTaskPoolWithoutAnOpenPoolIsIllegalStateAndCreatesNothing(t *testing.T) {
+	b, _ := newTestBridge(t)
+	_, err := b.JoinTaskPool(5)
+	require.ErrorIs(t, err, ErrIllegalState)
+	assert.Equal(t, "jni: JoinTaskPool(task 5): the task has no open pool (open it from Java with TaskPool first): illegal state", err.Error())
+	assert.Equal(t, throwIllegalState, settle(engineError(err), nil).kind)
+	assert.Zero(t, b.registry.Len(), "a failed join leaves no entry behind")
+
+	// After the task's last handle closed, a join fails the same way: it
+	// never revives the closed pool.
+	up := newFakeUpstream(1 << 20)
+	ph := mustOpen(t, b, 5, KindGreedyUnified, 0, 0, up)
+	require.NoError(t, b.ClosePool(ph))
+	_, err = b.JoinTaskPool(5)
+	require.ErrorIs(t, err, ErrIllegalState)
+	assert.Equal(t, int32(1), up.closed.Load())
+	assert.Zero(t, b.registry.Len())
+}
+
+// engineSpiller frees its whole reservation when asked.
+type engineSpiller struct {
+	res   *pool.Reservation
+	calls int
+}
+
+func (s *engineSpiller) Spill(int64) (int64, error) {
+	s.calls++
+	return s.res.Free(), nil
+}
+
+func TestSparkSpillOfTheTaskReachesAnEngineConsumersSpiller(t *testing.T) {
+	b, _ := newTestBridge(t)
+	up := newFakeUpstream(1 << 20)
+	ph := mustOpen(t, b, 21, KindFairUnified, 1<<20, 0, up)
+	h, err := b.JoinTaskPool(21)
+	require.NoError(t, err)
+	defer h.Close()
+	sp := &engineSpiller{}
+	sp.res = pool.NewConsumer("engine-sort").WithSpiller(sp).Register(h.Pool())
+	defer sp.res.Close()
+	require.NoError(t, sp.res.TryGrow(10_000))
+
+	freed, err := b.Reclaim(ph, 10_000) // what SparkTaskUpstream.spill calls
+	require.NoError(t, err)
+	assert.Equal(t, int64(10_000), freed)
+	assert.Equal(t, 1, sp.calls)
+	assert.Zero(t, up.held.Load())
+	require.NoError(t, b.ClosePool(ph))
+	up.requireSane(t)
+}
+
+func TestEngineErrorsThrowTheirJavaExceptionWithTheErrorText(t *testing.T) {
+	refs := &refLog{}
+	java := newJavaException("java.lang.InterruptedException", "", "acquireMemory", 0x30, refs.delete)
+	defer java.discard()
+	for _, tc := range []struct {
+		name string
+		err  error
+		kind throwKind
+		msg  string
+	}{
+		{"nil", nil, throwNone, ""},
+		{"illegal argument", fmt.Errorf("sort: push0: bad handle 0x1: %w", ErrIllegalArgument), throwIllegalArgument, "sort: push0: bad handle 0x1: illegal argument"},
+		{"illegal state", fmt.Errorf("sort: next0 before finish0: %w", ErrIllegalState), throwIllegalState, "sort: next0 before finish0: illegal state"},
+		{"pool's invalid size", fmt.Errorf("sort: %w", pool.ErrInvalidSize), throwIllegalArgument, "sort: invalid size"},
+		{"pool closed", fmt.Errorf("sort: %w", pool.ErrClosed), throwIllegalState, "sort: " + pool.ErrClosed.Error()},
+		{"plain", errors.New("sort: disk full"), throwRuntime, "sort: disk full"},
+		{"java exception wins over the sentinel", fmt.Errorf("sort: %w: %w", ErrIllegalState, java), throwJava, java.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := settle(engineError(tc.err), nil)
+			assert.Equal(t, tc.kind, f.kind)
+			assert.Equal(t, tc.msg, f.msg)
+		})
+	}
+	assert.Empty(t, refs.list(), "settling does not delete the ref it rethrows")
+}

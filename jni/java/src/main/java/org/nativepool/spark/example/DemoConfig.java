@@ -1,0 +1,182 @@
+package org.nativepool.spark.example;
+
+import java.io.File;
+import java.io.Serializable;
+import java.util.Locale;
+import org.apache.spark.network.util.JavaUtils;
+import org.nativepool.spark.PoolKind;
+
+/**
+ * The options of {@link SortDemo}, immutable. Parsed from the command line ({@link #parse}); every
+ * option has a default sized for the demo's one-minute run on two cores.
+ */
+public final class DemoConfig implements Serializable {
+  private static final long serialVersionUID = 1L;
+
+  /** Rows generated and sorted (and aggregated twice: as generated and as sorted). */
+  public final long rows;
+  /** Spark's off-heap budget ({@code spark.memory.offHeap.size}), bytes. */
+  public final long budget;
+  /** Bytes the native pool borrows from Spark at a time ({@code spark.nativepool.chunkSize}). */
+  public final long chunk;
+  /** The native pool kind ({@code spark.nativepool.pool}). */
+  public final PoolKind pool;
+  /**
+   * The fair_unified pool's own size per task ({@code spark.nativepool.poolSize}), bytes; 0 = the
+   * off-heap budget (the setting's default).
+   */
+  public final long poolSize;
+  /** Rows per Arrow batch handed to the sorter, and per sorted batch handed back. */
+  public final int batchRows;
+  /** Groups of the Spark aggregation ({@code pmod(key, groups)}), per source. */
+  public final long groups;
+  /** Partitions (tasks) of the sort stage. */
+  public final int partitions;
+  /** Local threads ({@code local[threads]}). */
+  public final int threads;
+  /** Rows of the warm-up run before the measured one (JIT, class loading, arenas); 0 = none. */
+  public final long warmupRows;
+  /** Generator seed. */
+  public final long seed;
+  /** The library carrying NativeBridge's and SortBridge's natives ({@code libnativesort.so}). */
+  public final String library;
+  /** Output directory: samples.csv, report.properties; run files go under its tmp/. */
+  public final String outDir;
+
+  DemoConfig(
+      long rows,
+      long budget,
+      long chunk,
+      PoolKind pool,
+      long poolSize,
+      int batchRows,
+      long groups,
+      int partitions,
+      int threads,
+      long warmupRows,
+      long seed,
+      String library,
+      String outDir) {
+    if (rows < 0 || budget <= 0 || chunk < 0 || poolSize < 0 || batchRows <= 0 || groups <= 0) {
+      throw new IllegalArgumentException(
+          "sortdemo: need rows >= 0, budget > 0, chunk >= 0, pool-size >= 0, batch > 0, groups > 0");
+    }
+    if (partitions <= 0 || threads <= 0 || warmupRows < 0) {
+      throw new IllegalArgumentException("sortdemo: need partitions > 0, threads > 0, warmup >= 0");
+    }
+    this.rows = rows;
+    this.budget = budget;
+    this.chunk = chunk;
+    this.pool = pool;
+    this.poolSize = poolSize;
+    this.batchRows = batchRows;
+    this.groups = groups;
+    this.partitions = partitions;
+    this.threads = threads;
+    this.warmupRows = warmupRows;
+    this.seed = seed;
+    this.library = library;
+    this.outDir = outDir;
+  }
+
+  /** The same options with another row count (the warm-up run). */
+  DemoConfig withRows(long n) {
+    return new DemoConfig(
+        n, budget, chunk, pool, poolSize, batchRows, groups, partitions, threads, 0, seed, library, outDir);
+  }
+
+  /** Where the sorters put their run files. */
+  String tempDir() {
+    return new File(outDir, "tmp").getAbsolutePath();
+  }
+
+  static final String USAGE =
+      String.join(
+          "\n",
+          "usage: SortDemo [--rows N] [--budget SIZE] [--chunk SIZE] [--pool fair_unified|greedy_unified]",
+          "                [--pool-size SIZE]",
+          "                [--batch ROWS] [--groups G] [--partitions P] [--threads T] [--warmup N]",
+          "                [--seed S] [--library PATH] [--out DIR]",
+          "  --rows       rows to sort (default 32000000)",
+          "  --budget     spark.memory.offHeap.size (default 64m)",
+          "  --chunk      spark.nativepool.chunkSize, bytes borrowed from Spark at a time (default 2m)",
+          "  --pool       spark.nativepool.pool (default fair_unified)",
+          "  --pool-size  spark.nativepool.poolSize, the fair_unified pool's own size per task",
+          "               (default 12m; 0 = the budget)",
+          "  --batch      rows per Arrow batch, both directions (default 8192)",
+          "  --groups     groups of the Spark aggregation, pmod(key, G) (default 175000)",
+          "  --partitions tasks of the sort stage (default 2)",
+          "  --threads    local[T] (default 2)",
+          "  --warmup     rows of the unmeasured warm-up run (default rows/8, at most 1000000)",
+          "  --seed       generator seed (default 1)",
+          "  --library    libnativesort.so (default build/lib/libnativesort.so, or -Dnativepool.library)",
+          "  --out        output directory (default build/demo)");
+
+  /**
+   * Parses {@code --name value} options; sizes accept Spark's suffixes (64m, 1g).
+   *
+   * @throws IllegalArgumentException naming the bad option, with the usage text
+   */
+  public static DemoConfig parse(String[] args) {
+    long rows = 32_000_000L;
+    long budget = JavaUtils.byteStringAsBytes("64m");
+    long chunk = JavaUtils.byteStringAsBytes("2m");
+    PoolKind pool = PoolKind.FAIR_UNIFIED;
+    long poolSize = JavaUtils.byteStringAsBytes("12m");
+    int batch = 8192;
+    long groups = 175_000L;
+    int partitions = 2;
+    int threads = 2;
+    long warmup = -1;
+    long seed = 1;
+    String library = System.getProperty("nativepool.library", "build/lib/libnativesort.so");
+    String out = "build/demo";
+    for (int i = 0; i < args.length; i++) {
+      String opt = args[i];
+      if (opt.equals("-h") || opt.equals("--help")) {
+        throw new IllegalArgumentException(USAGE);
+      }
+      if (i + 1 >= args.length) {
+        throw new IllegalArgumentException("sortdemo: " + opt + " needs a value\n" + USAGE);
+      }
+      String v = args[++i];
+      try {
+        switch (opt.toLowerCase(Locale.ROOT)) {
+          case "--rows" -> rows = Long.parseLong(v.replace("_", ""));
+          case "--budget" -> budget = JavaUtils.byteStringAsBytes(v);
+          case "--chunk" -> chunk = JavaUtils.byteStringAsBytes(v);
+          case "--pool" -> pool = PoolKind.parse(v);
+          case "--pool-size" -> poolSize = JavaUtils.byteStringAsBytes(v);
+          case "--batch" -> batch = Integer.parseInt(v);
+          case "--groups" -> groups = Long.parseLong(v.replace("_", ""));
+          case "--partitions" -> partitions = Integer.parseInt(v);
+          case "--threads" -> threads = Integer.parseInt(v);
+          case "--warmup" -> warmup = Long.parseLong(v.replace("_", ""));
+          case "--seed" -> seed = Long.parseLong(v);
+          case "--library" -> library = v;
+          case "--out" -> out = v;
+          default -> throw new IllegalArgumentException("sortdemo: unknown option " + opt + "\n" + USAGE);
+        }
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException("sortdemo: " + opt + " " + v + ": not a number\n" + USAGE, e);
+      }
+    }
+    if (warmup < 0) {
+      warmup = Math.min(rows / 8, 1_000_000L);
+    }
+    return new DemoConfig(
+        rows,
+        budget,
+        chunk,
+        pool,
+        poolSize,
+        batch,
+        groups,
+        partitions,
+        threads,
+        warmup,
+        seed,
+        new File(library).getAbsolutePath(),
+        new File(out).getAbsolutePath());
+  }
+}

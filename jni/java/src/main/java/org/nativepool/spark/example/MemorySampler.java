@@ -1,0 +1,177 @@
+package org.nativepool.spark.example;
+
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.spark.SparkEnv;
+import org.nativepool.spark.NativeBridge;
+import org.nativepool.spark.ProcessStats;
+
+/**
+ * Samples the process every {@value #PERIOD_MS} ms on a daemon thread, and writes the samples as
+ * CSV for {@code examples/chart}: {@code t_ms,reserved,allocated,rss,held} (bytes), followed by
+ * extra columns the chart ignores. In this demo:
+ *
+ * <ul>
+ *   <li>{@code reserved}: Spark's off-heap execution memory in use over the process, as Spark sees
+ *       it ({@code MemoryManager.offHeapExecutionMemoryUsed}): the native pools' share plus
+ *       Spark's own Tungsten pages (the aggregation);
+ *   <li>{@code allocated}: bytes in live buffers of the native sorters' Go allocators;
+ *   <li>{@code rss}: the process's resident set ({@code VmRSS} of {@code /proc/self/status}) above
+ *       the baseline given to {@link #start};
+ *   <li>{@code held}: bytes the native pools hold from Spark;
+ *   <li>{@code native_reserved}, {@code sorter_reserved}, {@code go_runtime}: the native pools'
+ *       reservations, the sorters' own, and what the Go runtime holds mapped.
+ * </ul>
+ *
+ * <p>Peaks are kept for the report. Started once, stopped once; safe to read after {@link #stop()}.
+ */
+final class MemorySampler implements AutoCloseable {
+  static final long PERIOD_MS = 50;
+
+  private final long baselineRss;
+  private final BufferedWriter csv;
+  private final Thread thread;
+  private final long start = System.nanoTime();
+  private volatile boolean stopping;
+  private IOException failure;
+
+  final AtomicLong samples = new AtomicLong();
+  final AtomicLong peakRss = new AtomicLong();
+  final AtomicLong peakSparkOffHeap = new AtomicLong();
+  final AtomicLong peakNativeReserved = new AtomicLong();
+  final AtomicLong peakNativeHeld = new AtomicLong();
+  final AtomicLong peakSorterReserved = new AtomicLong();
+  final AtomicLong peakAllocated = new AtomicLong();
+  final AtomicLong peakGoRuntime = new AtomicLong();
+  /** Samples whose summed allocated exceeded the summed sorter reservations. */
+  final AtomicLong sumViolations = new AtomicLong();
+
+  private MemorySampler(long baselineRss, Path csvPath) throws IOException {
+    this.baselineRss = baselineRss;
+    this.csv = Files.newBufferedWriter(csvPath, StandardCharsets.UTF_8);
+    csv.write(
+        "t_ms,reserved,allocated,rss,held,native_reserved,sorter_reserved,go_runtime,rss_abs\n");
+    this.thread = new Thread(this::run, "nativepool-demo-sampler");
+    thread.setDaemon(true);
+  }
+
+  /** Starts sampling; RSS is written relative to {@code baselineRss}. */
+  static MemorySampler start(long baselineRss, Path csvPath) throws IOException {
+    MemorySampler s = new MemorySampler(baselineRss, csvPath);
+    s.sample(); // one sample at t = 0
+    s.thread.start();
+    return s;
+  }
+
+  private void run() {
+    while (!stopping) {
+      try {
+        Thread.sleep(PERIOD_MS);
+      } catch (InterruptedException e) {
+        return;
+      }
+      sample();
+    }
+  }
+
+  private synchronized void sample() {
+    if (failure != null) {
+      return;
+    }
+    long rss = readRss();
+    long[] s = SortBridge.sample();
+    ProcessStats p = NativeBridge.processStats();
+    long spark = sparkOffHeapUsed();
+    long allocated = s[SortBridge.SAMPLE_ALLOCATED];
+    long sorterReserved = s[SortBridge.SAMPLE_RESERVED];
+    if (allocated > sorterReserved) {
+      sumViolations.incrementAndGet();
+    }
+    max(peakRss, rss);
+    max(peakSparkOffHeap, spark);
+    max(peakNativeReserved, p.reserved());
+    max(peakNativeHeld, p.held());
+    max(peakSorterReserved, sorterReserved);
+    max(peakAllocated, allocated);
+    max(peakGoRuntime, s[SortBridge.SAMPLE_GO_RUNTIME]);
+    samples.incrementAndGet();
+    long t = (System.nanoTime() - start) / 1_000_000;
+    try {
+      csv.write(
+          String.join(
+                  ",",
+                  List.of(
+                      Long.toString(t),
+                      Long.toString(spark),
+                      Long.toString(allocated),
+                      Long.toString(rss - baselineRss),
+                      Long.toString(p.held()),
+                      Long.toString(p.reserved()),
+                      Long.toString(sorterReserved),
+                      Long.toString(s[SortBridge.SAMPLE_GO_RUNTIME]),
+                      Long.toString(rss)))
+              + "\n");
+    } catch (IOException e) {
+      failure = e;
+    }
+  }
+
+  /** Stops sampling after one last sample and closes the CSV. Idempotent. */
+  @Override
+  public void close() {
+    if (stopping) {
+      return;
+    }
+    stopping = true;
+    thread.interrupt();
+    try {
+      thread.join();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    sample();
+    synchronized (this) {
+      try {
+        csv.close();
+      } catch (IOException e) {
+        if (failure == null) {
+          failure = e;
+        }
+      }
+      if (failure != null) {
+        throw new UncheckedIOException("sortdemo: writing the samples", failure);
+      }
+    }
+  }
+
+  /** Spark's off-heap execution memory in use, over the process (0 without a SparkEnv). */
+  static long sparkOffHeapUsed() {
+    SparkEnv env = SparkEnv.get();
+    return env == null ? 0 : env.memoryManager().offHeapExecutionMemoryUsed();
+  }
+
+  /** {@code VmRSS} of {@code /proc/self/status}, in bytes. */
+  static long readRss() {
+    try {
+      for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+        if (line.startsWith("VmRSS:")) {
+          String[] f = line.substring(6).trim().split("\\s+");
+          return Long.parseLong(f[0]) * 1024; // "kB"
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("sortdemo: reading /proc/self/status", e);
+    }
+    throw new IllegalStateException("sortdemo: no VmRSS in /proc/self/status");
+  }
+
+  private static void max(AtomicLong a, long v) {
+    a.accumulateAndGet(v, Math::max);
+  }
+}

@@ -1,0 +1,467 @@
+package org.nativepool.spark.example;
+
+import static org.apache.spark.sql.functions.col;
+import static org.apache.spark.sql.functions.count;
+import static org.apache.spark.sql.functions.lit;
+import static org.apache.spark.sql.functions.pmod;
+import static org.apache.spark.sql.functions.sum;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.util.CollectionAccumulator;
+import org.nativepool.spark.NativeBridge;
+import org.nativepool.spark.NativeLoader;
+import org.nativepool.spark.NativePoolPlugin;
+import org.nativepool.spark.NativePoolSettings;
+import org.nativepool.spark.PoolKind;
+import org.nativepool.spark.ProcessStats;
+
+/**
+ * The project's main demo ({@code make example}; {@code examples/spark/README.md}): a Go external
+ * sort inside Spark 4.1 tasks, fed and drained through JNI and the Arrow C Data Interface, next to
+ * a Spark hash aggregation in the same tasks, on a small off-heap budget, so that memory is taken
+ * back in both directions. It prints a report and writes {@code samples.csv} (for {@code
+ * examples/chart}) and {@code report.properties} (the same figures, for tests) under {@code --out}.
+ *
+ * <p>The job: {@code spark.range(rows, partitions)} → {@link SortTask} (each row once as generated,
+ * {@code src = 0}, once as sorted by Go, {@code src = 1}) → {@code groupBy(src, pmod(key, G))
+ * .agg(count, sum(payload))} → {@code groupBy(src)} totals. The partial aggregation runs in the
+ * sort's task and takes Tungsten off-heap pages from the same {@code TaskMemoryManager} as the
+ * native pool. Correct means: each task's sorted rows are in order and have the fingerprint of its
+ * generated rows, and Spark's totals for both sources agree (rows, payload sum, groups).
+ *
+ * <p>Measured: peak RSS growth over a baseline taken after a warm-up run, against the peak of what
+ * Spark believes the process holds off-heap; {@code allocated ≤ reserved} is checked by the Go
+ * side after every native call and at every sample. The JVM should run with {@code -Xms} equal to
+ * {@code -Xmx} and {@code -XX:+AlwaysPreTouch} ({@code examples/spark/run.sh} does), so heap
+ * growth is not counted as growth.
+ */
+public final class SortDemo {
+  private SortDemo() {}
+
+  /** Runs the demo; exits 0 if the result is correct and the books held, 1 otherwise, 2 on usage. */
+  public static void main(String[] args) throws IOException {
+    DemoConfig cfg;
+    try {
+      cfg = DemoConfig.parse(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println(e.getMessage());
+      System.exit(2);
+      return;
+    }
+    Result r = run(cfg, System.out);
+    System.exit(r.ok() ? 0 : 1);
+  }
+
+  /** What {@link #run} measured; {@link #properties()} is report.properties. */
+  public static final class Result {
+    final Properties props = new Properties();
+
+    /** Correct output, no allocated > reserved, no leak. */
+    public boolean ok() {
+      return Boolean.parseBoolean(props.getProperty("ok"));
+    }
+
+    /** Every figure of the report by name (a copy). */
+    public Properties properties() {
+      Properties p = new Properties();
+      p.putAll(props);
+      return p;
+    }
+
+    void put(String k, Object v) {
+      props.setProperty(k, String.valueOf(v));
+    }
+  }
+
+  /**
+   * Runs the demo in this JVM: loads the library, starts a local SparkSession with the plugin,
+   * runs the warm-up and the measured job, prints the report to {@code out} and writes the files.
+   * The library must not have been loaded from another file in this JVM.
+   */
+  public static Result run(DemoConfig cfg, PrintStream out) throws IOException {
+    Path dir = Path.of(cfg.outDir);
+    Files.createDirectories(dir);
+    Files.createDirectories(Path.of(cfg.tempDir()));
+
+    // The Go runtime's own cost: RSS growth from loading the library and one empty native call.
+    long rssBeforeLoad = MemorySampler.readRss();
+    NativeLoader.ensureLoaded(cfg.library);
+    SortBridge.ensureLoaded();
+    long[] first = SortBridge.sample();
+    long goLoadRss = MemorySampler.readRss() - rssBeforeLoad;
+    long goRuntimeAtLoad = first[SortBridge.SAMPLE_GO_RUNTIME];
+
+    SparkSession spark =
+        SparkSession.builder()
+            .appName("nativepool-sortdemo")
+            .config("spark.metrics.namespace", "sortdemo")
+            .master("local[" + cfg.threads + "]")
+            .config("spark.plugins", NativePoolPlugin.class.getName())
+            .config(NativePoolSettings.LIBRARY, cfg.library)
+            .config(NativePoolSettings.POOL, cfg.pool.configName())
+            .config(NativePoolSettings.CHUNK_SIZE, Long.toString(cfg.chunk))
+            .config(NativePoolSettings.POOL_SIZE, Long.toString(cfg.poolSize > 0 ? cfg.poolSize : cfg.budget))
+            .config("spark.memory.offHeap.enabled", "true")
+            .config("spark.memory.offHeap.size", Long.toString(cfg.budget))
+            .config("spark.unsafe.exceptionOnMemoryLeak", "true")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", Integer.toString(cfg.threads))
+            .config("spark.sql.adaptive.enabled", "false")
+            .config("spark.executor.processTreeMetrics.enabled", "true")
+            .config("spark.driver.host", "localhost")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.local.dir", Path.of(cfg.tempDir(), "spark").toString())
+            .getOrCreate();
+    Result r = new Result();
+    try {
+      TaskMetricsListener metrics = new TaskMetricsListener();
+      spark.sparkContext().addSparkListener(metrics);
+
+      if (cfg.warmupRows > 0) {
+        out.printf(
+            Locale.ROOT, "sortdemo: warm-up run of %,d rows (not measured)...%n", cfg.warmupRows);
+        Job warm = runJob(spark, cfg.withRows(cfg.warmupRows));
+        if (!warm.correct()) {
+          out.println("sortdemo: the warm-up run was not correct: " + warm.problem);
+        }
+      }
+      metrics.clear();
+      ProcessStats before = NativeBridge.processStats();
+      long[] sampleBefore = SortBridge.sample();
+      long baseline = MemorySampler.readRss();
+      out.printf(
+          Locale.ROOT,
+          "sortdemo: %,d rows, pool %s, budget %s, chunk %s, %d tasks on local[%d]...%n",
+          cfg.rows,
+          cfg.pool,
+          size(cfg.budget),
+          size(cfg.chunk),
+          cfg.partitions,
+          cfg.threads);
+      long t0 = System.nanoTime();
+      Job job;
+      MemorySampler sampler = MemorySampler.start(baseline, dir.resolve("samples.csv"));
+      try {
+        job = runJob(spark, cfg);
+      } finally {
+        sampler.close();
+      }
+      long elapsedMs = (System.nanoTime() - t0) / 1_000_000;
+      ProcessStats after = NativeBridge.processStats();
+      long[] sampleAfter = SortBridge.sample();
+
+      report(
+          r, cfg, job, metrics, sampler, before, after, sampleBefore, sampleAfter, baseline,
+          goLoadRss, goRuntimeAtLoad, elapsedMs);
+    } finally {
+      spark.stop();
+    }
+    try (OutputStream o = Files.newOutputStream(dir.resolve("report.properties"))) {
+      r.props.store(o, "nativepool sortdemo");
+    }
+    out.print(r.props.getProperty("text"));
+    return r;
+  }
+
+  /** One job's outcome. */
+  static final class Job {
+    final List<TaskOutcome> tasks;
+    final List<Row> totals;
+    final String problem;
+
+    Job(List<TaskOutcome> tasks, List<Row> totals, String problem) {
+      this.tasks = tasks;
+      this.totals = totals;
+      this.problem = problem;
+    }
+
+    boolean correct() {
+      return problem == null;
+    }
+  }
+
+  /** Runs the sort + aggregation job and checks its result. */
+  static Job runJob(SparkSession spark, DemoConfig cfg) {
+    CollectionAccumulator<TaskOutcome> acc =
+        spark.sparkContext().collectionAccumulator("nativesort outcomes");
+    Dataset<Long> ids = spark.range(0, cfg.rows, 1, cfg.partitions);
+    Dataset<Row> rows = ids.mapPartitions(new SortTask(cfg, acc), Encoders.row(SortTask.ROW_SCHEMA));
+    Dataset<Row> groups =
+        rows.groupBy(col("src"), pmod(col("key"), lit(cfg.groups)).as("g"))
+            .agg(count(lit(1)).as("n"), sum(col("payload")).as("s"));
+    List<Row> totals =
+        groups
+            .groupBy(col("src"))
+            .agg(sum(col("n")).as("rows"), sum(col("s")).as("payloads"), count(lit(1)).as("groups"))
+            .orderBy(col("src"))
+            .collectAsList();
+    List<TaskOutcome> tasks = new ArrayList<>(acc.value());
+    return new Job(tasks, totals, check(cfg, tasks, totals));
+  }
+
+  /** Null if the job's output is right, else what is wrong. */
+  static String check(DemoConfig cfg, List<TaskOutcome> tasks, List<Row> totals) {
+    if (tasks.size() != cfg.partitions) {
+      return tasks.size() + " sort tasks reported, expected " + cfg.partitions;
+    }
+    long rowsIn = 0;
+    for (TaskOutcome t : tasks) {
+      if (!t.correct()) {
+        return "task " + t.taskAttemptId + " (partition " + t.partition + "): "
+            + (t.out.disorder() > 0 ? t.out.disorder() + " rows out of order; " : "")
+            + "generated " + t.in + ", sorted " + t.out;
+      }
+      rowsIn += t.in.rows();
+    }
+    if (rowsIn != cfg.rows) {
+      return "the tasks generated " + rowsIn + " rows, expected " + cfg.rows;
+    }
+    if (cfg.rows == 0) {
+      return totals.isEmpty() ? null : "Spark's totals of no rows: " + totals;
+    }
+    if (totals.size() != 2) {
+      return "Spark's totals have " + totals.size() + " sources, expected 2: " + totals;
+    }
+    Row gen = totals.get(0);
+    Row sorted = totals.get(1);
+    if (gen.getLong(1) != cfg.rows
+        || sorted.getLong(1) != cfg.rows
+        || gen.getLong(2) != sorted.getLong(2)
+        || gen.getLong(3) != sorted.getLong(3)) {
+      return "Spark's aggregation of the generated rows " + gen + " differs from the sorted " + sorted;
+    }
+    return null;
+  }
+
+  /** Spark's task metrics of the measured job, by task attempt id. */
+  static final class TaskMetricsListener extends SparkListener {
+    /** taskId → {memoryBytesSpilled, diskBytesSpilled, peakOffHeapExecutionMemory, stageId}. */
+    final Map<Long, long[]> tasks = new ConcurrentHashMap<>();
+
+    @Override
+    public void onTaskEnd(SparkListenerTaskEnd e) {
+      if (e.taskMetrics() == null) {
+        return;
+      }
+      tasks.put(
+          e.taskInfo().taskId(),
+          new long[] {
+            e.taskMetrics().memoryBytesSpilled(),
+            e.taskMetrics().diskBytesSpilled(),
+            e.taskMetrics().peakOffHeapExecutionMemory(),
+            e.stageId()
+          });
+    }
+
+    void clear() {
+      tasks.clear();
+    }
+  }
+
+  private static void report(
+      Result r,
+      DemoConfig cfg,
+      Job job,
+      TaskMetricsListener metrics,
+      MemorySampler smp,
+      ProcessStats before,
+      ProcessStats after,
+      long[] sampleBefore,
+      long[] sampleAfter,
+      long baseline,
+      long goLoadRss,
+      long goRuntimeAtLoad,
+      long elapsedMs) {
+    // Native figures summed over the sort tasks.
+    long rowsIn = 0, rowsOut = 0, self = 0, requested = 0, requests = 0, spilledBytes = 0;
+    long runs = 0, batchesIn = 0, batchesOut = 0, peakSorterReserved = 0, peakAllocated = 0;
+    long poolPeak = 0, acquires = 0, releases = 0, reclaims = 0, reclaimedBytes = 0, shortGrants = 0;
+    // Spark's figures of the same tasks, and of the whole job.
+    long sparkMemSpilled = 0, sparkDiskSpilled = 0, sparkSpillingTasks = 0, peakTaskOffHeap = 0;
+    for (TaskOutcome t : job.tasks) {
+      long[] s = t.sort;
+      rowsIn += s[SortBridge.SORT_STAT_ROWS_IN];
+      rowsOut += s[SortBridge.SORT_STAT_ROWS_OUT];
+      self += s[SortBridge.SORT_STAT_SELF_SPILLS];
+      requested += s[SortBridge.SORT_STAT_REQUESTED_SPILLS];
+      requests += s[SortBridge.SORT_STAT_SPILL_REQUESTS];
+      spilledBytes += s[SortBridge.SORT_STAT_SPILLED_BYTES];
+      runs += s[SortBridge.SORT_STAT_RUNS];
+      batchesIn += s[SortBridge.SORT_STAT_BATCHES_IN];
+      batchesOut += s[SortBridge.SORT_STAT_BATCHES_OUT];
+      peakSorterReserved = Math.max(peakSorterReserved, s[SortBridge.SORT_STAT_PEAK_RESERVED]);
+      peakAllocated = Math.max(peakAllocated, s[SortBridge.SORT_STAT_PEAK_ALLOCATED]);
+      long[] p = t.pool;
+      poolPeak = Math.max(poolPeak, p[NativeBridge.STAT_PEAK]);
+      acquires += p[NativeBridge.STAT_ACQUIRE_CALLS];
+      releases += p[NativeBridge.STAT_RELEASE_CALLS];
+      reclaims += p[NativeBridge.STAT_SPILL_REQUESTS];
+      reclaimedBytes += p[NativeBridge.STAT_SPILL_BYTES_FREED];
+      shortGrants += p[NativeBridge.STAT_SHORT_GRANTS];
+      long[] m = metrics.tasks.get(t.taskAttemptId);
+      if (m != null) {
+        sparkMemSpilled += m[0];
+        sparkDiskSpilled += m[1];
+        sparkSpillingTasks += m[0] > 0 ? 1 : 0;
+        peakTaskOffHeap = Math.max(peakTaskOffHeap, m[2]);
+      }
+    }
+    long jobMemSpilled = 0;
+    for (long[] m : metrics.tasks.values()) {
+      jobMemSpilled += m[0];
+    }
+    long checks = sampleAfter[SortBridge.SAMPLE_CHECKS] - sampleBefore[SortBridge.SAMPLE_CHECKS];
+    long violations =
+        sampleAfter[SortBridge.SAMPLE_VIOLATIONS] - sampleBefore[SortBridge.SAMPLE_VIOLATIONS]
+            + smp.sumViolations.get();
+    long leaks = after.leaks() - before.leaks();
+    long upcalls = after.upstreamCalls() - before.upstreamCalls();
+    long growth = smp.peakRss.get() - baseline;
+    long goGrowth = Math.max(0, smp.peakGoRuntime.get() - sampleBefore[SortBridge.SAMPLE_GO_RUNTIME]);
+    long sparkPeak = smp.peakSparkOffHeap.get();
+    double ratio = sparkPeak > 0 ? (double) growth / sparkPeak : Double.NaN;
+    double ratioNet = sparkPeak > 0 ? (double) (growth - goGrowth) / sparkPeak : Double.NaN;
+    boolean ok = job.correct() && violations == 0 && leaks == 0;
+    String threshold = System.getenv("MALLOC_MMAP_THRESHOLD_");
+
+    r.put("ok", ok);
+    r.put("correct", job.correct());
+    r.put("problem", job.problem == null ? "" : job.problem);
+    r.put("rows", cfg.rows);
+    r.put("rowsIn", rowsIn);
+    r.put("rowsOut", rowsOut);
+    r.put("nativeSelfSpills", self);
+    r.put("nativeRequestedSpills", requested);
+    r.put("nativeSpillRequests", requests);
+    r.put("nativeSpilledBytes", spilledBytes);
+    r.put("nativeRuns", runs);
+    r.put("sparkReclaimCalls", reclaims);
+    r.put("sparkReclaimedBytes", reclaimedBytes);
+    r.put("sparkMemoryBytesSpilled", sparkMemSpilled);
+    r.put("sparkDiskBytesSpilled", sparkDiskSpilled);
+    r.put("sparkSpillingTasks", sparkSpillingTasks);
+    r.put("sparkJobMemoryBytesSpilled", jobMemSpilled);
+    r.put("peakSparkOffHeap", sparkPeak);
+    r.put("peakTaskOffHeap", peakTaskOffHeap);
+    r.put("peakNativeReserved", smp.peakNativeReserved.get());
+    r.put("peakNativeHeld", smp.peakNativeHeld.get());
+    r.put("peakTaskPoolReserved", poolPeak);
+    r.put("peakSorterReserved", peakSorterReserved);
+    r.put("peakAllocated", peakAllocated);
+    r.put("peakAllocatedSampled", smp.peakAllocated.get());
+    r.put("baselineRss", baseline);
+    r.put("mallocMmapThreshold", threshold == null ? "" : threshold);
+    r.put("peakRss", smp.peakRss.get());
+    r.put("rssGrowth", growth);
+    r.put("goLoadRss", goLoadRss);
+    r.put("goRuntimeAtLoad", goRuntimeAtLoad);
+    r.put("goRuntimeGrowth", goGrowth);
+    r.put("ratio", String.format(Locale.ROOT, "%.3f", ratio));
+    r.put("ratioNetOfGo", String.format(Locale.ROOT, "%.3f", ratioNet));
+    r.put("checks", checks);
+    r.put("violations", violations);
+    r.put("leaks", leaks);
+    r.put("upcalls", upcalls);
+    r.put("acquireCalls", acquires);
+    r.put("releaseCalls", releases);
+    r.put("shortGrants", shortGrants);
+    r.put("samples", smp.samples.get());
+    r.put("elapsedMs", elapsedMs);
+
+    StringBuilder b = new StringBuilder();
+    b.append(
+        String.format(
+            Locale.ROOT,
+            "%nnativepool Spark demo: %,d rows, %d tasks on local[%d], pool %s, off-heap budget %s,"
+                + " chunk %s, %,d groups%n",
+            cfg.rows,
+            cfg.partitions,
+            cfg.threads,
+            cfg.pool == PoolKind.FAIR_UNIFIED
+                ? cfg.pool + " (" + size(cfg.poolSize > 0 ? cfg.poolSize : cfg.budget) + " per task)"
+                : cfg.pool,
+            size(cfg.budget),
+            size(cfg.chunk),
+            cfg.groups));
+    line(b, "correctness", job.correct()
+        ? "OK (every task's rows sorted and complete; Spark's totals of generated and sorted rows agree)"
+        : "FAIL: " + job.problem);
+    line(b, "rows", String.format(Locale.ROOT, "%,d in, %,d out (%,d + %,d Arrow batches over C Data)",
+        rowsIn, rowsOut, batchesIn, batchesOut));
+    line(b, "native spills", String.format(Locale.ROOT,
+        "%d self-initiated, %d Spark-requested (%d requests); %d run files, %s written",
+        self, requested, requests, runs, size(spilledBytes)));
+    line(b, "Spark → native", String.format(Locale.ROOT,
+        "%d spill calls on the native consumer released %s to Spark", reclaims, size(reclaimedBytes)));
+    line(b, "Spark spills", String.format(Locale.ROOT,
+        "%s (memory) / %s (disk) in %d of %d sort tasks", size(sparkMemSpilled), size(sparkDiskSpilled),
+        sparkSpillingTasks, job.tasks.size()));
+    line(b, "peak reserved", String.format(Locale.ROOT,
+        "%s off-heap as Spark sees it (process, sampled; max task peakOffHeapExecutionMemory %s);"
+            + " native pools %s (held from Spark %s), sorter %s",
+        size(sparkPeak), size(peakTaskOffHeap), size(smp.peakNativeReserved.get()),
+        size(smp.peakNativeHeld.get()), size(peakSorterReserved)));
+    line(b, "peak allocated", String.format(Locale.ROOT,
+        "%s native (exact, per sorter; %s summed over sorters, sampled)", size(peakAllocated),
+        size(smp.peakAllocated.get())));
+    line(b, "allocated ≤ reserved", String.format(Locale.ROOT,
+        "%s: %,d checks (after every native call and at every %d ms sample), %d violations",
+        violations == 0 ? "held" : "VIOLATED", checks, MemorySampler.PERIOD_MS, violations));
+    line(b, "peak RSS growth", String.format(Locale.ROOT,
+        "%s over a %s baseline taken %s; glibc %s", size(growth), size(baseline),
+        cfg.warmupRows > 0
+            ? "after a warm-up run"
+            : "before the first job (no warm-up: JIT and class loading count as growth)",
+        threshold == null
+            ? "defaults (dynamic mmap threshold)"
+            : "MALLOC_MMAP_THRESHOLD_=" + threshold));
+    line(b, "Go runtime", String.format(Locale.ROOT,
+        "%s RSS to load the library and make one native call (%s mapped); %s more mapped during the run",
+        size(goLoadRss), size(goRuntimeAtLoad), size(goGrowth)));
+    line(b, "RSS growth ÷ reserved", String.format(Locale.ROOT,
+        "%.2f (%.2f without the Go runtime's growth) — peak RSS growth ÷ peak off-heap reserved",
+        ratio, ratioNet));
+    line(b, "JNI upcalls", String.format(Locale.ROOT,
+        "%,d acquire/release (%,d + %,d in the sort tasks, %d short grants), leaks %d", upcalls,
+        acquires, releases, shortGrants, leaks));
+    line(b, "elapsed", String.format(Locale.ROOT, "%.1f s (%d samples in %s)", elapsedMs / 1000.0,
+        smp.samples.get(), Path.of(cfg.outDir, "samples.csv")));
+    b.append(ok ? "result: OK\n" : "result: FAIL\n");
+    r.put("text", b.toString());
+  }
+
+  private static void line(StringBuilder b, String name, String value) {
+    b.append(String.format(Locale.ROOT, "  %-22s %s%n", name, value));
+  }
+
+  /** A byte count in binary units, like the Go side's HumanReadableSize. */
+  static String size(long n) {
+    if (n < 1024) {
+      return n + " B";
+    }
+    String[] units = {"KiB", "MiB", "GiB", "TiB"};
+    double v = n;
+    int u = -1;
+    while (v >= 1024 && u < units.length - 1) {
+      v /= 1024;
+      u++;
+    }
+    return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
+  }
+}
