@@ -2,6 +2,7 @@ package pool
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -568,8 +569,14 @@ func (l *loan) reclaim(target int64) (int64, error) {
 			want := target - freed
 			got, err := cand.sp.Spill(want)
 			if err != nil || got <= 0 {
+				// Freeing nothing is routine (a consumer between batches);
+				// an error is not.
 				l.counters.spillerFailures.Add(1)
-				l.logger.Warn("pool: spiller failed or freed nothing; skipped",
+				level := slog.LevelDebug
+				if err != nil {
+					level = slog.LevelWarn
+				}
+				l.logger.Log(context.Background(), level, "pool: spiller failed or freed nothing; skipped",
 					"pool", l.label, "consumer", cand.c.String(), "target", want, "freed", got, "err", err)
 			}
 			l.mu.Lock()

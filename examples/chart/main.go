@@ -15,8 +15,10 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"math"
 	"os"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -27,6 +29,7 @@ func main() {
 	in := flag.String("in", "", "CSV of samples (t_ms,reserved,allocated,rss[,held])")
 	out := flag.String("out", "memory.png", "PNG to write")
 	title := flag.String("title", "nativepool: reserved vs allocated vs RSS", "chart title")
+	legend := flag.String("legend", "", "legend labels to override, as col=label pairs separated by ';' (e.g. \"reserved=off-heap reserved (Spark)\")")
 	flag.Parse()
 	if *in == "" {
 		fmt.Fprintln(os.Stderr, "chart: -in is required")
@@ -38,9 +41,13 @@ func main() {
 		os.Exit(1)
 	}
 	defer f.Close()
-	s, err := readSamples(f)
+	labels, err := parseLabels(*legend)
+	var s *samples
 	if err == nil {
-		err = render(s, *title, *out)
+		s, err = readSamples(f)
+	}
+	if err == nil {
+		err = render(s, *title, *out, labels)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chart:", err)
@@ -120,12 +127,23 @@ func readSamples(r io.Reader) (*samples, error) {
 }
 
 // render draws the series as lines (MiB over seconds) and saves a PNG.
-func render(s *samples, title, out string) error {
+func render(s *samples, title, out string, labels map[string]string) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "time (s)"
 	p.Y.Label.Text = "MiB"
 	p.Y.Min = 0
+	// Headroom above the highest sample, so the legend (top left) never
+	// covers a line.
+	top := 0.0
+	for _, sr := range s.series {
+		for _, v := range sr.values {
+			top = max(top, v/(1<<20))
+		}
+	}
+	p.Y.Max = max(top*1.4, 1)
+	p.X.Tick.Marker = niceTicks{}
+	p.Y.Tick.Marker = niceTicks{}
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	p.Legend.Left = true
@@ -158,7 +176,11 @@ func render(s *samples, title, out string) error {
 				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			}
 			p.Add(l)
-			p.Legend.Add(k.legend, l)
+			label := k.legend
+			if v, ok := labels[sr.name]; ok {
+				label = v
+			}
+			p.Legend.Add(label, l)
 		}
 	}
 	p.Legend.ThumbnailWidth = vg.Points(20)
@@ -167,4 +189,46 @@ func render(s *samples, title, out string) error {
 		return fmt.Errorf("save %s: %w", out, err)
 	}
 	return nil
+}
+
+// niceTicks puts about six major ticks at multiples of 1, 2 or 5 × 10^k,
+// labelled without trailing zeros.
+type niceTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	span := hi - lo
+	if span <= 0 {
+		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', -1, 64)}}
+	}
+	raw := span / 6
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	var ticks []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step/1e9; v += step {
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(math.Round(v/step)*step, 'f', -1, 64)})
+	}
+	return ticks
+}
+
+// parseLabels reads the -legend flag: col=label pairs separated by ';'.
+func parseLabels(spec string) (map[string]string, error) {
+	out := map[string]string{}
+	if spec == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(spec, ";") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("-legend: %q is not col=label", kv)
+		}
+		out[strings.TrimSpace(k)] = v
+	}
+	return out, nil
 }

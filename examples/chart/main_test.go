@@ -29,7 +29,7 @@ func TestRenderWritesNonEmptyPNGOfTheRequestedSize(t *testing.T) {
 	assert.Equal(t, []float64{0, 0.05, 0.1, 0.15}, s.t)
 	require.Len(t, s.series, 4)
 	out := filepath.Join(t.TempDir(), "chart.png")
-	require.NoError(t, render(s, "test", out))
+	require.NoError(t, render(s, "test", out, nil))
 	data, err := os.ReadFile(out)
 	require.NoError(t, err)
 	img, err := png.Decode(bytes.NewReader(data))
@@ -71,5 +71,21 @@ func TestReadSamplesWithoutHeldDrawsThreeSeries(t *testing.T) {
 		names = append(names, sr.name)
 	}
 	assert.Equal(t, []string{"rss", "reserved", "allocated"}, names)
-	require.NoError(t, render(s, "no held", filepath.Join(t.TempDir(), "c.png")))
+	require.NoError(t, render(s, "no held", filepath.Join(t.TempDir(), "c.png"), nil))
+}
+
+func TestLegendFlagParsesColumnLabelPairsAndRejectsOthers(t *testing.T) {
+	got, err := parseLabels("reserved=off-heap reserved (Spark);held=held from Spark")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"reserved": "off-heap reserved (Spark)", "held": "held from Spark"}, got)
+	_, err = parseLabels("reserved")
+	require.EqualError(t, err, `-legend: "reserved" is not col=label`)
+}
+
+func TestNiceTicksAreMultiplesOfOneTwoOrFive(t *testing.T) {
+	var labels []string
+	for _, tk := range (niceTicks{}).Ticks(0, 19.7) {
+		labels = append(labels, tk.Label)
+	}
+	require.Equal(t, []string{"0", "5", "10", "15"}, labels)
 }

@@ -83,7 +83,8 @@ if [[ $rc -eq 2 ]]; then
 fi
 if [[ -s $out/samples.csv ]]; then
 	go run ./examples/chart -in "$out/samples.csv" -out "$out/chart.png" \
-		-title "Spark demo: off-heap reserved (Spark's view) vs native allocated vs RSS growth"
+		-title "Spark demo: off-heap reserved (Spark's view) vs native allocated vs RSS growth" \
+		-legend "rss=RSS growth (process);reserved=off-heap reserved, Spark's view (native + Spark);held=native pools, held from Spark;allocated=native allocated (Arrow buffers)"
 	echo "chart: $out/chart.png"
 	if [[ $# -eq 0 && $rc -eq 0 ]]; then
 		# The README shows the default run's chart.
