@@ -76,9 +76,9 @@ func (c *Consumer) mustBeUnregistered(op string) {
 func (c *Consumer) Register(p Pool) *Reservation {
 	c.registered.Store(true)
 	p.Register(c)
-	reg := &registration{pool: p, consumer: c}
+	reg := &registration{consumer: c}
 	reg.live.Store(1)
-	return &Reservation{reg: reg}
+	return &Reservation{reg: reg, pool: p}
 }
 
 // String renders the consumer as DataFusion's reports do: name#id.

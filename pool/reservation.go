@@ -9,7 +9,6 @@ import (
 // Consumer.Register call (through Split, Take and NewEmpty). The pool sees
 // exactly one Register and one Unregister per registration.
 type registration struct {
-	pool     Pool
 	consumer *Consumer
 	// live counts the registration's reservations that are not closed; the
 	// Close that brings it to zero unregisters the consumer.
@@ -34,7 +33,11 @@ type registration struct {
 // ErrClosed (Try forms); a second Close is a no-op. The zero Reservation is
 // not valid; get one from Consumer.Register.
 type Reservation struct {
-	reg    *registration
+	reg *registration
+	// pool is the pool the registration was made with, held by every
+	// reservation of it (not by the registration, which would cost every
+	// call one more dependent load on the grow/shrink hot path).
+	pool   Pool
 	size   atomic.Int64
 	closed atomic.Bool
 }
@@ -46,7 +49,7 @@ func (r *Reservation) Size() int64 { return r.size.Load() }
 func (r *Reservation) Consumer() *Consumer { return r.reg.consumer }
 
 // Pool is the pool this reservation's consumer is registered with.
-func (r *Reservation) Pool() Pool { return r.reg.pool }
+func (r *Reservation) Pool() Pool { return r.pool }
 
 // TryGrow reserves n more bytes, or returns an error and changes nothing.
 // A refusal wraps ErrResourcesExhausted; a negative n wraps ErrInvalidSize;
@@ -59,7 +62,7 @@ func (r *Reservation) TryGrow(n int64) error {
 	if r.closed.Load() {
 		return fmt.Errorf("pool: TryGrow(%d) on %s: %w", n, r.describe(), ErrClosed)
 	}
-	if err := r.reg.pool.TryGrow(r, n); err != nil {
+	if err := r.pool.TryGrow(r, n); err != nil {
 		return err
 	}
 	r.size.Add(n)
@@ -73,7 +76,7 @@ func (r *Reservation) Grow(n int64) {
 		panic(fmt.Sprintf("pool: Grow(%d): negative size", n))
 	}
 	r.mustBeOpen("Grow", n)
-	r.reg.pool.Grow(r, n)
+	r.pool.Grow(r, n)
 	r.size.Add(n)
 }
 
@@ -88,7 +91,7 @@ func (r *Reservation) Shrink(n int64) {
 	if prev, ok := r.subtract(n); !ok {
 		panic(fmt.Sprintf("Cannot free the capacity %d out of allocated size %d", n, prev))
 	}
-	r.reg.pool.Shrink(r, n)
+	r.pool.Shrink(r, n)
 }
 
 // TryShrink gives back n bytes and returns the new size. If n is negative
@@ -105,7 +108,7 @@ func (r *Reservation) TryShrink(n int64) (int64, error) {
 	if !ok {
 		return prev, fmt.Errorf("Cannot free the capacity %d out of allocated size %d: %w", n, prev, ErrInvalidSize)
 	}
-	r.reg.pool.Shrink(r, n)
+	r.pool.Shrink(r, n)
 	return prev - n, nil
 }
 
@@ -154,7 +157,7 @@ func (r *Reservation) TryResize(n int64) error {
 func (r *Reservation) Free() int64 {
 	old := r.size.Swap(0)
 	if old != 0 {
-		r.reg.pool.Shrink(r, old)
+		r.pool.Shrink(r, old)
 	}
 	return old
 }
@@ -201,7 +204,7 @@ func (r *Reservation) Close() {
 	}
 	r.Free()
 	if r.reg.live.Add(-1) == 0 {
-		r.reg.pool.Unregister(r.reg.consumer)
+		r.pool.Unregister(r.reg.consumer)
 	}
 }
 
@@ -229,7 +232,7 @@ func (r *Reservation) subtract(n int64) (prev int64, ok bool) {
 
 func (r *Reservation) sibling() *Reservation {
 	r.reg.live.Add(1)
-	return &Reservation{reg: r.reg}
+	return &Reservation{reg: r.reg, pool: r.pool}
 }
 
 func (r *Reservation) mustBeOpen(op string, n int64) {
