@@ -2,6 +2,8 @@ package extsort
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -30,13 +32,18 @@ func TestSortMergesInPassesWhenRunsOutnumberBatchesInBudget(t *testing.T) {
 // of a sort: the output is in (key, payload) order, it is the same multiset
 // as the input (Fingerprint), the peak stays within a finite budget, and at
 // the end the reservation, the allocator, the pool and the run directory
-// are empty (checkClosed). The seed is logged; rerun with it to reproduce.
+// are empty (checkClosed). The seed is logged; rerun with
+// NP_GOPTER_SEED=<seed> to reproduce.
 func TestSortPropertyOutputIsSortedPermutationOfInput(t *testing.T) {
-	params := gopter.DefaultTestParameters()
 	seed := time.Now().UnixNano()
-	params.Rng.Seed(seed)
+	if s := os.Getenv("NP_GOPTER_SEED"); s != "" {
+		v, err := strconv.ParseInt(s, 10, 64)
+		require.NoError(t, err, "NP_GOPTER_SEED")
+		seed = v
+	}
+	params := gopter.DefaultTestParametersWithSeed(seed)
 	params.MinSuccessfulTests = 40
-	t.Logf("gopter seed %d", seed)
+	t.Logf("gopter seed %d (rerun with NP_GOPTER_SEED=%d)", seed, seed)
 
 	type input struct {
 		Rows, BatchRows, OutRows int
@@ -64,8 +71,10 @@ func TestSortPropertyOutputIsSortedPermutationOfInput(t *testing.T) {
 		} else {
 			p = pool.NewGreedy(in.Budget)
 		}
-		// A batch must fit with the spill buffer and an output batch.
-		if int64(in.BatchRows*pairBytes+4*in.OutRows*8)+4096 > in.Budget {
+		// The sorter's minimum: a pushed batch with the spill buffer, and, to
+		// merge, the spill buffer (one output-sized batch) plus the first
+		// batches of two runs: three output-sized batches in all.
+		if int64(in.BatchRows*pairBytes+3*in.OutRows*pairBytes)+4096 > in.Budget {
 			return ""
 		}
 		ok := t.Run(fmt.Sprintf("%+v", in), func(t *testing.T) {

@@ -28,7 +28,9 @@ import org.nativepool.spark.TaskPool;
  *
  * <ul>
  *   <li>ns per 8 KiB tryGrow + shrink pair from Java, exact mode (chunk 0: every grow and shrink
- *       is one Spark call) vs 8 MiB chunks (Spark is called once per chunk);
+ *       is one Spark call) vs 8 MiB chunks (Spark is called once per chunk), the latter with the
+ *       reservation's local slack (64 KiB quantum: the pair stays in Java) and without it
+ *       (reservationSlack 0: every call crosses into Go);
  *   <li>Spark acquires per GiB: grow one reservation to 1 GiB in 8 KiB steps and count the pool's
  *       ACQUIRE_CALLS.
  * </ul>
@@ -44,21 +46,26 @@ class JniBenchTest {
 
   private static long nextTask = 9_000;
 
-  /** One case: a pool kind and chunk size. */
+  /** One case: a pool kind, chunk size and reservation slack quantum. */
   private static final class Case {
     final PoolKind kind;
     final long chunk;
+    final long slack;
     final List<Double> nsPerPair = new ArrayList<>();
     long acquiresPerGiB;
     long releasesPerGiB;
 
-    Case(PoolKind kind, long chunk) {
+    Case(PoolKind kind, long chunk, long slack) {
       this.kind = kind;
       this.chunk = chunk;
+      this.slack = slack;
     }
 
     String name() {
-      return kind + "/chunk=" + (chunk == 0 ? "0 (exact)" : (chunk / MIB) + "MiB");
+      if (chunk == 0) {
+        return kind + "/chunk=0 (exact)";
+      }
+      return kind + "/chunk=" + (chunk / MIB) + "MiB slack=" + (slack / KIB) + "KiB";
     }
   }
 
@@ -79,6 +86,7 @@ class JniBenchTest {
       tmm = new TaskMemoryManager(umm, id);
       up = new SparkTaskUpstream(tmm, id);
       pool = TaskPool.open(up, id, c.kind, 2 * GIB, c.chunk);
+      pool.setReservationSlack(c.slack);
       res = pool.newReservation("bench", false, null);
     }
 
@@ -104,7 +112,10 @@ class JniBenchTest {
     return System.nanoTime() - t0;
   }
 
-  /** One JNI call per iteration and no upcall: the floor under every pair. */
+  /**
+   * One JNI call per iteration and no upcall: the floor under every pair that crosses. The
+   * reservation must have no local slack (else size() is a Java read).
+   */
   private static long sizeCalls(NativeReservation r, int n) {
     long t0 = System.nanoTime();
     long sink = 0;
@@ -125,12 +136,16 @@ class JniBenchTest {
   @Test
   void tryGrowShrinkPairsAndSparkAcquiresPerGiB() throws IOException {
     NativeBridge.ensureLoaded();
+    long q = TaskPool.DEFAULT_RESERVATION_SLACK;
     List<Case> cases =
         Arrays.asList(
-            new Case(PoolKind.GREEDY_UNIFIED, 0),
-            new Case(PoolKind.GREEDY_UNIFIED, 8 * MIB),
-            new Case(PoolKind.FAIR_UNIFIED, 0),
-            new Case(PoolKind.FAIR_UNIFIED, 8 * MIB));
+            new Case(PoolKind.GREEDY_UNIFIED, 0, q),
+            new Case(PoolKind.GREEDY_UNIFIED, 8 * MIB, q),
+            new Case(PoolKind.GREEDY_UNIFIED, 8 * MIB, 0),
+            new Case(PoolKind.FAIR_UNIFIED, 0, q),
+            new Case(PoolKind.FAIR_UNIFIED, 8 * MIB, q),
+            new Case(PoolKind.FAIR_UNIFIED, 8 * MIB, 0));
+    Case floorCase = new Case(PoolKind.GREEDY_UNIFIED, 8 * MIB, 0);
 
     for (Case c : cases) {
       try (Task t = new Task(c)) {
@@ -138,11 +153,11 @@ class JniBenchTest {
       }
     }
     List<Double> sizeNs = new ArrayList<>();
-    try (Task t = new Task(cases.get(0))) {
+    try (Task t = new Task(floorCase)) {
       sizeCalls(t.res, WARMUP_PAIRS);
     }
     for (int round = 0; round < ROUNDS; round++) {
-      try (Task t = new Task(cases.get(0))) {
+      try (Task t = new Task(floorCase)) {
         sizeNs.add((double) sizeCalls(t.res, PAIRS) / PAIRS);
       }
       for (Case c : cases) {
@@ -179,30 +194,38 @@ class JniBenchTest {
     out.append(
         String.format(
             Locale.ROOT,
-            "%-32s %14s %22s %16s %16s%n",
+            "%-44s %10s %22s %10s %14s %14s%n",
             "case",
             "ns/pair",
             "(min..max)",
+            "exact/this",
             "acquires/GiB",
             "releases/GiB"));
     for (Case c : cases) {
       double min = c.nsPerPair.stream().mapToDouble(Double::doubleValue).min().orElse(0);
       double max = c.nsPerPair.stream().mapToDouble(Double::doubleValue).max().orElse(0);
+      double exact = 0;
+      for (Case e : cases) {
+        if (e.kind == c.kind && e.chunk == 0) {
+          exact = median(e.nsPerPair);
+        }
+      }
       out.append(
           String.format(
               Locale.ROOT,
-              "%-32s %14.1f %22s %16d %16d%n",
+              "%-44s %10.1f %22s %9.1fx %14d %14d%n",
               c.name(),
               median(c.nsPerPair),
               String.format(Locale.ROOT, "(%.1f..%.1f)", min, max),
+              exact / median(c.nsPerPair),
               c.acquiresPerGiB,
               c.releasesPerGiB));
     }
     out.append(
         String.format(
             Locale.ROOT,
-            "%-32s %14.1f %22s%n",
-            "floor: one size() call",
+            "%-44s %10.1f %22s%n",
+            "floor: one size() call (one crossing)",
             median(sizeNs),
             String.format(
                 Locale.ROOT,

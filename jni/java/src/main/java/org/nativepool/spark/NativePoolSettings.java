@@ -20,7 +20,10 @@ import org.apache.spark.network.util.JavaUtils;
  *   <li>{@value #LOGGING} (default false): a debug record per pool operation (Go slog);
  *   <li>{@value #LIBRARY} (default none): the path of libnativepool.so, else java.library.path;
  *   <li>{@value #ALLOCATION_SITES} (default false): Go Arrow allocators record the stack of every
- *       allocation, so leak reports name the allocating function (a stack walk per allocation).
+ *       allocation, so leak reports name the allocating function (a stack walk per allocation);
+ *   <li>{@value #RESERVATION_SLACK} (default 64k): in chunked mode, the quantum Q of each Java
+ *       reservation's local slack (at most 2Q bytes kept in Java so that small grows and shrinks
+ *       do not cross into Go; see {@link NativeReservation}); 0 disables it.
  * </ul>
  */
 public final class NativePoolSettings {
@@ -31,9 +34,13 @@ public final class NativePoolSettings {
   public static final String LOGGING = "spark.nativepool.logging";
   public static final String LIBRARY = "spark.nativepool.library";
   public static final String ALLOCATION_SITES = "spark.nativepool.allocationSites";
+  public static final String RESERVATION_SLACK = "spark.nativepool.reservationSlack";
 
   /** Default of {@value #CHUNK_SIZE}. */
   public static final String DEFAULT_CHUNK_SIZE = "8m";
+
+  /** Default of {@value #RESERVATION_SLACK}. */
+  public static final String DEFAULT_RESERVATION_SLACK = "64k";
 
   private final PoolKind kind;
   private final long chunkSize;
@@ -42,6 +49,7 @@ public final class NativePoolSettings {
   private final boolean logging;
   private final String library;
   private final boolean allocationSites;
+  private final long reservationSlack;
 
   /**
    * @param library the library path, or null for {@code java.library.path}
@@ -70,6 +78,33 @@ public final class NativePoolSettings {
       boolean logging,
       String library,
       boolean allocationSites) {
+    this(
+        kind,
+        chunkSize,
+        poolSize,
+        thresholds,
+        logging,
+        library,
+        allocationSites,
+        TaskPool.DEFAULT_RESERVATION_SLACK);
+  }
+
+  /**
+   * @param library the library path, or null for {@code java.library.path}
+   * @param allocationSites {@value #ALLOCATION_SITES}
+   * @param reservationSlack {@value #RESERVATION_SLACK} in bytes; 0 = none
+   * @throws IllegalArgumentException for a negative size or threshold, or a reservation slack
+   *     above 1 TiB
+   */
+  public NativePoolSettings(
+      PoolKind kind,
+      long chunkSize,
+      long poolSize,
+      long[] thresholds,
+      boolean logging,
+      String library,
+      boolean allocationSites,
+      long reservationSlack) {
     this.kind = Objects.requireNonNull(kind, "kind");
     this.chunkSize = nonNegative(CHUNK_SIZE, chunkSize);
     this.poolSize = nonNegative(POOL_SIZE, poolSize);
@@ -80,6 +115,11 @@ public final class NativePoolSettings {
     this.logging = logging;
     this.library = library == null || library.isEmpty() ? null : library;
     this.allocationSites = allocationSites;
+    this.reservationSlack = nonNegative(RESERVATION_SLACK, reservationSlack);
+    if (reservationSlack > TaskPool.MAX_RESERVATION_SLACK) {
+      throw new IllegalArgumentException(
+          "nativepool: " + RESERVATION_SLACK + " = " + reservationSlack + ": above 1 TiB");
+    }
   }
 
   /**
@@ -96,7 +136,8 @@ public final class NativePoolSettings {
     boolean logging = conf.getBoolean(LOGGING, false);
     String library = conf.get(LIBRARY, "");
     boolean sites = conf.getBoolean(ALLOCATION_SITES, false);
-    return new NativePoolSettings(kind, chunk, size, thresholds, logging, library, sites);
+    long slack = conf.getSizeAsBytes(RESERVATION_SLACK, DEFAULT_RESERVATION_SLACK);
+    return new NativePoolSettings(kind, chunk, size, thresholds, logging, library, sites, slack);
   }
 
   /** Parses a comma-separated list of sizes ("64m, 1g"); blanks between commas are skipped. */
@@ -150,6 +191,11 @@ public final class NativePoolSettings {
     return allocationSites;
   }
 
+  /** {@value #RESERVATION_SLACK} in bytes: the local-slack quantum Q of Java reservations. */
+  public long reservationSlack() {
+    return reservationSlack;
+  }
+
   /** The library path from {@value #LIBRARY}, or null. */
   public String library() {
     return library;
@@ -171,6 +217,8 @@ public final class NativePoolSettings {
         + library
         + ", allocationSites="
         + allocationSites
+        + ", reservationSlack="
+        + reservationSlack
         + ")";
   }
 }

@@ -10,6 +10,53 @@ package org.nativepool.spark;
  * {@link IllegalArgumentException}, a closed reservation {@link IllegalStateException}
  * ("nativepool: reservation '…' is closed"). Safe for concurrent use; {@link #close()} while
  * another thread is inside a native call on this reservation throws instead of freeing under it.
+ *
+ * <h2>Local slack (chunked pools)</h2>
+ *
+ * <p>In exact mode (the pool's chunk size is 0) every {@code tryGrow}, {@code grow}, {@code
+ * shrink}, {@code free} and {@code size} is one Java→Go call, as in Comet. In chunked mode a call
+ * costs at least one JNI crossing (≈ 67 ns) even though the Go pool answers it from its chunk
+ * slack, so a small {@code tryGrow}+{@code shrink} pair can never be much cheaper than two
+ * crossings. The reservation therefore keeps an <em>account-local slack</em>, as CockroachDB's
+ * {@code BoundAccount} keeps a reserved buffer of up to one chunk: with quantum {@code Q}
+ * ({@link TaskPool#reservationSlack()}, {@code spark.nativepool.reservationSlack}, default 64 KiB;
+ * 0 disables it, and so does exact mode):
+ *
+ * <ul>
+ *   <li>the Go reservation holds {@code granted = used + localSlack}, where {@code used} is what
+ *       the caller reserved ({@link #size()}) and {@code 0 <= localSlack <= 2Q} after every call;
+ *   <li>{@code tryGrow(n)} with {@code n <= localSlack} takes the bytes from the slack, without
+ *       crossing; otherwise it asks Go for {@code n - localSlack} rounded up to a multiple of
+ *       {@code Q}, and if the pool refuses that, once more for exactly {@code n - localSlack}
+ *       before it reports a refusal, so the rounding never causes a refusal the pool would not
+ *       make (the refusal text then names {@code n - localSlack}, the bytes the pool was asked
+ *       for). {@code grow(n)} rounds the same way (it never refuses);
+ *   <li>{@code shrink(n)} moves {@code n} bytes into the slack; when the slack exceeds {@code 2Q}
+ *       it gives back all but {@code Q} to Go in one call;
+ *   <li>{@link #free()} and {@link #close()} give back everything, slack included; {@link
+ *       #size()} reads {@code used} without crossing;
+ *   <li>when Spark asks the pool for memory back and the pool calls this reservation's spiller,
+ *       the slack goes back first; the user's spiller is called only if the slack did not cover
+ *       the target, and whatever it shrank goes back in full (none stays local) before the spill
+ *       returns. A reservation without a spiller keeps its slack (at most {@code 2Q}) until its
+ *       next call that crosses, {@link #free()} or {@link #close()}.
+ * </ul>
+ *
+ * <p>Accounting stays exact where it matters: Spark's figure for the task and the pool's HELD are
+ * still one number, and the Go reservation is exactly {@code used + localSlack}. The Go-side
+ * figures include each Java reservation's local slack, as HELD includes the pool's chunk slack:
+ * the pool's RESERVED, its per-consumer bytes in TrackConsumers reports, the fair_unified pool's
+ * share of the consumer, and its spill order. So the pool may refuse a grow of another consumer
+ * up to {@code 2Q} bytes per open Java reservation sooner than without the slack.
+ *
+ * <p>Bytes the Go side charges to this reservation itself (Arrow copies through {@code
+ * NativeBatch.copy}) are not part of {@code used}: {@link #size()} does not count them, {@link
+ * #shrink(long)} cannot give them back and, in chunked mode with slack, {@link #free()} leaves
+ * them to their Go buffers; {@code NativeArrow.stats(res).reserved()} reads the Go total.
+ *
+ * <p>The local counters are guarded by a private monitor held only for a few field updates,
+ * never across a native call: a native call may block in Spark's {@code acquireExecutionMemory}
+ * and Spark may call this reservation's spiller from another thread meanwhile.
  */
 public final class NativeReservation extends HandleGuard implements AutoCloseable {
   private final TaskPool pool;
@@ -17,19 +64,37 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
   private final String name;
   private final boolean canSpill;
 
-  /** Kept reachable while native code may call it back. */
+  /** Kept reachable while native code may call it back. The user's spiller, or null. */
   private final NativeSpiller spiller;
+
+  /** The local-slack quantum Q; 0 = no local slack (every call crosses, as in exact mode). */
+  private final long quantum;
+
+  /** Guards {@link #used} and {@link #localSlack}; never held across a native call. */
+  private final Object lock = new Object();
+
+  /** Bytes the caller reserved through this object (local-slack mode only). */
+  private long used;
+
+  /** Bytes the Go reservation holds beyond {@link #used} (local-slack mode only). */
+  private long localSlack;
 
   /** The refusal text of the last tryGrow, or null if it succeeded. */
   private volatile String lastRefusal;
 
   NativeReservation(
-      TaskPool pool, long handle, String name, boolean canSpill, NativeSpiller spiller) {
+      TaskPool pool,
+      long handle,
+      String name,
+      boolean canSpill,
+      NativeSpiller spiller,
+      long quantum) {
     this.pool = pool;
     this.handle = handle;
     this.name = name;
     this.canSpill = canSpill;
     this.spiller = spiller;
+    this.quantum = quantum;
   }
 
   /** The consumer name given at creation (it appears in the pool's refusal and leak reports). */
@@ -52,14 +117,30 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
     return pool;
   }
 
+  /**
+   * The local-slack quantum Q of this reservation in bytes; 0 when it has none (exact mode, or
+   * {@code reservationSlack} 0): then every call crosses into Go.
+   */
+  public long slackQuantum() {
+    return quantum;
+  }
+
   long handle() {
     return handle;
+  }
+
+  /** The bytes held in Go beyond {@link #size()} (0 without local slack). For tests. */
+  long localSlack() {
+    synchronized (lock) {
+      return localSlack;
+    }
   }
 
   /**
    * Grows by {@code n} bytes if the pool agrees (for unified pools, if Spark grants them; Spark may
    * spill other consumers of the task first, and may block in its 1/2N wait). On refusal the
    * reservation and the pool are unchanged and {@link #lastRefusal()} holds the pool's message.
+   * With local slack, a grow the slack covers does not cross into Go (see the class comment).
    *
    * @return true if grown, false if refused
    * @throws IllegalArgumentException if {@code n < 0}
@@ -67,14 +148,11 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
    */
   public boolean tryGrow(long n) {
     checkSize("tryGrow", n);
-    enter();
-    try {
-      String refusal = NativeBridge.tryGrow0(handle, n);
+    String refusal = tryGrowOnce(n);
+    if (refusal != null || lastRefusal != null) {
       lastRefusal = refusal;
-      return refusal == null;
-    } finally {
-      exit();
     }
+    return refusal == null;
   }
 
   /**
@@ -86,14 +164,67 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
    */
   public void tryGrowOrThrow(long n) {
     checkSize("tryGrow", n);
+    String refusal = tryGrowOnce(n);
+    if (refusal != null || lastRefusal != null) {
+      lastRefusal = refusal;
+    }
+    if (refusal != null) {
+      throw new NativeMemoryExhaustedException(name, n, refusal);
+    }
+  }
+
+  /** One tryGrow: null on success, else the pool's refusal text. */
+  private String tryGrowOnce(long n) {
+    if (quantum == 0) {
+      enter();
+      try {
+        return NativeBridge.tryGrow0(handle, n);
+      } finally {
+        exit();
+      }
+    }
+    long taken;
+    synchronized (lock) {
+      checkOpen();
+      if (n <= localSlack) {
+        localSlack -= n;
+        used += n;
+        return null;
+      }
+      // The slack goes into this grow; a spill meanwhile cannot give it back twice.
+      taken = localSlack;
+      localSlack = 0;
+    }
+    long need = n - taken;
+    long ask = roundUp(need);
+    boolean done = false;
     enter();
     try {
-      String refusal = NativeBridge.tryGrow0(handle, n);
-      lastRefusal = refusal;
-      if (refusal != null) {
-        throw new NativeMemoryExhaustedException(name, n, refusal);
+      String refusal = NativeBridge.tryGrow0(handle, ask);
+      if (refusal != null && ask != need) {
+        ask = need;
+        refusal = NativeBridge.tryGrow0(handle, ask);
       }
+      long excess;
+      synchronized (lock) {
+        if (refusal == null) {
+          used += n;
+          localSlack += taken + ask - n;
+        } else {
+          localSlack += taken;
+        }
+        excess = trimLocked();
+        done = true;
+      }
+      giveBack(excess);
+      return refusal;
     } finally {
+      if (!done) {
+        // tryGrow0 threw (an upcall's exception): the reservation is unchanged.
+        synchronized (lock) {
+          localSlack += taken;
+        }
+      }
       exit();
     }
   }
@@ -105,68 +236,145 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
 
   /**
    * Grows by {@code n} bytes; never refuses (what Spark does not grant becomes the pool's
-   * overcommit, repaid first on release).
+   * overcommit, repaid first on release). If Spark's {@code acquireMemory} throws, the grow is
+   * still recorded (it is overcommit) and the throwable is rethrown ({@code ../API.md}).
    *
    * @throws IllegalArgumentException if {@code n < 0}
    * @throws IllegalStateException if closed
    */
   public void grow(long n) {
     checkSize("grow", n);
+    if (quantum == 0) {
+      enter();
+      try {
+        NativeBridge.grow0(handle, n);
+      } finally {
+        exit();
+      }
+      return;
+    }
+    long taken;
+    synchronized (lock) {
+      checkOpen();
+      if (n <= localSlack) {
+        localSlack -= n;
+        used += n;
+        return;
+      }
+      taken = localSlack;
+      localSlack = 0;
+    }
+    long ask = roundUp(n - taken);
+    long excess = 0;
+    boolean recorded = false;
     enter();
     try {
-      NativeBridge.grow0(handle, n);
+      NativeBridge.grow0(handle, ask);
+      recorded = true;
     } finally {
+      // grow0 records its bytes even when an upcall throws (API.md), so book them either way;
+      // only a normal return may give an excess (from concurrent shrinks) back.
+      synchronized (lock) {
+        used += n;
+        localSlack += taken + ask - n;
+        if (recorded) {
+          excess = trimLocked();
+        }
+      }
       exit();
     }
+    giveBack(excess);
   }
 
   /**
-   * Shrinks by {@code n} bytes.
+   * Shrinks by {@code n} bytes. With local slack, the bytes go to the slack, and to Go only when
+   * the slack exceeds {@code 2Q}.
    *
-   * @throws IllegalArgumentException if {@code n < 0} or {@code n} exceeds {@link #size()}
+   * @throws IllegalArgumentException if {@code n < 0} or {@code n} exceeds {@link #size()};
+   *     nothing changes
    * @throws IllegalStateException if closed
    */
   public void shrink(long n) {
     checkSize("shrink", n);
-    enter();
-    try {
-      NativeBridge.shrink0(handle, n);
-    } finally {
-      exit();
+    if (quantum == 0) {
+      enter();
+      try {
+        NativeBridge.shrink0(handle, n);
+      } finally {
+        exit();
+      }
+      return;
     }
+    long excess;
+    synchronized (lock) {
+      checkOpen();
+      if (n > used) {
+        throw new IllegalArgumentException(
+            "nativepool: "
+                + describe()
+                + " shrink("
+                + n
+                + "): exceeds the reserved size "
+                + used);
+      }
+      used -= n;
+      localSlack += n;
+      excess = trimLocked();
+    }
+    giveBack(excess);
   }
 
   /**
-   * Frees every byte of the reservation; it stays open.
+   * Frees every byte of the reservation (and its local slack); it stays open.
    *
-   * @return the bytes freed
+   * @return the bytes freed, as {@link #size()} counted them
    * @throws IllegalStateException if closed
    */
   public long free() {
-    enter();
-    try {
-      return NativeBridge.free0(handle);
-    } finally {
-      exit();
+    if (quantum == 0) {
+      enter();
+      try {
+        return NativeBridge.free0(handle);
+      } finally {
+        exit();
+      }
     }
+    long freed;
+    long all;
+    synchronized (lock) {
+      checkOpen();
+      freed = used;
+      all = used + localSlack;
+      used = 0;
+      localSlack = 0;
+    }
+    giveBack(all);
+    return freed;
   }
 
   /**
-   * The current size in bytes.
+   * The current size in bytes: what the caller reserved through this object. Without local slack
+   * this is the Go reservation's size (one native call); with it, a local read.
    *
    * @throws IllegalStateException if closed
    */
   public long size() {
-    enter();
-    try {
-      return NativeBridge.size0(handle);
-    } finally {
-      exit();
+    if (quantum == 0) {
+      enter();
+      try {
+        return NativeBridge.size0(handle);
+      } finally {
+        exit();
+      }
+    }
+    synchronized (lock) {
+      checkOpen();
+      return used;
     }
   }
 
   /**
-   * Frees the reservation and unregisters it; idempotent.
+   * Frees the reservation, local slack included, and unregisters it; idempotent.
    *
    * @throws IllegalStateException if a native call on this reservation is in flight (nothing is
    *     closed then)
@@ -179,6 +387,10 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
     try {
       NativeBridge.closeReservation0(handle);
     } finally {
+      synchronized (lock) {
+        used = 0;
+        localSlack = 0;
+      }
       pool.forget(this);
     }
   }
@@ -186,6 +398,73 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
   /** Whether {@link #close()} has run. */
   public boolean isClosed() {
     return guardClosed();
+  }
+
+  /**
+   * Gives the whole local slack back to Go (one native call if there is any). Called first by
+   * the spiller wrapper when the pool reclaims.
+   *
+   * @return the bytes given back; 0 if there was none or the reservation is closed (its bytes
+   *     went back with the close)
+   */
+  long returnSlack() {
+    long s;
+    synchronized (lock) {
+      s = localSlack;
+      localSlack = 0;
+    }
+    if (s == 0) {
+      return 0;
+    }
+    try {
+      enter();
+    } catch (IllegalStateException closed) {
+      return 0;
+    }
+    try {
+      NativeBridge.shrink0(handle, s);
+    } finally {
+      exit();
+    }
+    return s;
+  }
+
+  /** Takes what exceeds {@code 2Q} out of the slack, leaving {@code Q}; call under the lock. */
+  private long trimLocked() {
+    if (localSlack <= 2 * quantum) {
+      return 0;
+    }
+    long excess = localSlack - quantum;
+    localSlack = quantum;
+    return excess;
+  }
+
+  /** Shrinks the Go reservation by bytes already taken out of the local counters. */
+  private void giveBack(long bytes) {
+    if (bytes == 0) {
+      return;
+    }
+    enter();
+    try {
+      NativeBridge.shrink0(handle, bytes);
+    } finally {
+      exit();
+    }
+  }
+
+  /** {@code need} rounded up to a multiple of Q (unchanged if that would overflow). */
+  private long roundUp(long need) {
+    long rem = need % quantum;
+    if (rem == 0 || need > Long.MAX_VALUE - quantum) {
+      return need;
+    }
+    return need + quantum - rem;
+  }
+
+  private void checkOpen() {
+    if (guardClosed()) {
+      throw new IllegalStateException("nativepool: " + describe() + " is closed");
+    }
   }
 
   @Override
@@ -203,5 +482,42 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
   @Override
   public String toString() {
     return "NativeReservation(" + name + ", task=" + pool.taskAttemptId() + ")";
+  }
+
+  /**
+   * The spiller registered with Go for a reservation with local slack and a user spiller: gives
+   * the slack back first, calls the user's spiller only if the slack did not cover the target,
+   * then gives back whatever the user's spiller shrank (none of it stays local).
+   */
+  static final class SlackFirstSpiller implements NativeSpiller {
+    private final NativeSpiller user;
+    private volatile NativeReservation reservation;
+
+    SlackFirstSpiller(NativeSpiller user) {
+      this.user = user;
+    }
+
+    /** Set once, right after the reservation object exists. */
+    void bind(NativeReservation r) {
+      reservation = r;
+    }
+
+    @Override
+    public long spill(long target) {
+      NativeReservation r = reservation;
+      if (r == null) {
+        return user.spill(target); // not yet bound: nothing reserved, no slack
+      }
+      long freed = r.returnSlack();
+      if (freed >= target) {
+        return freed;
+      }
+      try {
+        freed += user.spill(target - freed);
+      } finally {
+        r.returnSlack();
+      }
+      return freed;
+    }
   }
 }

@@ -15,6 +15,10 @@ import org.apache.spark.util.TaskCompletionListener;
  * task's {@link SparkTaskUpstream}: Spark checks for leaked memory right after the listeners and
  * before the plugins' {@code onTaskSucceeded}, so everything goes back to Spark there.
  *
+ * <p>In chunked mode its reservations keep an account-local slack of up to {@code 2Q} bytes
+ * ({@link #reservationSlack()}; see {@link NativeReservation}), so that small grows and shrinks do
+ * not cross into Go.
+ *
  * <p>Safe for concurrent use by the task's threads.
  */
 public final class TaskPool extends HandleGuard implements AutoCloseable {
@@ -29,6 +33,15 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
   private final PoolKind kind;
   private final long poolSize;
   private final long chunkSize;
+
+  /** Default local-slack quantum of a reservation in a chunked pool: 64 KiB. */
+  public static final long DEFAULT_RESERVATION_SLACK = 64L << 10;
+
+  /** Largest accepted local-slack quantum (so that {@code 2Q} and rounding cannot overflow). */
+  static final long MAX_RESERVATION_SLACK = 1L << 40;
+
+  /** The local-slack quantum Q given to reservations created from now on. */
+  private volatile long reservationSlack = DEFAULT_RESERVATION_SLACK;
 
   /** Reservations created here and not yet closed; closed with the pool. */
   private final Set<NativeReservation> reservations = ConcurrentHashMap.newKeySet();
@@ -63,7 +76,9 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
               + "'; open the task pool on the task's thread");
     }
     NativePoolSettings s = NativePoolPlugin.settings();
-    return open(ctx, s.kind(), s.poolSize(), s.chunkSize());
+    TaskPool pool = open(ctx, s.kind(), s.poolSize(), s.chunkSize());
+    pool.setReservationSlack(s.reservationSlack());
+    return pool;
   }
 
   /**
@@ -173,15 +188,52 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
       throw new IllegalArgumentException(
           "nativepool: consumer '" + name + "' has a spiller but canSpill is false");
     }
+    long q = chunkSize > 0 ? reservationSlack : 0;
+    // With local slack, Go calls a wrapper that gives the slack back before the user's spiller.
+    NativeReservation.SlackFirstSpiller wrapped =
+        q > 0 && spiller != null ? new NativeReservation.SlackFirstSpiller(spiller) : null;
     enter();
     try {
-      long h = NativeBridge.newReservation0(handle, name, canSpill, spiller);
-      NativeReservation r = new NativeReservation(this, h, name, canSpill, spiller);
+      long h =
+          NativeBridge.newReservation0(
+              handle, name, canSpill, wrapped != null ? wrapped : spiller);
+      NativeReservation r = new NativeReservation(this, h, name, canSpill, spiller, q);
+      if (wrapped != null) {
+        wrapped.bind(r);
+      }
       reservations.add(r);
       return r;
     } finally {
       exit();
     }
+  }
+
+  /**
+   * Sets the local-slack quantum Q of the reservations this handle creates from now on (those
+   * already open keep theirs). Ignored in exact mode (chunk size 0), where every call crosses.
+   * {@link #openForCurrentTask()} sets it from {@value NativePoolSettings#RESERVATION_SLACK}; the
+   * other opens start with {@link #DEFAULT_RESERVATION_SLACK}.
+   *
+   * @param bytes Q in bytes; 0 = no local slack (every call crosses into Go)
+   * @throws IllegalArgumentException if {@code bytes} is negative or above 1 TiB
+   */
+  public void setReservationSlack(long bytes) {
+    if (bytes < 0 || bytes > MAX_RESERVATION_SLACK) {
+      throw new IllegalArgumentException(
+          "nativepool: reservation slack "
+              + bytes
+              + ": "
+              + (bytes < 0 ? "negative size" : "above 1 TiB"));
+    }
+    reservationSlack = bytes;
+  }
+
+  /**
+   * The local-slack quantum Q given to reservations created from now on; reservations of an
+   * exact-mode pool have none whatever this says ({@link NativeReservation#slackQuantum()}).
+   */
+  public long reservationSlack() {
+    return reservationSlack;
   }
 
   /**

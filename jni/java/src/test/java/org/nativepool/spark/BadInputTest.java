@@ -51,6 +51,8 @@ class BadInputTest {
     tmm = spark.task(TASK);
     up = new SparkTaskUpstream(tmm, TASK);
     pool = TaskPool.open(up, TASK, PoolKind.FAIR_UNIFIED, 64 * MIB, 1 * MIB);
+    // These tests are about the Go side's validation: every call crosses (no local slack).
+    pool.setReservationSlack(0);
     r1 = pool.newReservation("r1", true, null);
     r2 = pool.newReservation("r2", false, null);
     r1.grow(3 * MIB + 5);

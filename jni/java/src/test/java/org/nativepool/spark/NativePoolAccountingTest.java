@@ -57,19 +57,28 @@ class NativePoolAccountingTest {
     spark = null;
   }
 
+  /** Kind, chunk size and the reservations' local-slack quantum (ignored in exact mode). */
   static Stream<Arguments> kindsAndChunks() {
+    long q = TaskPool.DEFAULT_RESERVATION_SLACK;
     return Stream.of(
-        Arguments.of(PoolKind.GREEDY_UNIFIED, 0L),
-        Arguments.of(PoolKind.GREEDY_UNIFIED, 8 * MIB),
-        Arguments.of(PoolKind.FAIR_UNIFIED, 0L),
-        Arguments.of(PoolKind.FAIR_UNIFIED, 8 * MIB));
+        Arguments.of(PoolKind.GREEDY_UNIFIED, 0L, q),
+        Arguments.of(PoolKind.GREEDY_UNIFIED, 8 * MIB, q),
+        Arguments.of(PoolKind.GREEDY_UNIFIED, 8 * MIB, 0L),
+        Arguments.of(PoolKind.FAIR_UNIFIED, 0L, q),
+        Arguments.of(PoolKind.FAIR_UNIFIED, 8 * MIB, q),
+        Arguments.of(PoolKind.FAIR_UNIFIED, 8 * MIB, 0L));
   }
 
   private TaskMemoryManager openTask(long task, PoolKind kind, long chunk) {
+    return openTask(task, kind, chunk, TaskPool.DEFAULT_RESERVATION_SLACK);
+  }
+
+  private TaskMemoryManager openTask(long task, PoolKind kind, long chunk, long slack) {
     spark = new SparkMemory(OFF_HEAP, 1);
     TaskMemoryManager tmm = spark.task(task);
     up = new SparkTaskUpstream(tmm, task);
     pool = TaskPool.open(up, task, kind, OFF_HEAP, chunk);
+    pool.setReservationSlack(slack);
     return tmm;
   }
 
@@ -78,8 +87,11 @@ class NativePoolAccountingTest {
    *
    * <ul>
    *   <li>Spark's figure for the task = the pool's HELD = the upstream's mirror;
-   *   <li>the pool's RESERVED = the sum of the reservations' sizes (read through {@code size0})
-   *       = the test's model of them;
+   *   <li>the sum of the reservations' sizes (what the Java callers reserved) = the test's model
+   *       of them;
+   *   <li>each reservation's size + its local slack = its Go reservation ({@code size0}), the
+   *       slack within {@code 2Q} (0 in exact mode or with slack 0), and the pool's RESERVED = the
+   *       model + the local slacks (the Go figures include them);
    *   <li>HELD + OVERCOMMIT = RESERVED + SLACK (Spark's grant plus what it did not grant is what
    *       is recorded, plus what is held unreserved), and SLACK = 0 in exact mode;
    *   <li>no figure is negative.
@@ -92,11 +104,27 @@ class NativePoolAccountingTest {
     assertEquals(spark, s.held(), () -> step + ": Spark's figure vs HELD; " + s);
     assertEquals(spark, up.used(), () -> step + ": Spark's figure vs mirror; " + s);
     long sum = 0;
+    long localSlack = 0;
     for (NativeReservation r : open) {
-      sum += r.size();
+      long size = r.size();
+      long slack = r.localSlack();
+      sum += size;
+      localSlack += slack;
+      assertTrue(
+          slack >= 0 && slack <= 2 * r.slackQuantum(),
+          () -> step + ": " + r + " local slack " + slack + ", Q " + r.slackQuantum());
+      assertEquals(
+          size + slack,
+          NativeBridge.size0(r.handle()),
+          () -> step + ": " + r + " size + local slack vs size0");
+    }
+    if (chunk == 0) {
+      assertEquals(0, localSlack, () -> step + ": local slack in exact mode");
     }
     assertEquals(modelReserved, sum, () -> step + ": model vs sum of sizes");
-    assertEquals(modelReserved, s.reserved(), () -> step + ": model vs RESERVED; " + s);
+    long expectReserved = modelReserved + localSlack;
+    assertEquals(
+        expectReserved, s.reserved(), () -> step + ": model + local slack vs RESERVED; " + s);
     assertEquals(
         s.reserved() + s.slack(),
         s.held() + s.overcommit(),
@@ -121,15 +149,17 @@ class NativePoolAccountingTest {
     return 1 + rnd.nextLong(64 * MIB);
   }
 
-  @ParameterizedTest(name = "{0} chunk={1}")
+  @ParameterizedTest(name = "{0} chunk={1} slack={2}")
   @MethodSource("kindsAndChunks")
-  void sparkHeldAndMirrorStayEqualAfterEveryRandomOperation(PoolKind kind, long chunk) {
+  void sparkHeldAndMirrorStayEqualAfterEveryRandomOperation(
+      PoolKind kind, long chunk, long slack) {
     // Rerun a failure with -Dnativepool.test.seed=<the logged seed>.
     long seed = Long.getLong("nativepool.test.seed", System.nanoTime());
-    System.out.printf("NativePoolAccountingTest %s chunk=%d seed=%d%n", kind, chunk, seed);
+    System.out.printf(
+        "NativePoolAccountingTest %s chunk=%d slack=%d seed=%d%n", kind, chunk, slack, seed);
     SplittableRandom rnd = new SplittableRandom(seed);
-    long task = 100 + kind.code() * 10 + (chunk == 0 ? 0 : 1);
-    TaskMemoryManager tmm = openTask(task, kind, chunk);
+    long task = 100 + kind.code() * 10 + (chunk == 0 ? 0 : 1) + (slack == 0 ? 2 : 0);
+    TaskMemoryManager tmm = openTask(task, kind, chunk, slack);
     List<Long> sizes = new ArrayList<>(); // model, parallel to open
     long model = 0;
     long nonZeroGrows = 0; // infallible grows of n > 0
