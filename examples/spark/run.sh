@@ -6,8 +6,8 @@
 #   bash examples/spark/run.sh [--rows N] [--budget 64m] [--chunk 2m] [--pool fair_unified|greedy_unified] ...
 #
 # Options are SortDemo's (--help lists them). Outputs: build/demo/samples.csv,
-# build/demo/report.properties, build/demo/chart.png, and, for a run with the default options,
-# a copy of the chart in docs/demo-chart.png (the README shows it).
+# build/demo/report.properties, build/demo/chart.png, and, for a run with the default options
+# and NATIVEPOOL_UPDATE_DOCS=1, a copy of the chart in docs/demo-chart.png (the README shows it).
 # Environment: JAVA_HOME (default: the JDK of javac); DEMO_HEAP (JVM heap, default 1g; -Xms = -Xmx
 # and pre-touched, so heap growth does not count as RSS growth); NATIVEPOOL_LOG_LEVEL and
 # MALLOC_MMAP_THRESHOLD_ (see below).
@@ -86,8 +86,9 @@ if [[ -s $out/samples.csv ]]; then
 		-title "Spark demo: off-heap reserved (Spark's view) vs native allocated vs RSS growth" \
 		-legend "rss=RSS growth (process);reserved=off-heap reserved, Spark's view (native + Spark);held=native pools, held from Spark;allocated=native allocated (Arrow buffers)"
 	echo "chart: $out/chart.png"
-	if [[ $# -eq 0 && $rc -eq 0 ]]; then
-		# The README shows the default run's chart.
+	if [[ $# -eq 0 && $rc -eq 0 && ${NATIVEPOOL_UPDATE_DOCS:-0} == 1 ]]; then
+		# The README shows a default run's chart; refresh it only when asked,
+		# so that a newcomer's run leaves the checkout clean.
 		mkdir -p docs
 		cp "$out/chart.png" docs/demo-chart.png
 		echo "chart copied to docs/demo-chart.png"
