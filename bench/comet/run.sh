@@ -24,32 +24,8 @@ if [[ ! -s "$OUT/classpath.txt" || "$DIR/pom.xml" -nt "$OUT/classpath.txt" ]]; t
   mvn -B -q -f "$DIR/pom.xml" dependency:build-classpath -Dmdep.outputFile="$OUT/classpath.txt" >&2
 fi
 
-# Spark 4.1's JavaModuleOptions.defaultModuleOptions(): SparkContext only adds these to JVMs it
-# launches, and in local mode the driver JVM is the executor.
-SPARK_JAVA_OPTS=(
-  -XX:+IgnoreUnrecognizedVMOptions
-  --add-modules=jdk.incubator.vector
-  --add-opens=java.base/java.lang=ALL-UNNAMED
-  --add-opens=java.base/java.lang.invoke=ALL-UNNAMED
-  --add-opens=java.base/java.lang.reflect=ALL-UNNAMED
-  --add-opens=java.base/java.io=ALL-UNNAMED
-  --add-opens=java.base/java.net=ALL-UNNAMED
-  --add-opens=java.base/java.nio=ALL-UNNAMED
-  --add-opens=java.base/java.util=ALL-UNNAMED
-  --add-opens=java.base/java.util.concurrent=ALL-UNNAMED
-  --add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED
-  --add-opens=java.base/jdk.internal.ref=ALL-UNNAMED
-  --add-opens=java.base/sun.nio.ch=ALL-UNNAMED
-  --add-opens=java.base/sun.nio.cs=ALL-UNNAMED
-  --add-opens=java.base/sun.security.action=ALL-UNNAMED
-  --add-opens=java.base/sun.util.calendar=ALL-UNNAMED
-  --add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED
-  -Djdk.reflect.useDirectMethodHandle=false
-  -Dio.netty.tryReflectionSetAccessible=true
-  -Dio.netty.allocator.type=pooled
-  -Dio.netty.handler.ssl.defaultEndpointVerificationAlgorithm=NONE
-  --enable-native-access=ALL-UNNAMED
-)
+# Spark's Java 17 module options: the one copy is jni/java/spark-jvm.args (a java @argfile).
+SPARK_JAVA_OPTS=("@$DIR/../../jni/java/spark-jvm.args")
 
 echo "+ $JAVA ${SPARK_JAVA_OPTS[*]} -Xms$HEAP -Xmx$HEAP -XX:+AlwaysPreTouch -XX:NativeMemoryTracking=$NMT -cp \$(cat $OUT/classpath.txt) $DIR/CometSortBench.java $*" >&2
 exec "$JAVA" "${SPARK_JAVA_OPTS[@]}" \

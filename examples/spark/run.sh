@@ -36,30 +36,8 @@ if [[ ! -s $cp_file || jni/java/pom.xml -nt $cp_file ]]; then
 fi
 jar=$(ls jni/java/target/nativepool-spark-*.jar | head -1)
 
-# Spark's Java 17 module options (launcher JavaModuleOptions, reference/spark-side.md §7).
-opens=(
-	-XX:+IgnoreUnrecognizedVMOptions
-	--add-modules=jdk.incubator.vector
-	--add-opens=java.base/java.lang=ALL-UNNAMED
-	--add-opens=java.base/java.lang.invoke=ALL-UNNAMED
-	--add-opens=java.base/java.lang.reflect=ALL-UNNAMED
-	--add-opens=java.base/java.io=ALL-UNNAMED
-	--add-opens=java.base/java.net=ALL-UNNAMED
-	--add-opens=java.base/java.nio=ALL-UNNAMED
-	--add-opens=java.base/java.util=ALL-UNNAMED
-	--add-opens=java.base/java.util.concurrent=ALL-UNNAMED
-	--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED
-	--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED
-	--add-opens=java.base/sun.nio.ch=ALL-UNNAMED
-	--add-opens=java.base/sun.nio.cs=ALL-UNNAMED
-	--add-opens=java.base/sun.security.action=ALL-UNNAMED
-	--add-opens=java.base/sun.util.calendar=ALL-UNNAMED
-	--add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED
-	-Djdk.reflect.useDirectMethodHandle=false
-	-Dio.netty.tryReflectionSetAccessible=true
-	-Dio.netty.allocator.type=pooled
-	--enable-native-access=ALL-UNNAMED
-)
+# Spark's Java 17 module options: the one copy is jni/java/spark-jvm.args (a java @argfile).
+opens=("@$root/jni/java/spark-jvm.args")
 
 # The pools log a warning per spill request that finds nothing to free (they are counted in the
 # report); keep them out of the demo's output unless asked for.

@@ -1,38 +1,13 @@
 package main
 
 /*
-#cgo CFLAGS: -Wall -Werror -I/usr/lib/jvm/java-17-openjdk-amd64/include -I/usr/lib/jvm/java-17-openjdk-amd64/include/linux
+#cgo CFLAGS: -Wall -Werror -I${SRCDIR}/../../../ffi -I/usr/lib/jvm/java-17-openjdk-amd64/include -I/usr/lib/jvm/java-17-openjdk-amd64/include/linux
 #include <stdint.h>
 #include <string.h>
 #include <jni.h>
 
-// The Arrow C Data Interface structs (arrow.apache.org/docs/format/CDataInterface.html).
-#ifndef ARROW_C_DATA_INTERFACE
-#define ARROW_C_DATA_INTERFACE
-struct ArrowSchema {
-	const char* format;
-	const char* name;
-	const char* metadata;
-	int64_t flags;
-	int64_t n_children;
-	struct ArrowSchema** children;
-	struct ArrowSchema* dictionary;
-	void (*release)(struct ArrowSchema*);
-	void* private_data;
-};
-struct ArrowArray {
-	int64_t length;
-	int64_t null_count;
-	int64_t offset;
-	int64_t n_buffers;
-	int64_t n_children;
-	const void** buffers;
-	struct ArrowArray** children;
-	struct ArrowArray* dictionary;
-	void (*release)(struct ArrowArray*);
-	void* private_data;
-};
-#endif
+// The Arrow C Data Interface structs: the one copy is ffi/abi.h.
+#include "abi.h"
 
 // Java passes struct addresses as longs (ArrowArray.memoryAddress()).
 static inline struct ArrowArray* ns_array(jlong addr) { return (struct ArrowArray*)(intptr_t)addr; }

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "abi.h"
+#include "../../abi.h" /* the one copy of the Arrow C ABI structs: ffi/abi.h */
 
 /* np_ctest_hold moves *src into a new calloc'ed struct and returns it, as a
  * consumer that keeps imported data does; *src is left released. */
