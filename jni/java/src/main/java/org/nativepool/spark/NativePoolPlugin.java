@@ -62,6 +62,15 @@ public final class NativePoolPlugin implements SparkPlugin {
    */
   static final String DRIFT_GAUGE = "rssDrift";
 
+  /**
+   * {@code allocationGap} = bytes reserved by native consumers − bytes the accounted Arrow
+   * allocators hold: what is reserved but not (yet) in an Arrow buffer (chunk and reservation
+   * slack, operators' reservations for other memory). Every allocated byte is charged before it is
+   * handed out, so the gap is never negative at an instant; the gauge reads the two figures one
+   * after the other, so a free landing between the reads can make one sample slightly negative.
+   */
+  static final String GAP_GAUGE = "allocationGap";
+
   /** Public no-argument constructor, as Spark instantiates plugins by reflection. */
   public NativePoolPlugin() {}
 
@@ -100,7 +109,8 @@ public final class NativePoolPlugin implements SparkPlugin {
   }
 
   /**
-   * Registers the {@link #ARROW_GAUGES} and the {@link #DRIFT_GAUGE} in {@code registry}; {@code
+   * Registers the {@link #ARROW_GAUGES}, the {@link #DRIFT_GAUGE} and the {@link #GAP_GAUGE} in
+   * {@code registry}; {@code
    * baselineRss} is the RSS at init (-1: unknown, the drift gauge then reads -1).
    */
   static void registerArrowGauges(MetricRegistry registry, long baselineRss) {
@@ -118,6 +128,12 @@ public final class NativePoolPlugin implements SparkPlugin {
               }
               return rss - baselineRss - NativeBridge.processStats0()[NativeBridge.PSTAT_HELD];
             });
+    registry.register(
+        GAP_GAUGE,
+        (Gauge<Long>)
+            () ->
+                NativeBridge.processStats0()[NativeBridge.PSTAT_RESERVED]
+                    - NativeBridge.processArrowStats0()[NativeBridge.ARROW_PSTAT_ALLOCATED]);
   }
 
   /** The executor side; see the class comment. */

@@ -136,6 +136,7 @@ class ArrowTaskPluginTest {
       assertTrue(m.get("arrowLiveAllocators") > 0, m::toString);
       assertTrue(m.get("rssBytes") > 0, m::toString);
       assertTrue(m.containsKey("rssDrift"), m::toString);
+      assertTrue(m.containsKey("allocationGap"), m::toString);
     }
     ArrowProcessStats after = NativeArrow.processStats();
     assertEquals(before.liveBatches(), after.liveBatches(), "leaked batches released: " + after);
