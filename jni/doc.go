@@ -34,7 +34,7 @@
 //	               per reservation handle, batch handles, ARROW_STAT_* (API.md)
 //	arrow_exports.go, arrow_jni.go
 //	               the Arrow natives and their JNI helpers
-//	engine.go      the Go engine API: JoinTaskPool and EngineCall for engines
+//	engine.go      the Go engine API: JoinTaskPool, EngineCall and HandleTable for engines
 //	               that link this package into their own c-shared library
 //	testexports.go one extra native for jvm_test.go only (build tag
 //	               nativepool_jvmtest): an upcall from a goroutine's own thread

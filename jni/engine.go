@@ -144,3 +144,69 @@ func JavaString(env unsafe.Pointer, s uintptr) (string, bool, error) {
 func NewJavaLongArray(env unsafe.Pointer, v []int64) uintptr {
 	return uintptr(goLongsToJava((*jniEnv)(env), v))
 }
+
+// HandleTable gives an engine's own objects (a sorter, an operator) the
+// 64-bit handles that jni's natives use for pools and reservations: a type
+// tag, a slot and the slot's generation, checked on every lookup, so a
+// zero, forged or other type's handle is an error wrapping
+// ErrIllegalArgument, a closed one (even after its slot was reused) an error
+// wrapping ErrIllegalState, and neither ever reaches another object.
+// Lookups are lock-free. A HandleTable is safe for concurrent use; build one
+// with NewHandleTable (the zero value is not usable).
+type HandleTable[T any] struct {
+	t      *handleTable[T]
+	prefix string // the engine's name, first in every error ("nativesort")
+	name   string // what the handles name ("sorter")
+}
+
+// NewHandleTable returns an empty table whose handles carry tag in their
+// top byte. Errors read "<prefix>: invalid <name> handle 0x…" and
+// "<prefix>: <name> handle 0x… is closed". It panics if tag is 0 or one of
+// jni's own tags ('P' pools, 'R' reservations, 'B' Arrow batches).
+func NewHandleTable[T any](tag byte, prefix, name string) *HandleTable[T] {
+	switch handleTag(tag) {
+	case tagPool, tagReservation, tagBatch:
+		panic(fmt.Sprintf("jni: NewHandleTable(tag 0x%02x): the tag is jni's own (%s)", tag, handleTag(tag)))
+	}
+	return &HandleTable[T]{t: newHandleTable[T](handleTag(tag)), prefix: prefix, name: name}
+}
+
+// Insert stores v and returns its new handle. It fails only when 16M
+// handles of the table are live; the table is then unchanged.
+func (h *HandleTable[T]) Insert(v T) (int64, error) { return h.t.Insert(v) }
+
+// Get returns the value of a live handle; see HandleTable for the errors.
+func (h *HandleTable[T]) Get(handle int64) (T, error) {
+	v, err := h.t.Get(handle)
+	return v, h.explain(handle, err)
+}
+
+// Remove removes a live handle and returns its value; exactly one of several
+// concurrent Removes of one handle succeeds, the others fail as for a
+// closed handle.
+func (h *HandleTable[T]) Remove(handle int64) (T, error) {
+	v, err := h.t.Remove(handle)
+	return v, h.explain(handle, err)
+}
+
+// Each calls fn for every live value, in slot order, from a snapshot taken
+// under the table's lock: fn may call back into the table (even Remove).
+func (h *HandleTable[T]) Each(fn func(T)) {
+	for _, v := range h.t.values() {
+		fn(v)
+	}
+}
+
+// Len is the number of live handles.
+func (h *HandleTable[T]) Len() int { return h.t.Len() }
+
+// explain rewrites a lookup failure in the engine's words.
+func (h *HandleTable[T]) explain(handle int64, err error) error {
+	if err == nil {
+		return nil
+	}
+	if f, _ := h.t.fault(handle); f == faultClosed || f == faultStale {
+		return fmt.Errorf("%s: %s handle 0x%x is closed: %w", h.prefix, h.name, uint64(handle), ErrIllegalState)
+	}
+	return fmt.Errorf("%s: invalid %s handle 0x%x: %w", h.prefix, h.name, uint64(handle), ErrIllegalArgument)
+}

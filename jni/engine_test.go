@@ -113,3 +113,29 @@ func TestEngineErrorsThrowTheirJavaExceptionWithTheErrorText(t *testing.T) {
 	}
 	assert.Empty(t, refs.list(), "settling does not delete the ref it rethrows")
 }
+
+// An engine's table tells closed handles from forged ones under its own tag,
+// even after the slot was reused, and refuses jni's own tags.
+func TestEngineHandleTableTellsClosedFromForgedUnderItsOwnTag(t *testing.T) {
+	tab := NewHandleTable[string]('S', "engine", "operator")
+	h, err := tab.Insert("a")
+	require.NoError(t, err)
+	_, err = tab.Remove(h)
+	require.NoError(t, err)
+	h2, err := tab.Insert("b") // reuses the slot under the next generation
+	require.NoError(t, err)
+
+	_, err = tab.Get(h)
+	require.ErrorIs(t, err, ErrIllegalState)
+	require.EqualError(t, err, fmt.Sprintf("engine: operator handle 0x%x is closed: illegal state", h))
+	_, err = tab.Get(h2 + 1)
+	require.ErrorIs(t, err, ErrIllegalArgument)
+	_, err = tab.Get(makeHandle(tagPool, 0, 1))
+	require.ErrorIs(t, err, ErrIllegalArgument)
+
+	var seen []string
+	tab.Each(func(v string) { seen = append(seen, v); _, _ = tab.Remove(h2) })
+	require.Equal(t, []string{"b"}, seen)
+	require.Zero(t, tab.Len())
+	require.Panics(t, func() { NewHandleTable[int]('P', "engine", "operator") })
+}

@@ -201,31 +201,69 @@ func (t *handleTable[T]) slot(i uint32) *handleSlot[T] {
 	return &t.pages[i>>pageBits].Load()[i&(pageSize-1)]
 }
 
-// classify explains why h is not a live handle of this table.
+// classify explains why h is not a live handle of this table, in the words
+// of jni's own natives (jni/API.md "Handles").
 func (t *handleTable[T]) classify(h int64) error {
+	f, other := t.fault(h)
+	switch f {
+	case faultStale:
+		return fmt.Errorf("nativepool: %s handle 0x%x is stale (closed; its slot was reused): %w", t.tag, uint64(h), errStaleHandle)
+	case faultClosed:
+		return fmt.Errorf("nativepool: %s handle 0x%x is closed: %w", t.tag, uint64(h), errStaleHandle)
+	case faultNeverIssued:
+		return fmt.Errorf("nativepool: invalid %s handle 0x%x: never issued: %w", t.tag, uint64(h), errInvalidHandle)
+	}
+	if other != "" {
+		return fmt.Errorf("nativepool: invalid %s handle 0x%x: a %s handle: %w", t.tag, uint64(h), other, errInvalidHandle)
+	}
+	return fmt.Errorf("nativepool: invalid %s handle 0x%x: %w", t.tag, uint64(h), errInvalidHandle)
+}
+
+// handleFault is why a handle is not live in a table.
+type handleFault int
+
+const (
+	faultInvalid     handleFault = iota // zero, or another table's tag
+	faultNeverIssued                    // this table's tag, but no such slot or generation yet
+	faultClosed                         // removed; its slot holds nothing newer
+	faultStale                          // removed, and its slot was reused
+)
+
+// fault classifies a handle that Get or Remove did not find. For a handle
+// of one of jni's own other tables it also names that table's type, so a
+// reservation handle passed as a pool says so.
+func (t *handleTable[T]) fault(h int64) (f handleFault, other string) {
 	tag, slot, gen := splitHandle(h)
-	switch {
-	case h == 0:
-		return fmt.Errorf("nativepool: invalid %s handle 0x0: %w", t.tag, errInvalidHandle)
-	case tag == tagPool || tag == tagReservation || tag == tagBatch:
-		if tag != t.tag {
-			return fmt.Errorf("nativepool: invalid %s handle 0x%x: a %s handle: %w", t.tag, uint64(h), tag, errInvalidHandle)
+	if h == 0 || tag != t.tag {
+		if h != 0 && (tag == tagPool || tag == tagReservation || tag == tagBatch) {
+			other = tag.String()
 		}
-	default:
-		return fmt.Errorf("nativepool: invalid %s handle 0x%x: %w", t.tag, uint64(h), errInvalidHandle)
+		return faultInvalid, other
 	}
 	p := t.pages[slot>>pageBits].Load()
 	if gen == 0 || p == nil {
-		return fmt.Errorf("nativepool: invalid %s handle 0x%x: never issued: %w", t.tag, uint64(h), errInvalidHandle)
+		return faultNeverIssued, ""
 	}
-	s := &p[slot&(pageSize-1)]
-	issued := s.gen.Load()
-	switch {
+	switch issued := p[slot&(pageSize-1)].gen.Load(); {
 	case gen > issued:
-		return fmt.Errorf("nativepool: invalid %s handle 0x%x: never issued: %w", t.tag, uint64(h), errInvalidHandle)
+		return faultNeverIssued, ""
 	case gen == issued:
-		return fmt.Errorf("nativepool: %s handle 0x%x is closed: %w", t.tag, uint64(h), errStaleHandle)
+		return faultClosed, ""
 	default:
-		return fmt.Errorf("nativepool: %s handle 0x%x is stale (closed; its slot was reused): %w", t.tag, uint64(h), errStaleHandle)
+		return faultStale, ""
 	}
+}
+
+// values returns the live values, in slot order. It reads under mu, so the
+// caller may act on them (even Remove them) without holding anything.
+func (t *handleTable[T]) values() []T {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []T
+	for i := uint32(0); i < t.mu.next; i++ {
+		if e := t.slot(i).cur.Load(); e != nil {
+			out = append(out, e.val)
+		}
+	}
+	return out
 }

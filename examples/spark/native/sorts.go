@@ -56,7 +56,7 @@ const (
 // per task drives each sorter; the demo's sampler thread reads all of
 // them). The zero engine is not usable; build it with newEngine.
 type engine struct {
-	sorters handleTable[*sortHandle]
+	sorters *jni.HandleTable[*sortHandle]
 	logger  *slog.Logger
 	// join opens a reference to a task's pool (jni.JoinTaskPool in the
 	// library; a plain pool in tests).
@@ -70,7 +70,9 @@ func newEngine(logger *slog.Logger, join func(int64) (pool.Pool, func(), error))
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &engine{logger: logger, join: join}
+	// Sorter handles carry 'S' in their top byte, so a pool or reservation
+	// handle of package jni passed by mistake is told apart.
+	return &engine{sorters: jni.NewHandleTable[*sortHandle]('S', "nativesort", "sorter"), logger: logger, join: join}
 }
 
 // joinTaskPool is engine.join in the library: a counted reference to the
@@ -114,7 +116,7 @@ func (e *engine) create(taskAttemptID int64, name string, batchRows int, tempDir
 		return 0, fmt.Errorf("nativesort: create0(task %d): %w", taskAttemptID, err)
 	}
 	sh := &sortHandle{sorter: s, release: release, name: name}
-	h, err := e.sorters.insert(sh)
+	h, err := e.sorters.Insert(sh)
 	if err != nil {
 		_ = s.Close()
 		release()
@@ -126,7 +128,7 @@ func (e *engine) create(taskAttemptID int64, name string, batchRows int, tempDir
 // drive runs one driver call on the sorter of handle h, then checks the
 // books.
 func (e *engine) drive(op string, h int64, fn func(*sortHandle) error) error {
-	sh, err := e.sorters.get(h)
+	sh, err := e.sorters.Get(h)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -200,7 +202,7 @@ func (e *engine) next(h int64, out *cdata.CArrowArray, outSchema *cdata.CArrowSc
 
 // stats returns the sorter's figures laid out as stats0 returns them.
 func (e *engine) stats(h int64) ([]int64, error) {
-	sh, err := e.sorters.get(h)
+	sh, err := e.sorters.Get(h)
 	if err != nil {
 		return nil, fmt.Errorf("stats0: %w", err)
 	}
@@ -231,7 +233,7 @@ func (e *engine) stats(h int64) ([]int64, error) {
 // released are a leak: their charge is given back anyway and close returns
 // an error (IllegalStateException) carrying the allocator's leak report.
 func (e *engine) close(h int64) error {
-	sh, err := e.sorters.remove(h)
+	sh, err := e.sorters.Remove(h)
 	if err != nil {
 		return fmt.Errorf("close0: %w", err)
 	}
@@ -262,7 +264,7 @@ func (e *engine) close(h int64) error {
 func (e *engine) sample() []int64 {
 	a := make([]int64, sampleCount)
 	var live []*sortHandle
-	e.sorters.each(func(sh *sortHandle) { live = append(live, sh) })
+	e.sorters.Each(func(sh *sortHandle) { live = append(live, sh) })
 	for _, sh := range live {
 		alloc, res := e.check(sh)
 		a[sampleLiveSorters]++
@@ -271,7 +273,7 @@ func (e *engine) sample() []int64 {
 	}
 	a[sampleChecks] = e.closedChecks.Load()
 	a[sampleViolations] = e.closedViolations.Load()
-	e.sorters.each(func(sh *sortHandle) {
+	e.sorters.Each(func(sh *sortHandle) {
 		a[sampleChecks] += sh.checks.Load()
 		a[sampleViolations] += sh.violations.Load()
 	})

@@ -131,7 +131,7 @@ func TestSortRoundTripThroughTheCDataInterfaceIsSortedCompleteAndWithinItsBooks(
 
 	require.NoError(t, e.close(h))
 	assert.Zero(t, p.Reserved(), "close gives everything back to the pool")
-	assert.Zero(t, e.sorters.len())
+	assert.Zero(t, e.sorters.Len())
 }
 
 func TestSparkSpillReachesTheSorterThroughTheTaskPoolsReclaim(t *testing.T) {
@@ -204,7 +204,7 @@ func TestHandlesRejectForgedAndClosedSortersWithTheRightException(t *testing.T) 
 	require.ErrorIs(t, err, jni.ErrIllegalState, "a task without an open pool")
 	_, err = e.create(1, "", 0, t.TempDir())
 	require.ErrorIs(t, err, jni.ErrIllegalArgument)
-	assert.Zero(t, e.sorters.len())
+	assert.Zero(t, e.sorters.Len())
 }
 
 func TestCloseWithAnUnreleasedOutputBatchThrowsTheLeakReportAndFreesTheCharge(t *testing.T) {
@@ -271,7 +271,7 @@ func TestConcurrentDriverCallsOnOneSorterAreIllegalState(t *testing.T) {
 	e := fixedPool(t, pool.NewUnbounded())
 	h, err := e.create(1, "s", 0, t.TempDir())
 	require.NoError(t, err)
-	sh, err := e.sorters.get(h)
+	sh, err := e.sorters.Get(h)
 	require.NoError(t, err)
 	sh.busy.Store(true) // another thread is inside push0
 	err = e.finish(h)
