@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -146,7 +147,7 @@ func (t *TrackConsumers) TryGrow(r *Reservation, n int64) error {
 			return err
 		}
 		inner := strings.TrimPrefix(err.Error(), "Resources exhausted: ")
-		if e, ok := err.(*ExhaustedError); ok {
+		if e := (*ExhaustedError)(nil); errors.As(err, &e) {
 			inner = e.Msg
 		}
 		return &ExhaustedError{
@@ -208,19 +209,7 @@ func (t *TrackConsumers) Metrics() []ConsumerMetrics {
 		return true
 	})
 	slices.SortFunc(out, func(a, b ConsumerMetrics) int {
-		if a.Reserved != b.Reserved {
-			if a.Reserved > b.Reserved {
-				return -1
-			}
-			return 1
-		}
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(b.Reserved, a.Reserved), cmp.Compare(a.ID, b.ID))
 	})
 	return out
 }
@@ -255,13 +244,12 @@ func (t *TrackConsumers) ReportTop(k int) string {
 type watchThrough struct {
 	// to is the inner Watcher, or nil when own is in use.
 	to Watcher
-	// own is the fallback meter; nil when to is set.
-	own   *meter
-	inner Pool
+	// own is the fallback meter, which reads the inner pool's Reserved;
+	// nil when to is set.
+	own *meter
 }
 
 func (w *watchThrough) init(name string, inner Pool) {
-	w.inner = inner
 	if iw, ok := As[Watcher](inner); ok {
 		w.to = iw
 		return
@@ -288,13 +276,13 @@ func (w *watchThrough) OnThreshold(t Threshold, fn func(Crossing)) (stop func())
 
 func (w *watchThrough) afterIncrease() {
 	if w.own != nil {
-		w.own.rise(w.inner.Reserved())
+		w.own.rise(w.own.load())
 	}
 }
 
 func (w *watchThrough) afterDecrease() {
 	if w.own != nil {
-		w.own.fall(w.inner.Reserved())
+		w.own.fall(w.own.load())
 	}
 }
 
