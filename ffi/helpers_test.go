@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -69,19 +67,6 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
 	return w.c.buf.Write(p)
-}
-
-// propSeed returns the seed of a property test, from NATIVEPOOL_PROP_SEED
-// if set, and logs it so that a failure can be replayed.
-func propSeed(t *testing.T) int64 {
-	seed := time.Now().UnixNano()
-	if s := os.Getenv("NATIVEPOOL_PROP_SEED"); s != "" {
-		v, err := strconv.ParseInt(s, 10, 64)
-		require.NoError(t, err, "NATIVEPOOL_PROP_SEED")
-		seed = v
-	}
-	t.Logf("gopter seed %d (replay with NATIVEPOOL_PROP_SEED=%d)", seed, seed)
-	return seed
 }
 
 // within fails t if fn does not return within d: concurrency tests fail on

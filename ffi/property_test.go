@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/nativepool/nativepool/internal/proptest"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"github.com/leanovate/gopter"
@@ -248,7 +250,7 @@ func (w *propWorld) drain() string {
 // (allocated, reserved, producer's charge) is 0 and nothing is reported as
 // leaked. Set NATIVEPOOL_PROP_SEED to replay a logged seed.
 func TestRandomSequencesKeepAllocatedWithinReservedAndEndAtZero(t *testing.T) {
-	seed := propSeed(t)
+	seed := proptest.Seed(t)
 	for _, chunk := range []int64{0, 4096} {
 		t.Run(fmt.Sprintf("chunk=%d", chunk), func(t *testing.T) {
 			params := gopter.DefaultTestParametersWithSeed(seed)

@@ -7,13 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nativepool/nativepool/internal/proptest"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
@@ -608,17 +609,11 @@ type arbOp struct {
 // that every grant and every consumer's, task's and arbiter's used bytes
 // equal an independent model of Spark's rules, and that after every step:
 // each consumer holds ≥ 0, the consumers sum to the task's used bytes, the
-// task's to the arbiter's, and that is ≤ size. Set NP_GOPTER_SEED to rerun
-// a logged seed.
+// task's to the arbiter's, and that is ≤ size. The seed is logged
+// (proptest.Seed).
 func TestArbiterSingleTaskMatchesModel(t *testing.T) {
 	const size = 1000
-	seed := time.Now().UnixNano()
-	if s := os.Getenv("NP_GOPTER_SEED"); s != "" {
-		var err error
-		seed, err = strconv.ParseInt(s, 10, 64)
-		require.NoError(t, err)
-	}
-	t.Logf("gopter seed %d (rerun with NP_GOPTER_SEED=%d)", seed, seed)
+	seed := proptest.Seed(t)
 	params := gopter.DefaultTestParametersWithSeed(seed)
 	params.MinSuccessfulTests = 300
 	spillKinds := []int{0, 0, 1, 2}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"reflect"
 	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/nativepool/nativepool/internal/proptest"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
@@ -437,19 +437,6 @@ func (m *poolModel) closeAll() string {
 	return ""
 }
 
-func propSeed(t *testing.T) int64 {
-	seed := time.Now().UnixNano()
-	if s := os.Getenv("NATIVEPOOL_PROP_SEED"); s != "" {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			t.Fatalf("NATIVEPOOL_PROP_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Logf("gopter seed %d (replay with NATIVEPOOL_PROP_SEED=%d)", seed, seed)
-	return seed
-}
-
 // TestPoolsAgreeWithTheirModel runs random command sequences (register,
 // re-register, TryGrow, Grow, Shrink, TryShrink, Free, Split, NewEmpty,
 // Take, Close, TryResize, Resize) on each pool and checks the invariants
@@ -457,7 +444,7 @@ func propSeed(t *testing.T) int64 {
 // against the pool's refusal rule, and after closing every reservation
 // that Reserved() is 0 and no per-consumer state is left.
 func TestPoolsAgreeWithTheirModel(t *testing.T) {
-	seed := propSeed(t)
+	seed := proptest.Seed(t)
 	opGen := gen.Struct(reflect.TypeOf(propOp{}), map[string]gopter.Gen{
 		"Kind":  gen.IntRange(0, propNumOpKind-1),
 		"Idx":   gen.IntRange(0, 1<<10),

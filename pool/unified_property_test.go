@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
 	"time"
+
+	"github.com/nativepool/nativepool/internal/proptest"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
@@ -91,13 +91,7 @@ type uniUpstream struct {
 // 0 and that the ledger is all 0.
 func runUnifiedModel(t *testing.T, kind string, chunk int64, newUp func() uniUpstream) {
 	const size = 20_000
-	seed := time.Now().UnixNano()
-	if s := os.Getenv("NP_GOPTER_SEED"); s != "" {
-		var err error
-		seed, err = strconv.ParseInt(s, 10, 64)
-		require.NoError(t, err)
-	}
-	t.Logf("gopter seed %d (rerun with NP_GOPTER_SEED=%d)", seed, seed)
+	seed := proptest.Seed(t)
 	params := gopter.DefaultTestParametersWithSeed(seed)
 	params.MinSuccessfulTests = 150
 	params.MaxSize = 150

@@ -2,10 +2,9 @@ package extsort
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
-	"time"
+
+	"github.com/nativepool/nativepool/internal/proptest"
 
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
@@ -32,18 +31,11 @@ func TestSortMergesInPassesWhenRunsOutnumberBatchesInBudget(t *testing.T) {
 // of a sort: the output is in (key, payload) order, it is the same multiset
 // as the input (Fingerprint), the peak stays within a finite budget, and at
 // the end the reservation, the allocator, the pool and the run directory
-// are empty (checkClosed). The seed is logged; rerun with
-// NP_GOPTER_SEED=<seed> to reproduce.
+// are empty (checkClosed). The seed is logged (proptest.Seed).
 func TestSortPropertyOutputIsSortedPermutationOfInput(t *testing.T) {
-	seed := time.Now().UnixNano()
-	if s := os.Getenv("NP_GOPTER_SEED"); s != "" {
-		v, err := strconv.ParseInt(s, 10, 64)
-		require.NoError(t, err, "NP_GOPTER_SEED")
-		seed = v
-	}
+	seed := proptest.Seed(t)
 	params := gopter.DefaultTestParametersWithSeed(seed)
 	params.MinSuccessfulTests = 40
-	t.Logf("gopter seed %d (rerun with NP_GOPTER_SEED=%d)", seed, seed)
 
 	type input struct {
 		Rows, BatchRows, OutRows int
