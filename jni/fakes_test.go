@@ -25,7 +25,6 @@ type fakeUpstream struct {
 
 	mu      sync.Mutex
 	failAcq error                    // returned once by the next Acquire
-	failRel error                    // returned once by the next Release
 	before  func(op string, n int64) // runs at the start of each call, like Spark's spill re-entering
 	misuse  []string
 }
@@ -75,8 +74,6 @@ func (u *fakeUpstream) Release(n int64) error {
 		hook("release", n)
 	}
 	u.mu.Lock()
-	fail := u.failRel
-	u.failRel = nil
 	if u.closed.Load() != 0 {
 		u.misuse = append(u.misuse, fmt.Sprintf("Release(%d) after Close", n))
 	}
@@ -84,9 +81,6 @@ func (u *fakeUpstream) Release(n int64) error {
 		u.misuse = append(u.misuse, fmt.Sprintf("Release(%d)", n))
 	}
 	u.mu.Unlock()
-	if fail != nil {
-		return fail
-	}
 	if h := u.held.Add(-n); h < 0 {
 		u.mu.Lock()
 		u.misuse = append(u.misuse, fmt.Sprintf("Release(%d) over-returns: held %d", n, h))
@@ -98,7 +92,6 @@ func (u *fakeUpstream) Release(n int64) error {
 func (u *fakeUpstream) Close() { u.closed.Add(1) }
 
 func (u *fakeUpstream) failNextAcquire(err error)       { u.mu.Lock(); u.failAcq = err; u.mu.Unlock() }
-func (u *fakeUpstream) failNextRelease(err error)       { u.mu.Lock(); u.failRel = err; u.mu.Unlock() }
 func (u *fakeUpstream) setBefore(f func(string, int64)) { u.mu.Lock(); u.before = f; u.mu.Unlock() }
 
 // requireSane fails the test if the bridge misused the upstream.

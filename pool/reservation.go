@@ -106,6 +106,7 @@ func (r *Reservation) TryShrink(n int64) (int64, error) {
 	}
 	prev, ok := r.subtract(n)
 	if !ok {
+		//lint:ignore ST1005 DataFusion's exact wording, which users grep for.
 		return prev, fmt.Errorf("Cannot free the capacity %d out of allocated size %d: %w", n, prev, ErrInvalidSize)
 	}
 	r.pool.Shrink(r, n)
