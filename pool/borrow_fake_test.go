@@ -36,6 +36,9 @@ type sparkFake struct {
 	rels     []int64
 	// onAcquire, when set, runs at the start of every Acquire (no lock held).
 	onAcquire func(ask int64)
+	// onRelease, when set, runs at the start of every Release (no lock
+	// held), before anything is released: a panic there releases nothing.
+	onRelease func(n int64)
 }
 
 func newSparkFake() *sparkFake { return &sparkFake{limit: math.MaxInt64} }
@@ -73,6 +76,12 @@ func (f *sparkFake) Acquire(n int64) (int64, error) {
 func (f *sparkFake) Release(n int64) error {
 	if n <= 0 {
 		panic(fmt.Sprintf("sparkFake: Release(%d): the pool must never release %d bytes", n, n))
+	}
+	f.mu.Lock()
+	hook := f.onRelease
+	f.mu.Unlock()
+	if hook != nil {
+		hook(n)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -127,6 +136,9 @@ func (f *sparkFake) FailReleases(err error) { f.mu.Lock(); f.relErr = err; f.mu.
 
 // OnAcquire sets the hook run at the start of each Acquire.
 func (f *sparkFake) OnAcquire(fn func(ask int64)) { f.mu.Lock(); f.onAcquire = fn; f.mu.Unlock() }
+
+// OnRelease sets the hook run at the start of each Release.
+func (f *sparkFake) OnRelease(fn func(n int64)) { f.mu.Lock(); f.onRelease = fn; f.mu.Unlock() }
 
 // grant replies with a fixed number of bytes; fail replies with an error.
 func grant(n int64) func(int64) (int64, error) { return func(int64) (int64, error) { return n, nil } }
@@ -202,10 +214,12 @@ func unifiedInvariantViolation(p pool.Unified, upHeld, chunk int64, rs ...*pool.
 		}
 	}
 	switch {
-	case s.Reserved < 0 || s.Held < 0 || s.Slack < 0 || s.Overcommit < 0:
+	case s.Reserved < 0 || s.Held < 0 || s.Slack < 0 || s.Overcommit < 0 || s.Owed < 0:
 		return fmt.Sprintf("negative figure: %+v", s)
-	case s.Held != s.Reserved-s.Overcommit+s.Slack:
-		return fmt.Sprintf("Held %d != Reserved %d - Overcommit %d + Slack %d", s.Held, s.Reserved, s.Overcommit, s.Slack)
+	case s.Acquiring != 0 || s.Returning != 0:
+		return fmt.Sprintf("a call is still in flight: %+v", s)
+	case s.Held != s.Reserved-s.Overcommit+s.Slack+s.Owed:
+		return fmt.Sprintf("Held %d != Reserved %d - Overcommit %d + Slack %d + Owed %d", s.Held, s.Reserved, s.Overcommit, s.Slack, s.Owed)
 	case upHeld != s.Held:
 		return fmt.Sprintf("upstream holds %d for the pool but the pool says Held %d (%+v)", upHeld, s.Held, s)
 	case s.Overcommit > 0 && s.Slack > 0:

@@ -224,8 +224,11 @@ func TestUnifiedUpstreamErrorWithBytesIsTreatedAsAZeroGrant(t *testing.T) {
 
 // A failed Release released nothing (the Upstream contract; the JVM side
 // rejects a bad release before telling Spark), so the pool keeps the bytes
-// held: its view and upstream's stay equal, and Close hands them back.
-func TestUnifiedFailedReleaseKeepsTheBytesHeldUntilALaterRelease(t *testing.T) {
+// held: its view and upstream's stay equal. They stay charged as owed, not
+// slack: the next grow asks upstream instead of spending bytes the JVM may
+// be about to take back, and the next sweep (here: the last consumer
+// leaving) hands them back.
+func TestUnifiedFailedReleaseLeavesTheBytesChargedNotSpendable(t *testing.T) {
 	up := newSparkFake()
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0))
 	r := pool.NewConsumer("sort").Register(p)
@@ -238,11 +241,18 @@ func TestUnifiedFailedReleaseKeepsTheBytesHeldUntilALaterRelease(t *testing.T) {
 	s := p.Stats()
 	assert.Equal(t, int64(100), s.Held, "upstream still holds the bytes, so the pool does too")
 	assert.Equal(t, up.Held(), s.Held)
-	assert.Equal(t, int64(100), s.Slack)
+	assert.Equal(t, int64(100), s.Owed)
+	assert.Zero(t, s.Slack, "owed bytes are never slack")
 	assert.Equal(t, int64(1), s.UpstreamErrors)
-	require.NoError(t, p.Close())
-	assert.Equal(t, []int64{100}, up.Rels(), "Close hands the kept bytes back once")
+	requireUnifiedInvariants(t, p, up.Held(), 0, r)
+
+	require.NoError(t, r.TryGrow(60))
+	assert.Equal(t, []int64{100, 60}, up.Asks(), "the grow borrows; it does not spend owed bytes")
+	r.Close()
+	assert.Equal(t, []int64{60, 100}, up.Rels(), "the shrink returns its 60 bytes; the last consumer leaving, the owed 100")
 	assert.Zero(t, up.Held())
+	require.NoError(t, p.Close())
+	assert.Equal(t, []int64{60, 100}, up.Rels(), "nothing is handed back twice")
 }
 
 func TestUnifiedChunkedBorrowsWholeChunksAndKeepsSlackWithinTwoChunks(t *testing.T) {

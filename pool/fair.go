@@ -125,27 +125,66 @@ func (p *fairPool) Grow(r *Reservation, n int64) {
 	}
 	now := p.totalLocked()
 	p.mu.Unlock()
-	p.rise(now)
+	p.riseFor(c, n, now)
 }
 
-// Shrink implements Pool.
+// Shrink implements Pool. Giving back more than the pool recorded for the
+// consumer is an accounting bug elsewhere: it panics with Comet's wording
+// and changes nothing.
 func (p *fairPool) Shrink(r *Reservation, n int64) {
 	c := r.Consumer()
 	p.mu.Lock()
-	if c.CanSpill() {
-		if s := p.mu.spillers[c]; s != nil {
-			s.reserved -= n
-			if s.registrations == 0 && s.reserved <= 0 {
-				p.deleteLocked(c)
-			}
-		}
-		p.mu.spillable -= n
-	} else {
-		p.mu.unspillable -= n
+	if held := p.heldLocked(c); n > held {
+		p.mu.Unlock()
+		panic(fmt.Sprintf("Failed to release %d bytes where only %d bytes tracked for the consumer %s", n, held, c))
 	}
+	p.unbookLocked(c, n)
 	now := p.totalLocked()
 	p.mu.Unlock()
 	p.fall(now)
+}
+
+// heldLocked is what the pool recorded for c: its total across
+// reservations if it can spill, the unspillable bucket otherwise (the pool
+// keeps no per-consumer figure for those). The caller holds p.mu.
+func (p *fairPool) heldLocked(c *Consumer) int64 {
+	if !c.CanSpill() {
+		return p.mu.unspillable
+	}
+	if s := p.mu.spillers[c]; s != nil {
+		return s.reserved
+	}
+	return 0
+}
+
+// unbookLocked takes n bytes off c's bucket, and forgets a spillable
+// consumer whose last registration is gone once it holds nothing (a grow
+// racing the last Close is handed back after Unregister). The caller holds
+// p.mu.
+func (p *fairPool) unbookLocked(c *Consumer, n int64) {
+	if !c.CanSpill() {
+		p.mu.unspillable -= n
+		return
+	}
+	if s := p.mu.spillers[c]; s != nil {
+		s.reserved -= n
+		if s.registrations == 0 && s.reserved == 0 {
+			p.deleteLocked(c)
+		}
+	}
+	p.mu.spillable -= n
+}
+
+// riseFor runs the meter after c's grow of n bytes; a panicking threshold
+// callback takes the grow back out before the panic goes on.
+func (p *fairPool) riseFor(c *Consumer, n, now int64) {
+	if p.risesPast(now) {
+		p.riseOrUndo(now, func() {
+			p.mu.Lock()
+			p.unbookLocked(c, n)
+			p.mu.Unlock()
+		})
+	}
 }
 
 // TryGrow implements Pool. A spillable consumer is refused if its total
@@ -186,7 +225,7 @@ func (p *fairPool) TryGrow(r *Reservation, n int64) error {
 	}
 	now := p.totalLocked()
 	p.mu.Unlock()
-	p.rise(now)
+	p.riseFor(c, n, now)
 	return nil
 }
 

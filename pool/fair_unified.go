@@ -65,8 +65,11 @@ func (p *fairUnified) TryGrow(r *Reservation, n int64) error {
 }
 
 // admitLocked applies the fair share, then the pool total, in Comet's
-// order. The caller holds p.mu. The comparisons subtract instead of adding
-// so that a huge n cannot overflow.
+// order. The caller holds p.mu. Bytes upstream still counts for the pool
+// count against both: a consumer's shrinks whose release is in flight
+// against its share; every release in flight and every owed byte against
+// the total (grows in flight are already in reserved). The comparisons
+// subtract instead of adding so that a huge n cannot overflow.
 func (p *fairUnified) admitLocked(e *consumerBytes, n int64) error {
 	if e.c.CanSpill() {
 		num := int64(max(p.mu.spillable, 1))
@@ -75,16 +78,16 @@ func (p *fairUnified) admitLocked(e *consumerBytes, n int64) error {
 			p.mu.shareFresh = true
 		}
 		share := p.mu.share
-		if n > share-e.bytes {
+		if held := e.bytes + e.returning; n > share-held {
 			return &ExhaustedError{Msg: fmt.Sprintf(
 				"Failed to acquire %d bytes for %s where this consumer already holds %d bytes and the fair limit is %d bytes, %d spillable registered (%d bytes overcommitted): %s",
-				n, e.c, e.bytes, share, num, p.mu.overcommit, p.describeLocked())}
+				n, e.c, held, share, num, p.mu.overcommit, p.describeLocked())}
 		}
 	}
-	if n > p.size-p.mu.reserved {
+	if used := p.mu.reserved + p.mu.returning + p.mu.owed; n > p.size-used {
 		return &ExhaustedError{Msg: fmt.Sprintf(
 			"Failed to acquire %d bytes for %s where %d bytes already reserved (%d bytes overcommitted) and the pool limit is %d bytes: %s",
-			n, e.c, p.mu.reserved, p.mu.overcommit, p.size, p.describeLocked())}
+			n, e.c, used, p.mu.overcommit, p.size, p.describeLocked())}
 	}
 	return nil
 }

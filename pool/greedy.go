@@ -43,7 +43,9 @@ func (p *greedyPool) Unregister(*Consumer) {}
 
 // Grow implements Pool: an unconditional add.
 func (p *greedyPool) Grow(_ *Reservation, n int64) {
-	p.rise(p.used.Add(n))
+	if now := p.used.Add(n); p.risesPast(now) {
+		p.riseOrUndo(now, func() { p.used.Add(-n) })
+	}
 }
 
 // Shrink implements Pool.
@@ -65,7 +67,9 @@ func (p *greedyPool) TryGrow(r *Reservation, n int64) error {
 			return InsufficientCapacity(r, n, max(p.size-used, 0), p)
 		}
 		if p.used.CompareAndSwap(used, used+n) {
-			p.rise(used + n)
+			if now := used + n; p.risesPast(now) {
+				p.riseOrUndo(now, func() { p.used.Add(-n) })
+			}
 			return nil
 		}
 	}

@@ -38,7 +38,10 @@ type Watcher interface {
 	// pool's locks are released, so it may call into the pool; but it runs
 	// inside the pool's Grow or TryGrow, before the reservation has added the
 	// bytes to its own Size, so it must not shrink the reservation whose
-	// grow triggered it. Crossings caused concurrently may be delivered out
+	// grow triggered it. It may close it: that grow then fails with
+	// ErrClosed and hands its bytes back. If fn panics during a grow, the
+	// grow is taken back out of the pool and the panic reaches the grow's
+	// caller unchanged. Crossings caused concurrently may be delivered out
 	// of order. The returned stop function removes the threshold.
 	OnThreshold(t Threshold, fn func(Crossing)) (stop func())
 }
@@ -81,9 +84,30 @@ func (m *meter) init(name string, load func() int64) {
 // rise records that reserved bytes increased to now. Its fast path (two
 // atomic loads) is small enough to inline into every pool's grow.
 func (m *meter) rise(now int64) {
-	if now > m.peak.Load() || now >= m.nextUp.Load() {
+	if m.risesPast(now) {
 		m.riseSlow(now)
 	}
+}
+
+// risesPast reports whether reserved bytes at now need the slow path: a new
+// high-water mark or an upward threshold. Inlined into the pools' grows.
+func (m *meter) risesPast(now int64) bool {
+	return now > m.peak.Load() || now >= m.nextUp.Load()
+}
+
+// riseOrUndo is riseSlow for a grow the pool has booked but whose caller
+// has not yet seen it succeed: if a threshold callback panics, undo takes
+// the grow back out of the pool's books before the panic goes on, unchanged,
+// to the caller (which then never adds the bytes to the reservation).
+func (m *meter) riseOrUndo(now int64, undo func()) {
+	ok := false
+	defer func() {
+		if !ok {
+			undo()
+		}
+	}()
+	m.riseSlow(now)
+	ok = true
 }
 
 // riseSlow lifts the high-water mark to now (unless another goroutine lifted
@@ -147,6 +171,7 @@ func (m *meter) OnThreshold(t Threshold, fn func(Crossing)) (stop func()) {
 func (m *meter) evaluate() {
 	var fired []Crossing
 	var fns []func(Crossing)
+	var ws []*watch
 	m.mu.Lock()
 	for now := m.load(); ; {
 		for _, w := range m.mu.watches {
@@ -160,6 +185,7 @@ func (m *meter) evaluate() {
 			}
 			fired = append(fired, Crossing{Pool: m.name, Level: w.t.Level, Reserved: now, Up: w.above})
 			fns = append(fns, w.fn)
+			ws = append(ws, w)
 		}
 		m.rearmLocked()
 		again := m.load()
@@ -169,9 +195,30 @@ func (m *meter) evaluate() {
 		now = again
 	}
 	m.mu.Unlock()
+	delivered := 0
+	defer func() {
+		if delivered < len(fired) {
+			m.undeliver(ws[delivered:], fired[delivered:])
+		}
+	}()
 	for i, c := range fired {
 		fns[i](c)
+		delivered++
 	}
+}
+
+// undeliver puts back the state of watches whose crossings were not
+// delivered because a callback panicked (the panicking one included): the
+// crossing did not happen as far as they are concerned, so the same change
+// fires them again, and a grow that the pool took back does not leave a
+// watch believing the level is still exceeded.
+func (m *meter) undeliver(ws []*watch, cs []Crossing) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, w := range ws {
+		w.above = !cs[i].Up
+	}
+	m.rearmLocked()
 }
 
 // rearmLocked recomputes nextUp and nextDown. The caller holds m.mu.

@@ -10,10 +10,19 @@ import (
 // exactly one Register and one Unregister per registration.
 type registration struct {
 	consumer *Consumer
-	// live counts the registration's reservations that are not closed; the
-	// Close that brings it to zero unregisters the consumer.
+	// live counts the registration's reservations that are not closed, plus
+	// Split, Take and NewEmpty calls between taking their slot and learning
+	// whether the reservation they split is still open. Raised only from a
+	// positive value (a compare-and-swap loop), so once it has reached zero
+	// the registration is over for good; whoever brings it to zero
+	// unregisters the consumer, after that reservation's final free.
 	live atomic.Int64
 }
+
+// closedSize is the value of Reservation.state once Close has run: sizes
+// are never negative, so one word says both "closed" and the size, and
+// every change of the size can check for Close atomically with it.
+const closedSize = -1
 
 // Reservation is a consumer's claim on a pool: a byte count that the pool
 // has accepted. It is safe for concurrent use by multiple goroutines, but
@@ -30,20 +39,33 @@ type registration struct {
 // Close a Reservation when done with it: Close frees its bytes and, for the
 // last open reservation of a registration, unregisters the consumer. Using a
 // closed reservation panics (infallible forms) or returns an error wrapping
-// ErrClosed (Try forms); a second Close is a no-op. The zero Reservation is
-// not valid; get one from Consumer.Register.
+// ErrClosed (Try forms); a second Close is a no-op.
+//
+// Close is atomic with respect to every other method. A grow that the pool
+// has booked but the reservation has not yet added when Close lands (a grow
+// racing Close on another goroutine, or a threshold callback closing the
+// reservation it fires for) is handed back to the pool and reported as
+// ErrClosed (TryGrow) or a panic (Grow), so it leaves nothing in the pool or
+// upstream; a grow that added its bytes first is freed by Close. No sibling
+// is born after the last Close of a registration. A panic raised by the pool
+// (an upstream, spiller or threshold callback panicking) leaves the size
+// unchanged and reaches the caller as it was raised.
+//
+// The zero Reservation is not valid; get one from Consumer.Register.
 type Reservation struct {
 	reg *registration
 	// pool is the pool the registration was made with, held by every
 	// reservation of it (not by the registration, which would cost every
 	// call one more dependent load on the grow/shrink hot path).
-	pool   Pool
-	size   atomic.Int64
-	closed atomic.Bool
+	pool Pool
+	// state is the size in bytes, or closedSize once Close has run. Every
+	// change is a compare-and-swap that fails on closedSize, so no grow,
+	// shrink or split lands on a closed reservation.
+	state atomic.Int64
 }
 
-// Size is the number of bytes currently reserved.
-func (r *Reservation) Size() int64 { return r.size.Load() }
+// Size is the number of bytes currently reserved (0 once closed).
+func (r *Reservation) Size() int64 { return max(r.state.Load(), 0) }
 
 // Consumer is the consumer this reservation belongs to.
 func (r *Reservation) Consumer() *Consumer { return r.reg.consumer }
@@ -53,31 +75,39 @@ func (r *Reservation) Pool() Pool { return r.pool }
 
 // TryGrow reserves n more bytes, or returns an error and changes nothing.
 // A refusal wraps ErrResourcesExhausted; a negative n wraps ErrInvalidSize;
-// a closed reservation wraps ErrClosed; an upstream failure (a Java
-// exception, for pools bridged to Spark) is returned wrapped as it is.
+// a closed reservation (also one closed while the pool was deciding) wraps
+// ErrClosed; an upstream failure (a Java exception, for pools bridged to
+// Spark) is returned wrapped as it is.
 func (r *Reservation) TryGrow(n int64) error {
 	if n < 0 {
 		return fmt.Errorf("pool: TryGrow(%d): negative size: %w", n, ErrInvalidSize)
 	}
-	if r.closed.Load() {
+	if r.state.Load() == closedSize {
 		return fmt.Errorf("pool: TryGrow(%d) on %s: %w", n, r.describe(), ErrClosed)
 	}
 	if err := r.pool.TryGrow(r, n); err != nil {
 		return err
 	}
-	r.size.Add(n)
+	if !r.add(n) {
+		r.pool.Shrink(r, n)
+		return fmt.Errorf("pool: TryGrow(%d) on %s: closed while growing: %w", n, r.describe(), ErrClosed)
+	}
 	return nil
 }
 
 // Grow reserves n more bytes unconditionally, even past the pool's limit.
-// It panics if n is negative or the reservation is closed.
+// It panics if n is negative or the reservation is closed (also if it is
+// closed while the pool books the bytes, which are then handed back).
 func (r *Reservation) Grow(n int64) {
 	if n < 0 {
 		panic(fmt.Sprintf("pool: Grow(%d): negative size", n))
 	}
 	r.mustBeOpen("Grow", n)
 	r.pool.Grow(r, n)
-	r.size.Add(n)
+	if !r.add(n) {
+		r.pool.Shrink(r, n)
+		panic(fmt.Sprintf("pool: Grow(%d) on %s: closed while growing: %v", n, r.describe(), ErrClosed))
+	}
 }
 
 // Shrink gives back n bytes. It panics if n is negative, if n exceeds Size
@@ -87,8 +117,10 @@ func (r *Reservation) Shrink(n int64) {
 	if n < 0 {
 		panic(fmt.Sprintf("pool: Shrink(%d): negative size", n))
 	}
-	r.mustBeOpen("Shrink", n)
-	if prev, ok := r.subtract(n); !ok {
+	switch prev, res := r.subtract(n); res {
+	case subtractClosed:
+		panic(fmt.Sprintf("pool: Shrink(%d) on %s: %v", n, r.describe(), ErrClosed))
+	case subtractUnderflow:
 		panic(fmt.Sprintf("Cannot free the capacity %d out of allocated size %d", n, prev))
 	}
 	r.pool.Shrink(r, n)
@@ -101,11 +133,11 @@ func (r *Reservation) TryShrink(n int64) (int64, error) {
 	if n < 0 {
 		return r.Size(), fmt.Errorf("pool: TryShrink(%d): negative size: %w", n, ErrInvalidSize)
 	}
-	if r.closed.Load() {
+	prev, res := r.subtract(n)
+	switch res {
+	case subtractClosed:
 		return 0, fmt.Errorf("pool: TryShrink(%d) on %s: %w", n, r.describe(), ErrClosed)
-	}
-	prev, ok := r.subtract(n)
-	if !ok {
+	case subtractUnderflow:
 		//lint:ignore ST1005 DataFusion's exact wording, which users grep for.
 		return prev, fmt.Errorf("Cannot free the capacity %d out of allocated size %d: %w", n, prev, ErrInvalidSize)
 	}
@@ -139,7 +171,7 @@ func (r *Reservation) TryResize(n int64) error {
 	if n < 0 {
 		return fmt.Errorf("pool: TryResize(%d): negative size: %w", n, ErrInvalidSize)
 	}
-	if r.closed.Load() {
+	if r.state.Load() == closedSize {
 		return fmt.Errorf("pool: TryResize(%d) on %s: %w", n, r.describe(), ErrClosed)
 	}
 	switch cur := r.Size(); {
@@ -156,11 +188,16 @@ func (r *Reservation) TryResize(n int64) error {
 // called only if the size was non-zero, and sees size 0 during that call.
 // Free on a closed reservation returns 0.
 func (r *Reservation) Free() int64 {
-	old := r.size.Swap(0)
-	if old != 0 {
-		r.pool.Shrink(r, old)
+	for {
+		old := r.state.Load()
+		if old <= 0 { // empty or closed
+			return 0
+		}
+		if r.state.CompareAndSwap(old, 0) {
+			r.pool.Shrink(r, old)
+			return old
+		}
 	}
-	return old
 }
 
 // Split moves n bytes into a new reservation of the same registration and
@@ -171,19 +208,28 @@ func (r *Reservation) Split(n int64) *Reservation {
 		panic(fmt.Sprintf("pool: Split(%d): negative size", n))
 	}
 	r.mustBeOpen("Split", n)
-	if prev, ok := r.subtract(n); !ok {
+	r.joinRegistration("Split", n)
+	prev, res := r.subtract(n)
+	if res != subtractOK {
+		r.leaveRegistration()
+		if res == subtractClosed {
+			panic(fmt.Sprintf("pool: Split(%d) on %s: %v", n, r.describe(), ErrClosed))
+		}
 		panic(fmt.Sprintf("pool: Split(%d): exceeds reservation size %d", n, prev))
 	}
-	s := r.sibling()
-	s.size.Store(n)
-	return s
+	return r.sibling(n)
 }
 
 // NewEmpty returns a new, empty reservation of the same registration. The
 // pool is not called. It panics if the reservation is closed.
 func (r *Reservation) NewEmpty() *Reservation {
 	r.mustBeOpen("NewEmpty", 0)
-	return r.sibling()
+	r.joinRegistration("NewEmpty", 0)
+	if r.state.Load() == closedSize {
+		r.leaveRegistration()
+		panic(fmt.Sprintf("pool: NewEmpty(0) on %s: %v", r.describe(), ErrClosed))
+	}
+	return r.sibling(0)
 }
 
 // Take moves every byte into a new reservation of the same registration and
@@ -191,57 +237,123 @@ func (r *Reservation) NewEmpty() *Reservation {
 // the reservation is closed.
 func (r *Reservation) Take() *Reservation {
 	r.mustBeOpen("Take", 0)
-	s := r.sibling()
-	s.size.Store(r.size.Swap(0))
-	return s
+	r.joinRegistration("Take", 0)
+	for {
+		old := r.state.Load()
+		if old == closedSize {
+			r.leaveRegistration()
+			panic(fmt.Sprintf("pool: Take(0) on %s: %v", r.describe(), ErrClosed))
+		}
+		if r.state.CompareAndSwap(old, 0) {
+			return r.sibling(old)
+		}
+	}
 }
 
 // Close frees the reservation's bytes and closes it. The Close that closes
 // the last open reservation of a registration unregisters the consumer from
-// the pool, after that final free. A second Close is a no-op.
+// the pool, after that final free. A second Close is a no-op. Close may be
+// called from a threshold callback fired by this reservation's own grow;
+// that grow then fails with ErrClosed and hands its bytes back.
 func (r *Reservation) Close() {
-	if r.closed.Swap(true) {
+	old := r.state.Swap(closedSize)
+	if old == closedSize {
 		return
 	}
-	r.Free()
-	if r.reg.live.Add(-1) == 0 {
-		r.pool.Unregister(r.reg.consumer)
+	if old != 0 {
+		r.pool.Shrink(r, old)
 	}
+	r.leaveRegistration()
 }
 
 // Closed reports whether Close has been called.
-func (r *Reservation) Closed() bool { return r.closed.Load() }
+func (r *Reservation) Closed() bool { return r.state.Load() == closedSize }
 
 // String describes the reservation for logs and panics.
 func (r *Reservation) String() string {
 	return fmt.Sprintf("reservation(%s, size: %d)", r.reg.consumer, r.Size())
 }
 
-// subtract takes n off the size unless that would go below zero; it returns
-// the size before and whether it succeeded.
-func (r *Reservation) subtract(n int64) (prev int64, ok bool) {
+// add adds n to the size unless the reservation is closed; it reports
+// whether it did. The grow paths call it after the pool booked n, so a
+// Close that landed in between is seen here and the grow handed back.
+func (r *Reservation) add(n int64) bool {
 	for {
-		prev = r.size.Load()
-		if n > prev {
-			return prev, false
+		old := r.state.Load()
+		if old == closedSize {
+			return false
 		}
-		if r.size.CompareAndSwap(prev, prev-n) {
-			return prev, true
+		if r.state.CompareAndSwap(old, old+n) {
+			return true
 		}
 	}
 }
 
-func (r *Reservation) sibling() *Reservation {
-	r.reg.live.Add(1)
-	return &Reservation{reg: r.reg, pool: r.pool}
+type subtractResult int
+
+const (
+	subtractOK subtractResult = iota
+	subtractUnderflow
+	subtractClosed
+)
+
+// subtract takes n off the size unless that would go below zero or the
+// reservation is closed; it returns the size before and what happened.
+func (r *Reservation) subtract(n int64) (prev int64, res subtractResult) {
+	for {
+		prev = r.state.Load()
+		switch {
+		case prev == closedSize:
+			return 0, subtractClosed
+		case n > prev:
+			return prev, subtractUnderflow
+		}
+		if r.state.CompareAndSwap(prev, prev-n) {
+			return prev, subtractOK
+		}
+	}
+}
+
+// joinRegistration takes a slot in the registration for a sibling about
+// to be made, unless the registration is already over (its last
+// reservation closed), in which case it panics.
+func (r *Reservation) joinRegistration(op string, n int64) {
+	for {
+		live := r.reg.live.Load()
+		if live <= 0 {
+			panic(fmt.Sprintf("pool: %s(%d) on %s: %v", op, n, r.describe(), ErrClosed))
+		}
+		if r.reg.live.CompareAndSwap(live, live+1) {
+			return
+		}
+	}
+}
+
+// leaveRegistration gives up one slot of the registration; the last one
+// unregisters the consumer.
+func (r *Reservation) leaveRegistration() {
+	if r.reg.live.Add(-1) == 0 {
+		r.pool.Unregister(r.reg.consumer)
+	}
+}
+
+// sibling returns a new reservation of size n in the slot joinRegistration
+// took.
+func (r *Reservation) sibling(n int64) *Reservation {
+	s := &Reservation{reg: r.reg, pool: r.pool}
+	s.state.Store(n)
+	return s
 }
 
 func (r *Reservation) mustBeOpen(op string, n int64) {
-	if r.closed.Load() {
+	if r.state.Load() == closedSize {
 		panic(fmt.Sprintf("pool: %s(%d) on %s: %v", op, n, r.describe(), ErrClosed))
 	}
 }
 
 func (r *Reservation) describe() string {
-	return fmt.Sprintf("closed reservation of %s", r.reg.consumer)
+	if r.Closed() {
+		return fmt.Sprintf("closed reservation of %s", r.reg.consumer)
+	}
+	return fmt.Sprintf("reservation of %s", r.reg.consumer)
 }

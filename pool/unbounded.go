@@ -34,7 +34,9 @@ func (p *unboundedPool) Unregister(*Consumer) {}
 
 // Grow implements Pool.
 func (p *unboundedPool) Grow(_ *Reservation, n int64) {
-	p.rise(p.used.Add(n))
+	if now := p.used.Add(n); p.risesPast(now) {
+		p.riseOrUndo(now, func() { p.used.Add(-n) })
+	}
 }
 
 // Shrink implements Pool.

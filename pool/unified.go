@@ -45,13 +45,29 @@ func WithLogger(logger *slog.Logger) UnifiedOption {
 }
 
 // UnifiedStats is a snapshot of a unified pool's accounting, readable at any
-// time. Between operations Held = Reserved - Overcommit + Slack.
+// time. Between operations Held = Reserved - Overcommit + Slack + Owed, and
+// Held is exactly what upstream counts for the pool.
+//
+// During a call in flight the figures say where its bytes are: a TryGrow
+// waiting for upstream is in Acquiring but not yet in Reserved (a refusal
+// never shows up there); a Grow waiting for upstream is already in Reserved
+// (it cannot fail). A release in flight has left Reserved but stays in Held
+// and in Returning until upstream has taken the bytes back; one that failed
+// stays in Held as Owed. Reserved is what the pool's reservations hold;
+// Held is what upstream is charged.
 type UnifiedStats struct {
-	Reserved   int64 // bytes recorded for reservations
-	Held       int64 // bytes borrowed from upstream and not yet released
-	Slack      int64 // bytes held but not reserved (chunk remainder)
+	Reserved   int64 // bytes recorded for reservations (committed grows)
+	Held       int64 // bytes upstream granted and has not taken back: its view of the pool
+	Slack      int64 // bytes held and free to back the next grows (chunk remainder)
 	Overcommit int64 // bytes reserved by Grow that upstream did not grant
 	Peak       int64 // high-water mark of Reserved
+
+	Acquiring int64 // bytes of grows whose Acquire is in flight, not covered by slack
+	Returning int64 // bytes handed to Release calls still in flight (part of Held)
+	// Owed is bytes whose Release failed or panicked: still held and charged
+	// upstream, never spent as slack, handed back by the next sweep (a
+	// Reclaim, the last consumer leaving, a trim) or by Close.
+	Owed int64
 
 	AcquireCalls int64 // Upstream.Acquire calls
 	ReleaseCalls int64 // Upstream.Release calls
