@@ -260,10 +260,12 @@ func (r *Reservation) Close() {
 	if old == closedSize {
 		return
 	}
+	// Even if the final free panics (a panicking upstream), the
+	// reservation is closed and its registration slot given up.
+	defer r.leaveRegistration()
 	if old != 0 {
 		r.pool.Shrink(r, old)
 	}
-	r.leaveRegistration()
 }
 
 // Closed reports whether Close has been called.
