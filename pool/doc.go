@@ -47,6 +47,56 @@
 //     consumers in every refusal, worded as DataFusion words them.
 //   - NewLogging: one structured slog record per pool operation.
 //
+// # Exact under races and panics
+//
+// What a pool records, what its reservations hold and what upstream counts
+// stay equal on every path, not only the happy one:
+//
+//   - Close is atomic with respect to grows and splits. A reservation's size
+//     and its closed state are one atomic word, so a grow the pool has
+//     booked when a Close lands (on another goroutine, or from a threshold
+//     callback closing the reservation it fires for) is handed back and
+//     fails with ErrClosed (Grow panics); Split, Take and NewEmpty take
+//     their registration slot before they move bytes, so no sibling is born
+//     after the last Close. Pools keep a consumer's entry after Unregister
+//     until such a grow has been handed back.
+//   - A panic in Upstream.Acquire (or in a Spiller that Acquire reached
+//     through Reclaim), in Upstream.Release or in a threshold callback
+//     reaches the caller unchanged, after the books are settled: a grow is
+//     rolled back as if it had never been asked (its reservation never adds
+//     the bytes; a watch whose crossing was not delivered is re-armed); a
+//     release is kept as owed, as a failed one is.
+//   - A pool-level shrink of more than the pool recorded for the consumer
+//     panics with Comet's wording ("Failed to release n bytes where only m
+//     bytes tracked for the consumer …") and changes nothing.
+//
+// # Where bytes in flight are counted (unified pools)
+//
+// Admission never counts on bytes upstream still holds for the pool. A grow
+// counts against the pool total from the moment it is booked; a release
+// counts against the pool total, and against the share of the consumer whose
+// shrink caused it, until upstream has the bytes back; a release that failed
+// stays charged as owed, is never spent as slack, and goes back at the next
+// sweep (a Reclaim, the last consumer leaving) or at Close.
+//
+// What the figures say meanwhile: Reserved (and the meter) shows committed
+// grows only — a TryGrow waiting upstream is not in it (a refusal never shows
+// up), a Grow is (it cannot fail) — and no longer shows a shrink whose
+// release is in flight. UnifiedStats.Held is always upstream's figure;
+// Acquiring, Returning and Owed say where the bytes in flight are. A TryGrow
+// asks upstream for its missing bytes plus the overcommit debt (Comet's
+// try_acquire); a partial grant repays the debt first and only the rest goes
+// back. A Close of the pool while a TryGrow waits does not report that
+// TryGrow's bytes as leaked: they were never reserved, and the TryGrow
+// fails with ErrClosed after handing its grant back.
+//
+// # Idle pools hold nothing
+//
+// When a unified pool's last consumer leaves, all its slack goes back
+// upstream in that call. The chunk a pool borrows in is quantised by its
+// size, as Velox does: 1 MiB while reserved is under 16 MiB, 4 MiB under
+// 64 MiB, then the configured chunk (never more than configured).
+//
 // Every pool reports its high-water mark and can notify threshold crossings
 // (Watcher). Errors match ErrResourcesExhausted and ErrInvalidSize with
 // errors.Is through every decorator; refusal messages keep DataFusion's text.
