@@ -25,13 +25,17 @@ type greedyUnified struct {
 //
 // Borrowing, shared with NewFairUnified:
 //
-//   - Chunks (WithChunkSize, default DefaultChunkSize = C): a grow that slack
-//     does not cover asks upstream for the missing bytes rounded up to a
-//     multiple of C. Whenever no call is in flight and no Reclaim is
-//     running, slack ≤ 2C: a shrink that leaves slack ≤ 2C stays local, one
-//     that leaves more releases down to C (hysteresis, so grow/shrink pairs
-//     at a boundary never thrash). C = 0 is Comet's pass-through: one
-//     upstream call per non-zero grow and per non-zero shrink, no slack.
+//   - Chunks (WithChunkSize, default DefaultChunkSize): the chunk C in force
+//     is quantised by the pool's size (1 MiB while reserved is under
+//     16 MiB, 4 MiB under 64 MiB, then the configured chunk, never more). A
+//     grow that slack does not cover asks upstream for the missing bytes
+//     rounded up to a multiple of C. Whenever no call is in flight and no
+//     Reclaim is running, slack ≤ 2C: a shrink that leaves slack ≤ 2C stays
+//     local, one that leaves more releases down to C (hysteresis, so
+//     grow/shrink pairs at a boundary never thrash); when the last consumer
+//     leaves, all slack goes back. A configured chunk of 0 is Comet's
+//     pass-through: one upstream call per non-zero grow and per non-zero
+//     shrink, no slack.
 //   - Overcommit: Grow never fails; what upstream does not grant is
 //     recorded as overcommit and repaid by the first bytes freed. TryGrow
 //     asks for its missing bytes plus the debt (Comet's try_acquire), and a
