@@ -448,7 +448,9 @@ func (l *loan) grow(r *Reservation, n int64) {
 	now := l.commitLocked(n)
 	if slack >= n {
 		l.mu.Unlock()
-		l.riseFor(e, n, now)
+		if l.risesPast(now) {
+			l.riseUndoable(e, n, now)
+		}
 		return
 	}
 	l.growSlow(e, n, n-slack, now)
@@ -538,7 +540,9 @@ func (l *loan) tryGrow(r *Reservation, n int64, admit admitFunc) error {
 		l.addLocked(e, n)
 		now := l.commitLocked(n)
 		l.mu.Unlock()
-		l.riseFor(e, n, now)
+		if l.risesPast(now) {
+			l.riseUndoable(e, n, now)
+		}
 		return nil
 	}
 	return l.tryGrowSlow(e, n)
@@ -597,7 +601,9 @@ func (l *loan) tryGrowSlow(e *consumerBytes, n int64) error {
 		rel := l.trimLocked()
 		l.mu.Unlock()
 		_ = l.giveBack(rel, nil, 0) // failures are logged inside
-		l.riseFor(e, n, now)
+		if l.risesPast(now) {
+			l.riseUndoable(e, n, now)
+		}
 		return nil
 	}
 	// Roll back: the bytes leave the reservation, and whatever was granted
@@ -618,14 +624,12 @@ func (l *loan) tryGrowSlow(e *consumerBytes, n int64) error {
 	return out
 }
 
-// riseFor runs the meter after e's grow of n bytes, committed at now. If a
+// riseUndoable is the meter's slow path after e's grow of n bytes,
+// committed at now (the caller checked risesPast, which inlines). If a
 // threshold callback panics, the grow is taken back out of the books (its
 // bytes become slack, handed back by the slack policy) before the panic
 // goes on to the caller, which then never adds them to the reservation.
-func (l *loan) riseFor(e *consumerBytes, n, now int64) {
-	if !l.risesPast(now) {
-		return
-	}
+func (l *loan) riseUndoable(e *consumerBytes, n, now int64) {
 	l.riseOrUndo(now, func() {
 		l.mu.Lock()
 		if l.mu.closed {

@@ -125,7 +125,9 @@ func (p *fairPool) Grow(r *Reservation, n int64) {
 	}
 	now := p.totalLocked()
 	p.mu.Unlock()
-	p.riseFor(c, n, now)
+	if p.risesPast(now) {
+		p.riseUndoable(c, n, now)
+	}
 }
 
 // Shrink implements Pool. Giving back more than the pool recorded for the
@@ -175,16 +177,15 @@ func (p *fairPool) unbookLocked(c *Consumer, n int64) {
 	p.mu.spillable -= n
 }
 
-// riseFor runs the meter after c's grow of n bytes; a panicking threshold
-// callback takes the grow back out before the panic goes on.
-func (p *fairPool) riseFor(c *Consumer, n, now int64) {
-	if p.risesPast(now) {
-		p.riseOrUndo(now, func() {
-			p.mu.Lock()
-			p.unbookLocked(c, n)
-			p.mu.Unlock()
-		})
-	}
+// riseUndoable is the meter's slow path after c's grow of n bytes (the
+// caller checked risesPast, which inlines); a panicking threshold callback
+// takes the grow back out before the panic goes on.
+func (p *fairPool) riseUndoable(c *Consumer, n, now int64) {
+	p.riseOrUndo(now, func() {
+		p.mu.Lock()
+		p.unbookLocked(c, n)
+		p.mu.Unlock()
+	})
 }
 
 // TryGrow implements Pool. A spillable consumer is refused if its total
@@ -225,7 +226,9 @@ func (p *fairPool) TryGrow(r *Reservation, n int64) error {
 	}
 	now := p.totalLocked()
 	p.mu.Unlock()
-	p.riseFor(c, n, now)
+	if p.risesPast(now) {
+		p.riseUndoable(c, n, now)
+	}
 	return nil
 }
 
