@@ -849,3 +849,80 @@ func TestArbiterSpillThatGrowsBackWhatItFreedIsNotAskedAgain(t *testing.T) {
 	assert.Equal(t, int64(100), churn.Used())
 	assert.Equal(t, int64(100), a.Used())
 }
+
+// TestArbiterNestedAcquireRunsItsOwnSpillLoopAndTheOuterLoopGoesOn follows
+// Spark's TaskMemoryManager through a re-entrant acquire. req asks for 50
+// in a full pool of 100: victim (60) covers it and is spilled; its callback
+// frees its 60 and then asks for 80 itself. That nested acquire is a full
+// one: granted 60, it spills third (40) for the rest. Back in the outer
+// loop the victim is credited 20 net (100 released, 80 re-acquired), so
+// req gets the 20 free; the outer loop then goes on with its old candidate
+// list (third, now empty, then victim, which frees nothing) and returns 20.
+func TestArbiterNestedAcquireRunsItsOwnSpillLoopAndTheOuterLoopGoesOn(t *testing.T) {
+	a := pool.NewExecutorArbiter(100, arbQuiet)
+	task := a.NewTask(context.Background(), "T")
+	log := &spillLog{}
+	req, victim, third := task.NewConsumer("req", nil), task.NewConsumer("victim", nil), task.NewConsumer("third", nil)
+	third.SetReclaimer(&recordingSpiller{log: log, c: third, free: freeAll})
+	mustAcquire(t, victim, 60, 60)
+	mustAcquire(t, third, 40, 40)
+	var nested acquireResult
+	spilled := false
+	victim.SetReclaimer(reclaimFunc(func(target int64) (int64, error) {
+		log.add(fmt.Sprintf("victim(%d)", target))
+		if spilled {
+			return 0, nil
+		}
+		spilled = true
+		if err := victim.Release(60); err != nil {
+			return 0, err
+		}
+		nested.granted, nested.err = victim.Acquire(80)
+		return 60, nil
+	}))
+	r := awaitResult(t, acquireAsync(req, 50))
+	require.NoError(t, r.err)
+	assert.Equal(t, int64(20), r.granted)
+	require.NoError(t, nested.err)
+	assert.Equal(t, int64(80), nested.granted)
+	assert.Equal(t, []string{"victim(50)", "third(20)", "third(30)", "victim(30)"}, log.get())
+	assert.Equal(t, int64(80), victim.Used())
+	assert.Equal(t, int64(0), third.Used())
+	assert.Equal(t, int64(20), req.Used())
+	assert.Equal(t, int64(100), a.Used())
+	assert.Equal(t, int64(100), task.Used())
+}
+
+// TestArbiterSpillPanicLeavesNoReentryBehind: after a spill callback
+// panicked on this goroutine, this goroutine is not the monitor's holder
+// any more, so its next Acquire queues on the monitor while another
+// goroutine holds it (waiting for 1/2N) instead of slipping past it. Seen
+// through the wait count: only the holder waited; the queued Acquire ends
+// with the task's context.
+func TestArbiterSpillPanicLeavesNoReentryBehind(t *testing.T) {
+	a := pool.NewExecutorArbiter(1000, arbQuiet)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	task := a.NewTask(ctx, "T")
+	req, other := task.NewConsumer("req", nil), task.NewConsumer("other", nil)
+	x := a.NewTask(context.Background(), "X").NewConsumer("x", nil)
+	mustAcquire(t, x, 600, 600) // alone: the whole pool is its cap
+	mustAcquire(t, other, 400, 400)
+	other.SetReclaimer(reclaimFunc(func(int64) (int64, error) { panic("spill bug") }))
+	assert.PanicsWithValue(t, "spill bug", func() { _, _ = req.Acquire(100) }) // N=2: 0 granted, then the spill
+	other.SetReclaimer(nil)
+	require.NoError(t, other.Release(400))
+	mustAcquire(t, x, 300, 300) // alone: 100 left free
+
+	holder := acquireAsync(req, 200) // 100 < 1/2N = 250: waits, holding T's monitor
+	requireBlocked(t, a, holder, 1)
+	stop := time.AfterFunc(100*time.Millisecond, cancel)
+	defer stop.Stop()
+	_, err := req.Acquire(10) // this goroutine, which panicked in a spill callback
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, int64(1), a.Stats().Waits, "the second Acquire queued on the monitor, it did not wait for 1/2N itself")
+	r := awaitResult(t, holder)
+	require.ErrorIs(t, r.err, context.Canceled)
+	assert.Equal(t, int64(0), task.Used())
+	assert.Equal(t, int64(900), a.Used())
+}
