@@ -606,8 +606,9 @@ func (t *ArbiterTask) rollback(got int64) {
 // MemoryConsumer) and the Upstream a unified pool borrows from. Its Acquire
 // follows Spark's rules (see ExecutorArbiter) and may block and run spill
 // callbacks of the task's consumers, this one last, on the calling
-// goroutine; such a callback may Acquire again on that goroutine. It is safe for concurrent use by multiple goroutines; build it
-// with ArbiterTask.NewConsumer, the zero value is not usable.
+// goroutine; such a callback may Acquire again on that goroutine. It is
+// safe for concurrent use by multiple goroutines; build it with
+// ArbiterTask.NewConsumer, the zero value is not usable.
 type ArbiterConsumer struct {
 	task  *ArbiterTask
 	name  string
@@ -650,11 +651,11 @@ func (c *ArbiterConsumer) Used() int64 {
 // task holds 1/2N of the pool, and may call the spill callbacks of the
 // task's consumers on this goroutine first; see ExecutorArbiter. Called
 // from such a callback on the same goroutine, it re-enters the task's
-// monitor instead of waiting for it. It fails,
-// granting nothing, with an error wrapping the context's error when the
-// task's context ends, ErrClosed when the task or the arbiter is closed (also
-// while waiting), ErrInvalidSize when n < 0, or the error of a spill
-// callback. n == 0 grants 0 without error.
+// monitor instead of waiting for it. It fails, granting nothing, with an
+// error wrapping the context's error when the task's context ends,
+// ErrClosed when the task or the arbiter is closed (also while waiting),
+// ErrInvalidSize when n < 0, or the error of a spill callback. n == 0
+// grants 0 without error.
 func (c *ArbiterConsumer) Acquire(n int64) (int64, error) {
 	if n < 0 {
 		return 0, fmt.Errorf("pool: Acquire(%d): negative size: %w", n, ErrInvalidSize)
