@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/timandy/routine"
 )
 
 // ExecutorArbiter is one executor-wide memory budget shared by concurrently
@@ -32,9 +34,24 @@ import (
 // per task at a time, held across the spill callbacks and the wait. Release
 // never takes the monitor (Spark's releaseExecutionMemory is not synchronized
 // on the TMM), so a spill callback may release re-entrantly and other
-// goroutines of the task may release while one of them waits. A spill
-// callback must not Acquire on its own task: the monitor is not re-entrant
-// (Spark's MemoryConsumer.spill doc forbids it too).
+// goroutines of the task may release while one of them waits.
+//
+// The monitor is re-entrant for the goroutine that holds it, as Java's
+// synchronized is for the thread: a spill callback runs on the goroutine of
+// the acquire that called it, and an Acquire of the same task on that
+// goroutine (a Spiller growing its own task's pool, through the pool's
+// Upstream) proceeds without taking the monitor again. The nested acquire
+// is a full one, as in Spark: it may wait for 1/2N (still holding the
+// monitor) and may run its own spill loop over the task's consumers as they
+// are then, the outer requester and the consumer whose callback is running
+// included (a Spiller that grows during its spill must tolerate being asked
+// to spill again, or free before it grows). The outer loop then goes on
+// with its candidate list as it was. Any other goroutine, one the callback
+// started or handed work to included, still queues on the monitor until
+// the outer acquire returns: a callback that waits for such a goroutine's
+// Acquire deadlocks, as it does in Spark (here the task's context or Close
+// ends it). Spark's MemoryConsumer.spill doc advises against acquiring from
+// spill; this only makes it behave as Spark does when it happens.
 //
 // # Where it differs from Spark
 //
@@ -43,9 +60,10 @@ import (
 //     monitor) with an error, and nothing stays granted. Spark's wait can
 //     only be interrupted.
 //   - A spill counts as positive only by the bytes the task really released
-//     during the callback, so a callback that claims bytes without releasing
-//     them cannot spin the spill loop (in Spark it can, see
-//     TaskMemoryManager.trySpillAndAcquire).
+//     during the callback, net of what acquires nested in the callback took,
+//     so a callback that claims bytes without releasing them, or that
+//     releases them and acquires them again, cannot spin the spill loop (in
+//     Spark it can, see TaskMemoryManager.trySpillAndAcquire).
 //   - A task that leaves acquire holding 0 bytes leaves N at once (Spark
 //     keeps a zero entry until the task releases or ends).
 //   - An error from a spill callback releases what the acquire had gathered
@@ -294,11 +312,23 @@ type ArbiterTask struct {
 	// monitor is the TMM monitor as a one-slot semaphore, so that queuing
 	// on it is cancellable. Held by Acquire across spills and waits.
 	monitor chan struct{}
+	// spillOwner makes the monitor re-entrant: it is the id
+	// (routine.Goid, read from the runtime, never parsed from a stack) of
+	// the goroutine that holds the monitor while that goroutine runs a spill
+	// callback, and 0 otherwise. Only that goroutine writes it: it sets it
+	// around each callback and restores the previous value after (a nested
+	// acquire's callbacks set the same id again). Another goroutine only
+	// compares it with its own id, which never matches, so it queues on the
+	// monitor.
+	spillOwner atomic.Uint64
 	// done is closed by Close (under arb.mu).
 	done chan struct{}
-	// released counts every byte the task's consumers released; spill
-	// callbacks are credited with its increase.
+	// released counts every byte the task's consumers released, acquired
+	// every byte its acquires handed out; a spill callback is credited with
+	// the increase of released minus that of acquired (what nested acquires
+	// took back during it).
 	released atomic.Int64
+	acquired atomic.Int64
 	waits    atomic.Int64
 	spills   atomic.Int64
 
@@ -408,12 +438,24 @@ func (t *ArbiterTask) lockMonitor() error {
 
 func (t *ArbiterTask) unlockMonitor() { <-t.monitor }
 
-// acquire is TaskMemoryManager.acquireExecutionMemory for requester c.
+// holdsMonitorInSpill reports whether the calling goroutine holds t's
+// monitor and is running a spill callback of it: then an acquire on t is
+// re-entrant and must not take the monitor again.
+func (t *ArbiterTask) holdsMonitorInSpill() bool {
+	owner := t.spillOwner.Load()
+	return owner != 0 && owner == routine.Goid()
+}
+
+// acquire is TaskMemoryManager.acquireExecutionMemory for requester c. On
+// the goroutine that holds the monitor (in a spill callback) it re-enters
+// without taking the monitor, like Java's synchronized.
 func (t *ArbiterTask) acquire(c *ArbiterConsumer, n int64) (int64, error) {
-	if err := t.lockMonitor(); err != nil {
-		return 0, err
+	if !t.holdsMonitorInSpill() {
+		if err := t.lockMonitor(); err != nil {
+			return 0, err
+		}
+		defer t.unlockMonitor()
 	}
-	defer t.unlockMonitor()
 	a := t.arb
 	got, err := a.acquireMemory(t, n)
 	if err != nil {
@@ -431,6 +473,7 @@ func (t *ArbiterTask) acquire(c *ArbiterConsumer, n int64) (int64, error) {
 		return 0, fmt.Errorf("pool: arbiter task %q: closed during acquire: %w", t.name, ErrClosed)
 	}
 	c.used += got
+	t.acquired.Add(got)
 	return got, nil
 }
 
@@ -515,27 +558,35 @@ func cmpInt64(x, y int64) int {
 }
 
 // spill asks victim to release need bytes and returns what the task really
-// released during the callback, capped at what the callback claimed.
+// released during the callback, net of what acquires nested in it took,
+// capped at what the callback claimed. The caller holds the monitor; the
+// callback runs with re-entry allowed for this goroutine.
 func (t *ArbiterTask) spill(victim *ArbiterConsumer, need int64) (int64, error) {
 	r := victim.reclaimer()
 	if r == nil {
 		return 0, nil
 	}
 	a := t.arb
-	before := t.released.Load()
+	prevOwner := t.spillOwner.Load()
+	t.spillOwner.Store(routine.Goid())
+	defer t.spillOwner.Store(prevOwner) // also when the callback panics
+	releasedBefore, acquiredBefore := t.released.Load(), t.acquired.Load()
 	claimed, err := r.Reclaim(need)
-	released := t.released.Load() - before
+	released := t.released.Load() - releasedBefore
+	reacquired := t.acquired.Load() - acquiredBefore
+	net := max(released-reacquired, 0)
 	a.spills.Add(1)
 	t.spills.Add(1)
 	a.spilledBytes.Add(released)
 	if err != nil {
 		return 0, fmt.Errorf("pool: arbiter task %q: spill of consumer %q: %w", t.name, victim.name, err)
 	}
-	if claimed > released {
+	if claimed > net {
 		a.logger.Warn("pool: spill callback reported more bytes than it released",
-			"task", t.name, "consumer", victim.name, "claimed", claimed, "released", released)
+			"task", t.name, "consumer", victim.name, "claimed", claimed, "released", released,
+			"reacquired", reacquired)
 	}
-	return min(max(claimed, 0), released), nil
+	return min(max(claimed, 0), net), nil
 }
 
 // rollback gives back bytes an acquire gathered before failing.
@@ -555,8 +606,9 @@ func (t *ArbiterTask) rollback(got int64) {
 // MemoryConsumer) and the Upstream a unified pool borrows from. Its Acquire
 // follows Spark's rules (see ExecutorArbiter) and may block and run spill
 // callbacks of the task's consumers, this one last, on the calling
-// goroutine. It is safe for concurrent use by multiple goroutines; build it
-// with ArbiterTask.NewConsumer, the zero value is not usable.
+// goroutine; such a callback may Acquire again on that goroutine. It is
+// safe for concurrent use by multiple goroutines; build it with
+// ArbiterTask.NewConsumer, the zero value is not usable.
 type ArbiterConsumer struct {
 	task  *ArbiterTask
 	name  string
@@ -597,11 +649,13 @@ func (c *ArbiterConsumer) Used() int64 {
 // Acquire asks the executor for n bytes on behalf of this consumer and
 // returns how many were granted (0 ≤ granted ≤ n). It may block until the
 // task holds 1/2N of the pool, and may call the spill callbacks of the
-// task's consumers on this goroutine first; see ExecutorArbiter. It fails,
-// granting nothing, with an error wrapping the context's error when the
-// task's context ends, ErrClosed when the task or the arbiter is closed (also
-// while waiting), ErrInvalidSize when n < 0, or the error of a spill
-// callback. n == 0 grants 0 without error.
+// task's consumers on this goroutine first; see ExecutorArbiter. Called
+// from such a callback on the same goroutine, it re-enters the task's
+// monitor instead of waiting for it. It fails, granting nothing, with an
+// error wrapping the context's error when the task's context ends,
+// ErrClosed when the task or the arbiter is closed (also while waiting),
+// ErrInvalidSize when n < 0, or the error of a spill callback. n == 0
+// grants 0 without error.
 func (c *ArbiterConsumer) Acquire(n int64) (int64, error) {
 	if n < 0 {
 		return 0, fmt.Errorf("pool: Acquire(%d): negative size: %w", n, ErrInvalidSize)

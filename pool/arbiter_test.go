@@ -690,3 +690,239 @@ func arbCheckInvariants(a *pool.ExecutorArbiter, task *pool.ArbiterTask, cs []*p
 	}
 	return ""
 }
+
+// selfGrowingTask builds one task in a 1000-byte arbiter whose only Spark
+// consumer "native" is the upstream of a unified pool of the given kind
+// (exact chunks) and has that pool as its reclaimer. The pool has two
+// spillable consumers: op1 (600 bytes) frees 300 when asked; op2 (200
+// bytes) first grows a spill buffer of 100 bytes on a reservation of the
+// same pool (which needs the arbiter: a nested Acquire on the task, on the
+// goroutine that holds its monitor inside the spill callback), then frees
+// its 200. The arbiter is then full.
+func selfGrowingTask(t *testing.T, kind string) (a *pool.ExecutorArbiter, task *pool.ArbiterTask, native *pool.ArbiterConsumer, p pool.Unified, rs map[string]*pool.Reservation, bufErr *error) {
+	t.Helper()
+	a = pool.NewExecutorArbiter(1000, arbQuiet)
+	task = a.NewTask(context.Background(), "T")
+	native = task.NewConsumer("native", nil)
+	opts := []pool.UnifiedOption{pool.WithChunkSize(0), pool.WithLogger(slog.New(slog.DiscardHandler))}
+	var pp pool.Pool
+	switch kind {
+	case "greedy":
+		pp = pool.NewGreedyUnified(native, opts...)
+	case "fair":
+		pp = pool.NewFairUnified(native, 1<<20, opts...)
+	}
+	p, ok := pool.As[pool.Unified](pp)
+	require.True(t, ok)
+	native.SetReclaimer(p)
+
+	rs = map[string]*pool.Reservation{}
+	bufErr = new(error)
+	rs["op1"] = pool.NewConsumer("op1").WithSpiller(pool.SpillerFunc(func(int64) (int64, error) {
+		n := min(300, rs["op1"].Size())
+		rs["op1"].Shrink(n)
+		return n, nil
+	})).Register(pp)
+	rs["buf"] = pool.NewConsumer("buf").Register(pp)
+	rs["op2"] = pool.NewConsumer("op2").WithSpiller(pool.SpillerFunc(func(int64) (int64, error) {
+		if rs["buf"].Size() == 0 {
+			*bufErr = rs["buf"].TryGrow(100) // re-enters the arbiter on this goroutine
+		}
+		n := rs["op2"].Size()
+		rs["op2"].Shrink(n)
+		return n, nil
+	})).Register(pp)
+	rs["other"] = pool.NewConsumer("other").Register(pp)
+	require.NoError(t, rs["op1"].TryGrow(600))
+	require.NoError(t, rs["op2"].TryGrow(200))
+	require.Equal(t, int64(800), a.Used())
+	return a, task, native, p, rs, bufErr
+}
+
+// TestArbiterSpillerMayGrowItsOwnTasksPoolDuringAnAcquire: Spark's
+// TaskMemoryManager monitor is re-entrant on the calling thread, so a spill
+// callback that grows its own task's pool gets its nested acquire served.
+// "other" asks for 600 with 200 free: the arbiter spills the pool, whose
+// op2 grows a buffer through the arbiter while the outer acquire holds the
+// task's monitor. With context.Background() a non-re-entrant monitor hangs
+// forever; returning within the timeout is the claim. The books balance:
+// the arbiter's Used equals the pool's Held, and all is 0 after the closes.
+func TestArbiterSpillerMayGrowItsOwnTasksPoolDuringAnAcquire(t *testing.T) {
+	for _, kind := range []string{"greedy", "fair"} {
+		t.Run(kind, func(t *testing.T) {
+			a, task, native, p, rs, bufErr := selfGrowingTask(t, kind)
+			done := make(chan error, 1)
+			go func() { done <- rs["other"].TryGrow(600) }()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(arbTimeout):
+				t.Fatal("TryGrow did not return: the spill callback's nested Acquire is stuck on the task's monitor")
+			}
+			require.NoError(t, *bufErr, "the spill callback's TryGrow was served")
+			assert.Equal(t, int64(100), rs["buf"].Size())
+			assert.Equal(t, int64(600), rs["other"].Size())
+			assert.Equal(t, int64(300), rs["op1"].Size())
+			assert.Equal(t, int64(0), rs["op2"].Size())
+			s := p.Stats()
+			assert.Equal(t, int64(1000), s.Reserved)
+			assert.Equal(t, s.Held, a.Used(), "the arbiter's view equals the pool's")
+			assert.Equal(t, s.Held, native.Used())
+			assert.Equal(t, s.Held, task.Used())
+
+			for _, r := range rs {
+				r.Close()
+			}
+			require.NoError(t, p.Close())
+			assert.Equal(t, int64(0), p.Stats().Held)
+			assert.Equal(t, int64(0), a.Used())
+			assert.Equal(t, int64(0), task.Close(), "nothing left for task Close to force-release")
+			assert.Equal(t, int64(0), a.Stats().OverReleases)
+		})
+	}
+}
+
+// TestArbiterSpillCallbackReentryIsOnlyForTheMonitorHoldersGoroutine: a
+// goroutine that a spill callback starts is not the monitor's holder, so
+// its Acquire on the task waits for the monitor (as another Java thread
+// blocks on the TaskMemoryManager) while the callback's own goroutine
+// re-enters. It runs once the outer acquire returned.
+func TestArbiterSpillCallbackReentryIsOnlyForTheMonitorHoldersGoroutine(t *testing.T) {
+	a := pool.NewExecutorArbiter(100, arbQuiet)
+	task := a.NewTask(context.Background(), "T")
+	req, victim, third := task.NewConsumer("req", nil), task.NewConsumer("victim", nil), task.NewConsumer("third", nil)
+	mustAcquire(t, victim, 100, 100)
+	var fromOther <-chan acquireResult
+	var nested acquireResult
+	otherWaitedDuringCallback := false
+	victim.SetReclaimer(reclaimFunc(func(target int64) (int64, error) {
+		fromOther = acquireAsync(third, 10)
+		select {
+		case r := <-fromOther:
+			return 0, fmt.Errorf("another goroutine's Acquire returned (%d, %v) inside the callback", r.granted, r.err)
+		case <-time.After(30 * time.Millisecond):
+			otherWaitedDuringCallback = true
+		}
+		if err := victim.Release(100); err != nil {
+			return 0, err
+		}
+		nested.granted, nested.err = victim.Acquire(20) // this goroutine: re-enters
+		return 100, nil
+	}))
+	r := awaitResult(t, acquireAsync(req, 60))
+	require.NoError(t, r.err)
+	assert.Equal(t, int64(60), r.granted)
+	require.NoError(t, nested.err)
+	assert.Equal(t, int64(20), nested.granted)
+	assert.True(t, otherWaitedDuringCallback)
+	o := awaitResult(t, fromOther)
+	require.NoError(t, o.err)
+	assert.Equal(t, int64(10), o.granted)
+	assert.Equal(t, int64(90), a.Used())
+	assert.Equal(t, int64(20), victim.Used())
+	assert.Equal(t, int64(60), req.Used())
+}
+
+// TestArbiterSpillThatGrowsBackWhatItFreedIsNotAskedAgain: a callback that
+// releases its bytes and, re-entrantly, acquires them again freed nothing
+// net. It counts as a spill of 0, so the consumer is not asked again
+// (Spark, trusting the claim, would spin: each re-acquire after the spill
+// finds nothing free). Returning is the claim.
+func TestArbiterSpillThatGrowsBackWhatItFreedIsNotAskedAgain(t *testing.T) {
+	a := pool.NewExecutorArbiter(100, arbQuiet)
+	task := a.NewTask(context.Background(), "T")
+	req, churn := task.NewConsumer("req", nil), task.NewConsumer("churn", nil)
+	mustAcquire(t, churn, 100, 100)
+	calls := 0
+	churn.SetReclaimer(reclaimFunc(func(int64) (int64, error) {
+		calls++
+		if err := churn.Release(100); err != nil {
+			return 0, err
+		}
+		got, err := churn.Acquire(100)
+		return got, err
+	}))
+	r := awaitResult(t, acquireAsync(req, 10))
+	require.NoError(t, r.err)
+	assert.Equal(t, int64(0), r.granted)
+	assert.Equal(t, 1, calls)
+	assert.Equal(t, int64(100), churn.Used())
+	assert.Equal(t, int64(100), a.Used())
+}
+
+// TestArbiterNestedAcquireRunsItsOwnSpillLoopAndTheOuterLoopGoesOn follows
+// Spark's TaskMemoryManager through a re-entrant acquire. req asks for 50
+// in a full pool of 100: victim (60) covers it and is spilled; its callback
+// frees its 60 and then asks for 80 itself. That nested acquire is a full
+// one: granted 60, it spills third (40) for the rest. Back in the outer
+// loop the victim is credited 20 net (100 released, 80 re-acquired), so
+// req gets the 20 free; the outer loop then goes on with its old candidate
+// list (third, now empty, then victim, which frees nothing) and returns 20.
+func TestArbiterNestedAcquireRunsItsOwnSpillLoopAndTheOuterLoopGoesOn(t *testing.T) {
+	a := pool.NewExecutorArbiter(100, arbQuiet)
+	task := a.NewTask(context.Background(), "T")
+	log := &spillLog{}
+	req, victim, third := task.NewConsumer("req", nil), task.NewConsumer("victim", nil), task.NewConsumer("third", nil)
+	third.SetReclaimer(&recordingSpiller{log: log, c: third, free: freeAll})
+	mustAcquire(t, victim, 60, 60)
+	mustAcquire(t, third, 40, 40)
+	var nested acquireResult
+	spilled := false
+	victim.SetReclaimer(reclaimFunc(func(target int64) (int64, error) {
+		log.add(fmt.Sprintf("victim(%d)", target))
+		if spilled {
+			return 0, nil
+		}
+		spilled = true
+		if err := victim.Release(60); err != nil {
+			return 0, err
+		}
+		nested.granted, nested.err = victim.Acquire(80)
+		return 60, nil
+	}))
+	r := awaitResult(t, acquireAsync(req, 50))
+	require.NoError(t, r.err)
+	assert.Equal(t, int64(20), r.granted)
+	require.NoError(t, nested.err)
+	assert.Equal(t, int64(80), nested.granted)
+	assert.Equal(t, []string{"victim(50)", "third(20)", "third(30)", "victim(30)"}, log.get())
+	assert.Equal(t, int64(80), victim.Used())
+	assert.Equal(t, int64(0), third.Used())
+	assert.Equal(t, int64(20), req.Used())
+	assert.Equal(t, int64(100), a.Used())
+	assert.Equal(t, int64(100), task.Used())
+}
+
+// TestArbiterSpillPanicLeavesNoReentryBehind: after a spill callback
+// panicked on this goroutine, this goroutine is not the monitor's holder
+// any more, so its next Acquire queues on the monitor while another
+// goroutine holds it (waiting for 1/2N) instead of slipping past it. Seen
+// through the wait count: only the holder waited; the queued Acquire ends
+// with the task's context.
+func TestArbiterSpillPanicLeavesNoReentryBehind(t *testing.T) {
+	a := pool.NewExecutorArbiter(1000, arbQuiet)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	task := a.NewTask(ctx, "T")
+	req, other := task.NewConsumer("req", nil), task.NewConsumer("other", nil)
+	x := a.NewTask(context.Background(), "X").NewConsumer("x", nil)
+	mustAcquire(t, x, 600, 600) // alone: the whole pool is its cap
+	mustAcquire(t, other, 400, 400)
+	other.SetReclaimer(reclaimFunc(func(int64) (int64, error) { panic("spill bug") }))
+	assert.PanicsWithValue(t, "spill bug", func() { _, _ = req.Acquire(100) }) // N=2: 0 granted, then the spill
+	other.SetReclaimer(nil)
+	require.NoError(t, other.Release(400))
+	mustAcquire(t, x, 300, 300) // alone: 100 left free
+
+	holder := acquireAsync(req, 200) // 100 < 1/2N = 250: waits, holding T's monitor
+	requireBlocked(t, a, holder, 1)
+	stop := time.AfterFunc(100*time.Millisecond, cancel)
+	defer stop.Stop()
+	_, err := req.Acquire(10) // this goroutine, which panicked in a spill callback
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, int64(1), a.Stats().Waits, "the second Acquire queued on the monitor, it did not wait for 1/2N itself")
+	r := awaitResult(t, holder)
+	require.ErrorIs(t, r.err, context.Canceled)
+	assert.Equal(t, int64(0), task.Used())
+	assert.Equal(t, int64(900), a.Used())
+}

@@ -13,20 +13,32 @@
 // # Lifetimes are refcounts; the GC only detects leaks
 //
 // A task's entry lives while any Handle of it is open: Registry.Acquire adds
-// a reference, Handle.Close drops it, and the last Close removes the entry
-// and then closes the pool (a pool with a Close() error method, such as a
-// unified pool, returns everything it borrowed from Spark there). Releasing
-// a task's bytes to Spark must happen at a known moment on a thread that can
-// call the JVM, so weak pointers and finalizers never decide it
+// a reference, Handle.Close drops it, and the last Close closes the pool (a
+// pool with a Close() error method, such as a unified pool, returns
+// everything it borrowed from Spark there) and then removes the entry.
+// Releasing a task's bytes to Spark must happen at a known moment on a
+// thread that can call the JVM, so weak pointers and finalizers never decide it
 // (reference/go-jni.md §3.4): runtime.AddCleanup only reports a Handle that
 // was dropped without Close, and then releases its reference.
 //
-// Removal is compare-and-delete: the last Close removes the task's entry only
-// if the registry still maps the task to that same entry. Between the last
-// reference dropping and the removal, a new plan of the same task may find
-// the dying entry and register a replacement; the old entry must not remove
-// it (the drop race of apache/datafusion-comet#5212 item (d), closed the
-// same way by #5494).
+// # A replacement waits for teardown
+//
+// Between the last reference dropping and the end of the pool's Close, the
+// entry stays in the registry, tearing down. A new plan of the same task
+// that arrives then (the drop race of apache/datafusion-comet#5212 item
+// (d)) waits on a condition variable until that Close has returned (or
+// panicked) and the entry is gone, and only then creates a new pool: Comet's
+// condvar registry (the #5613 line). The reason is Spark's books: the old
+// pool's final release lowers the task's memoryForTask entry, possibly to 0
+// (which removes it); a replacement created earlier could have an acquire
+// parked in Spark under it, and wake to a task entry that release zeroed. A
+// pool's Close must not acquire its own task's pool: it would wait for
+// itself.
+//
+// Removal is still compare-and-delete: the last Close removes the task's
+// entry only if the registry still maps the task to that same entry (as
+// #5494 does), which keeps removal safe even though no replacement can be
+// registered before it.
 //
 // # Differences from Comet
 //
@@ -38,7 +50,8 @@
 //   - create runs outside the registry lock, so it may block or call the
 //     JVM; concurrent first plans of one task wait for a single create
 //     instead of running it twice (Comet ran it under its global lock, and
-//     asked that create never block).
+//     asked that create never block). The same condition variable serves
+//     plans waiting for a create and plans waiting for a teardown.
 //
 // # The current task
 //

@@ -10,8 +10,8 @@ import (
 
 // Handle is one plan's reference to its task's shared pool. Close it exactly
 // when the plan ends (also when building the plan failed after Acquire): the
-// last Close of a task's handles removes the task's entry and closes its
-// pool. A Handle dropped without Close is reported by the registry's logger
+// last Close of a task's handles closes its pool and then removes the
+// task's entry. A Handle dropped without Close is reported by the registry's logger
 // some time after a garbage collection, and its reference is then released;
 // that is a leak detector, not a lifetime mechanism.
 //
@@ -42,12 +42,15 @@ func (h *Handle) TaskAttemptID() int64 {
 }
 
 // Close releases this handle's reference. The last Close of a task's handles
-// removes the task's entry (only if it is still this pool's, never a
-// replacement's) and then, without the registry lock, closes the pool if it
-// has a Close() error method, logging its error (a leak report naming the
-// consumers) with the task id. Close is idempotent: a second Close of the
-// same handle does nothing and is logged at debug level. A Close on the zero
-// or nil Handle does nothing.
+// closes the pool, without the registry lock, if it has a Close() error
+// method, logging its error (a leak report naming the consumers) with the
+// task id; then it removes the task's entry (only if it is still this
+// pool's) and wakes the plans of the task that arrived meanwhile: they wait
+// for that moment and then get a new pool. If the pool's Close panics, the
+// entry is removed and the waiters woken all the same, and the panic
+// propagates. Close is idempotent: a second Close of the same handle does
+// nothing and is logged at debug level. A Close on the zero or nil Handle
+// does nothing.
 func (h *Handle) Close() {
 	if h == nil || h.e == nil {
 		return

@@ -47,19 +47,20 @@ func (s Spec) matches(o Spec) bool { return s.Kind == "" || o.Kind == "" || s ==
 type Registry struct {
 	logger *slog.Logger
 	// testHookRemoving, when set (by this package's tests only), runs after
-	// a Close dropped an entry's last reference and before it takes mu to
-	// remove the entry: the window of the drop race.
+	// a Close dropped an entry's last reference and before it closes the
+	// pool and removes the entry: the window of the drop race.
 	testHookRemoving func(taskAttemptID int64)
 
 	// mu guards entries. It is never held across create, a pool's Close or
 	// a log call that could block; nothing else is locked while holding it.
 	mu struct {
 		sync.Mutex
-		entries map[int64]*entry // one per task with a live, dying or in-creation pool
-		// created is broadcast when a create ends, if waiting > 0: callers
-		// that found their task's pool being created wait on it, so a
-		// create costs no allocation for a wake-up channel.
-		created sync.Cond
+		entries map[int64]*entry // one per task with a live, in-creation or tearing-down pool
+		// settled is broadcast when a create ends or a teardown ends (its
+		// entry removed), if waiting > 0: callers that found their task's
+		// pool being created or torn down wait on it, so neither costs an
+		// allocation for a wake-up channel.
+		settled sync.Cond
 		waiting int
 	}
 }
@@ -70,8 +71,10 @@ type entry struct {
 	id   int64
 	spec Spec // immutable
 	// refs counts open Handles. It is raised only under Registry.mu and only
-	// from > 0; lowered without the lock. Once it reaches 0 the entry is dead
-	// for good: Acquire replaces it and its pool is closed.
+	// from > 0; lowered without the lock. Once it reaches 0 (and creating is
+	// false) the entry is tearing down for good: its pool is being closed,
+	// the entry stays in the map until that Close returned, and Acquire
+	// waits for its removal before creating a replacement.
 	refs atomic.Int64
 	// creating is true while create runs. Guarded by Registry.mu.
 	creating bool
@@ -98,7 +101,7 @@ func WithLogger(l *slog.Logger) RegistryOption {
 func NewRegistry(opts ...RegistryOption) *Registry {
 	r := &Registry{logger: slog.Default()}
 	r.mu.entries = make(map[int64]*entry)
-	r.mu.created.L = &r.mu.Mutex
+	r.mu.settled.L = &r.mu.Mutex
 	for _, o := range opts {
 		o(r)
 	}
@@ -106,7 +109,7 @@ func NewRegistry(opts ...RegistryOption) *Registry {
 }
 
 // Len is the number of task entries: live pools, pools being created, and
-// pools whose last handle was just closed and whose entry is being removed.
+// pools whose last handle was closed and whose Close has not returned yet.
 func (r *Registry) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -132,6 +135,15 @@ func (r *Registry) Acquire(taskAttemptID int64, create func() (pool.Pool, error)
 // returns a nil pool, or panics) nothing is registered, its error is
 // returned, and each waiting caller tries its own create in turn. Close the
 // Handle when the plan ends. It panics if create is nil.
+//
+// A replacement waits for teardown: if the task's last Handle was closed
+// and its pool's Close has not returned yet (the pool is still giving its
+// bytes back to Spark), AcquireSpec blocks until that Close returned (also
+// by panicking) and then creates a new pool, whatever spec the old one had.
+// So the old pool's final release can never land under the replacement's
+// first acquire (which could then park in Spark on a task entry the release
+// zeroes: the reason for Comet's condvar registry, reference §3). A pool's
+// Close must therefore not acquire its own task's pool.
 func (r *Registry) AcquireSpec(taskAttemptID int64, spec Spec, create func() (pool.Pool, error)) (*Handle, error) {
 	if create == nil {
 		panic(fmt.Sprintf("taskshared: Acquire(%d): nil create", taskAttemptID))
@@ -139,17 +151,20 @@ func (r *Registry) AcquireSpec(taskAttemptID int64, spec Spec, create func() (po
 	for {
 		r.mu.Lock()
 		e := r.mu.entries[taskAttemptID]
-		if e != nil && (e.creating || e.refs.Load() > 0) {
+		if e != nil {
+			if !e.creating && e.refs.Load() <= 0 {
+				// Tearing down: wait until its Close returned and the entry
+				// is gone, then look again.
+				r.waitLocked()
+				continue
+			}
 			if !e.spec.matches(spec) {
 				r.mu.Unlock()
 				return nil, fmt.Errorf("taskshared: task %d: plan asks for pool %s but the task's pool is %s: %w",
 					taskAttemptID, spec, e.spec, ErrSpecMismatch)
 			}
 			if e.creating {
-				r.mu.waiting++
-				r.mu.created.Wait()
-				r.mu.waiting--
-				r.mu.Unlock()
+				r.waitLocked()
 				continue
 			}
 			if e.tryRef() {
@@ -157,13 +172,32 @@ func (r *Registry) AcquireSpec(taskAttemptID int64, spec Spec, create func() (po
 				return r.newHandle(e), nil
 			}
 			// The last handle was closed since the Load above: the entry is
-			// dead, replace it. Its Close compares before deleting.
+			// tearing down; the next round waits for it.
+			r.mu.Unlock()
+			continue
 		}
 		ne := &entry{reg: r, id: taskAttemptID, spec: spec, creating: true}
 		ne.refs.Store(1) // the creator's reference; the entry is not live until created
 		r.mu.entries[taskAttemptID] = ne
 		r.mu.Unlock()
 		return r.create(ne, create)
+	}
+}
+
+// waitLocked waits for the next create or teardown to end, then unlocks.
+// r.mu must be held.
+func (r *Registry) waitLocked() {
+	r.mu.waiting++
+	r.mu.settled.Wait()
+	r.mu.waiting--
+	r.mu.Unlock()
+}
+
+// broadcastLocked wakes the callers waiting for a create or a teardown.
+// r.mu must be held.
+func (r *Registry) broadcastLocked() {
+	if r.mu.waiting > 0 {
+		r.mu.settled.Broadcast()
 	}
 }
 
@@ -176,9 +210,7 @@ func (r *Registry) create(e *entry, create func() (pool.Pool, error)) (h *Handle
 			r.removeLocked(e)
 		}
 		e.creating = false
-		if r.mu.waiting > 0 {
-			r.mu.created.Broadcast()
-		}
+		r.broadcastLocked()
 		r.mu.Unlock()
 	}()
 	p, err := create()
@@ -208,15 +240,18 @@ func (e *entry) tryRef() bool {
 }
 
 // removeLocked deletes e's map entry if the map still holds e itself (never
-// a replacement). r.mu must be held.
+// a replacement). r.mu must be held. Since a replacement waits for
+// teardown, the map holds e at every removal today; the comparison keeps
+// removal safe should that ever change.
 func (r *Registry) removeLocked(e *entry) {
 	if r.mu.entries[e.id] == e {
 		delete(r.mu.entries, e.id)
 	}
 }
 
-// unref drops one reference of e; the last one removes e (compare-and-delete)
-// and then, outside the lock, closes its pool.
+// unref drops one reference of e; the last one closes e's pool outside the
+// lock and then removes e (compare-and-delete) and wakes the acquires that
+// waited for the teardown, also when Close panics (the panic propagates).
 func (r *Registry) unref(e *entry) {
 	switch n := e.refs.Add(-1); {
 	case n > 0:
@@ -226,12 +261,15 @@ func (r *Registry) unref(e *entry) {
 		r.logger.Error("taskshared: reference released twice; ignored", "task", e.id)
 		return
 	}
+	defer func() {
+		r.mu.Lock()
+		r.removeLocked(e)
+		r.broadcastLocked()
+		r.mu.Unlock()
+	}()
 	if hook := r.testHookRemoving; hook != nil {
 		hook(e.id)
 	}
-	r.mu.Lock()
-	r.removeLocked(e)
-	r.mu.Unlock()
 	r.closePool(e)
 }
 

@@ -174,13 +174,17 @@ func TestClosingTheOnlyHandleReleasesThePool(t *testing.T) {
 	assert.Equal(t, []string{"ERROR taskshared: task pool closed with memory still reserved task=9 pool=greedy"}, rec.get())
 }
 
-// TestAnOldPoolDoesNotRemoveItsReplacement opens the drop race: the last
-// handle of the old pool has dropped its reference but not yet removed the
-// entry when a new plan of the same task acquires. The new plan gets a new
-// pool, and the old Close must leave the replacement registered.
-func TestAnOldPoolDoesNotRemoveItsReplacement(t *testing.T) {
+// TestAnAcquireInTheDropWindowWaitsForTheOldPoolAndGetsANewOne opens the
+// drop race: the last handle of the old pool has dropped its reference but
+// its Close has not started when a new plan of the same task acquires. The
+// new plan waits until the old pool is closed and its entry removed, then
+// gets a new pool, which the old Close does not remove (compare-and-delete;
+// Comet's an_old_pool_does_not_remove_its_replacement).
+func TestAnAcquireInTheDropWindowWaitsForTheOldPoolAndGetsANewOne(t *testing.T) {
 	r, f := NewRegistry(quiet), &factory{}
 	inWindow, resume := make(chan struct{}), make(chan struct{})
+	var resumeOnce sync.Once
+	t.Cleanup(func() { resumeOnce.Do(func() { close(resume) }) })
 	r.testHookRemoving = func(int64) {
 		close(inWindow)
 		<-resume
@@ -191,20 +195,143 @@ func TestAnOldPoolDoesNotRemoveItsReplacement(t *testing.T) {
 	waitFor(t, inWindow)
 	r.testHookRemoving = nil // only the old pool's Close waits
 
-	repl := mustAcquire(t, r, 5, f.create)
-	require.NotSame(t, old.Pool(), repl.Pool())
-	close(resume)
+	repl := acquireAsync(r, 5, f.create)
+	requireStillWaiting(t, repl, "a replacement was handed out before the old pool was closed")
+	resumeOnce.Do(func() { close(resume) })
 	waitFor(t, closed)
+	h := awaitHandle(t, repl)
+	require.NotSame(t, old.Pool(), h.Pool())
 
 	assert.Equal(t, 1, r.Len(), "the replacement is still registered")
 	again := mustAcquire(t, r, 5, f.create)
-	assert.Same(t, repl.Pool(), again.Pool())
+	assert.Same(t, h.Pool(), again.Pool())
 	pools := f.created()
 	assert.Equal(t, int32(1), pools[0].closes.Load())
 	assert.Equal(t, int32(0), pools[1].closes.Load())
-	repl.Close()
+	h.Close()
 	again.Close()
 	assert.Equal(t, 0, r.Len())
+}
+
+// TestAReplacementWaitsForThePreviousPoolToFinishClosing: while the last
+// handle's Close is inside the old pool's Close (returning its bytes to
+// Spark), an acquire for the same task does not return, and its create runs
+// only after that Close returned (Comet's
+// a_replacement_waits_for_the_previous_pool_to_finish_dropping). Returning
+// at all means the end of the teardown woke the waiter.
+func TestAReplacementWaitsForThePreviousPoolToFinishClosing(t *testing.T) {
+	r, f := NewRegistry(quiet), &factory{}
+	old := mustAcquire(t, r, 5, f.create)
+	oldPool := old.Pool().(*closablePool)
+	inClose, finishClose := make(chan struct{}), make(chan struct{})
+	var finishOnce sync.Once
+	t.Cleanup(func() { finishOnce.Do(func() { close(finishClose) }) })
+	oldPool.onClose = func() {
+		close(inClose)
+		<-finishClose
+	}
+	closed := make(chan struct{})
+	go func() { old.Close(); close(closed) }()
+	waitFor(t, inClose)
+
+	var oldClosesSeenByCreate atomic.Int32
+	oldClosesSeenByCreate.Store(-1)
+	repl := acquireAsync(r, 5, func() (pool.Pool, error) {
+		oldClosesSeenByCreate.Store(oldPool.closes.Load())
+		return f.create()
+	})
+	requireStillWaiting(t, repl, "a replacement was handed out while the old pool was closing")
+	assert.Equal(t, 1, r.Len(), "the old entry stays until its pool's Close returned")
+
+	finishOnce.Do(func() { close(finishClose) })
+	waitFor(t, closed)
+	h := awaitHandle(t, repl)
+	assert.NotSame(t, pool.Pool(oldPool), h.Pool())
+	assert.Equal(t, int32(1), oldClosesSeenByCreate.Load(), "the replacement was created after the old Close returned")
+	assert.Equal(t, 1, r.Len())
+	h.Close()
+	assert.Equal(t, 0, r.Len())
+}
+
+// TestAPanicInThePoolsCloseStillRemovesTheEntryAndWakesWaiters: the panic
+// reaches the caller of the last Handle.Close unchanged; the entry is gone
+// and an acquire that waited for the teardown creates a new pool.
+func TestAPanicInThePoolsCloseStillRemovesTheEntryAndWakesWaiters(t *testing.T) {
+	r, f := NewRegistry(quiet), &factory{}
+	old := mustAcquire(t, r, 6, f.create)
+	oldPool := old.Pool().(*closablePool)
+	inClose, finishClose := make(chan struct{}), make(chan struct{})
+	var finishOnce sync.Once
+	t.Cleanup(func() { finishOnce.Do(func() { close(finishClose) }) })
+	oldPool.onClose = func() {
+		close(inClose)
+		<-finishClose
+		panic("close bug")
+	}
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		old.Close()
+	}()
+	waitFor(t, inClose)
+	repl := acquireAsync(r, 6, f.create)
+	requireStillWaiting(t, repl, "a replacement was handed out while the old pool was closing")
+
+	finishOnce.Do(func() { close(finishClose) })
+	select {
+	case v := <-panicked:
+		assert.Equal(t, "close bug", v)
+	case <-time.After(testTimeout):
+		t.Fatal("timed out")
+	}
+	h := awaitHandle(t, repl)
+	assert.NotSame(t, pool.Pool(oldPool), h.Pool())
+	assert.Equal(t, 1, r.Len())
+	h.Close()
+	assert.Equal(t, 0, r.Len())
+}
+
+// handleResult is what an Acquire started in the background returned.
+type handleResult struct {
+	h   *Handle
+	err error
+}
+
+// acquireAsync starts r.Acquire(id, create) on its own goroutine.
+func acquireAsync(r *Registry, id int64, create func() (pool.Pool, error)) <-chan handleResult {
+	ch := make(chan handleResult, 1)
+	go func() {
+		h, err := r.Acquire(id, create)
+		ch <- handleResult{h, err}
+	}()
+	return ch
+}
+
+// requireStillWaiting fails the test if the background Acquire returns
+// within 50 ms.
+func requireStillWaiting(t *testing.T, ch <-chan handleResult, msg string) {
+	t.Helper()
+	select {
+	case res := <-ch:
+		if res.h != nil {
+			res.h.Close()
+		}
+		t.Fatalf("%s (err %v)", msg, res.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// awaitHandle waits for a background Acquire, failing on error or timeout.
+func awaitHandle(t *testing.T, ch <-chan handleResult) *Handle {
+	t.Helper()
+	select {
+	case res := <-ch:
+		require.NoError(t, res.err)
+		return res.h
+	case <-time.After(testTimeout):
+		t.Fatal("Acquire did not return: a wake-up was lost")
+		return nil
+	}
 }
 
 func waitFor(t *testing.T, ch <-chan struct{}) {
