@@ -1,0 +1,171 @@
+package pool
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+)
+
+// Reclaim implements Reclaimer: slack (and owed bytes)
+// first, then spillable consumers with a Spiller, largest first (bytes
+// across their reservations), until target bytes went upstream. After each
+// spill all slack goes upstream, so freed bytes reach upstream however small
+// the spill was; that is why no minimum spill size is imposed (Gluten raises
+// every request to one block because its block listener would otherwise
+// keep sub-block frees local; our sweep does not). It returns exactly the
+// bytes this call released upstream.
+func (p *unifiedPool) Reclaim(target int64) (int64, error) {
+	if target < 0 {
+		return 0, fmt.Errorf("pool: Reclaim(%d): negative size: %w", target, ErrInvalidSize)
+	}
+	p.counters.reclaimRequests.Add(1)
+	if target == 0 {
+		return 0, nil
+	}
+	p.mu.Lock()
+	if p.mu.closed {
+		p.mu.Unlock()
+		return 0, nil
+	}
+	p.mu.reclaiming++
+	rel := p.sweepLocked()
+	p.mu.Unlock()
+	// A panicking Spiller must not leave shrinks keeping their slack
+	// forever: end the reclaim on the way out (the next trim or sweep
+	// releases what this one did not; no upstream call is made while the
+	// panic unwinds).
+	ended := false
+	defer func() {
+		if !ended {
+			p.mu.Lock()
+			p.mu.reclaiming--
+			p.mu.Unlock()
+		}
+	}()
+
+	var freed int64
+	var errs []error
+	if err := p.giveBack(rel, nil, 0); err != nil {
+		errs = append(errs, err)
+	} else {
+		freed += rel
+	}
+	if freed < target && len(errs) == 0 {
+		for _, cand := range p.spillCandidates() {
+			want := target - freed
+			got, err := cand.sp.Spill(want)
+			if err != nil || got <= 0 {
+				// Freeing nothing is routine (a consumer between batches);
+				// an error is not.
+				p.counters.spillerFailures.Add(1)
+				level := slog.LevelDebug
+				if err != nil {
+					level = slog.LevelWarn
+				}
+				p.logger.Log(context.Background(), level, "pool: spiller failed or freed nothing; skipped",
+					"pool", p.label, "consumer", cand.c.String(), "target", want, "freed", got, "err", err)
+			}
+			p.mu.Lock()
+			rel := int64(0)
+			if !p.mu.closed {
+				rel = p.sweepLocked()
+			}
+			p.mu.Unlock()
+			if err := p.giveBack(rel, nil, 0); err != nil {
+				errs = append(errs, err)
+				break
+			}
+			freed += rel
+			if freed >= target {
+				break
+			}
+		}
+	}
+	// Final sweep and end of the reclaim, atomically: slack that shrinks on
+	// other goroutines kept local meanwhile is released here.
+	p.mu.Lock()
+	rel = 0
+	if !p.mu.closed {
+		rel = p.sweepLocked()
+	}
+	p.mu.reclaiming--
+	ended = true
+	p.mu.Unlock()
+	if err := p.giveBack(rel, nil, 0); err != nil {
+		errs = append(errs, err)
+	} else {
+		freed += rel
+	}
+	p.counters.reclaimedBytes.Add(freed)
+	return freed, errors.Join(errs...)
+}
+
+type spillCandidate struct {
+	c     *Consumer
+	sp    Spiller
+	bytes int64
+}
+
+// spillCandidates snapshots the consumers that can be asked to spill,
+// largest first (ties by ID, for determinism).
+func (p *unifiedPool) spillCandidates() []spillCandidate {
+	p.mu.Lock()
+	out := make([]spillCandidate, 0, len(p.mu.consumers))
+	for _, e := range p.mu.consumers {
+		if sp := e.c.Spiller(); sp != nil && e.bytes > 0 {
+			out = append(out, spillCandidate{c: e.c, sp: sp, bytes: e.bytes})
+		}
+	}
+	p.mu.Unlock()
+	slices.SortFunc(out, func(a, b spillCandidate) int {
+		if c := cmp.Compare(b.bytes, a.bytes); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.c.ID(), b.c.ID())
+	})
+	return out
+}
+
+// Close implements Unified: it hands everything held back upstream (but the
+// releases still in flight, which settle on their own) and reports, as a
+// *LeakError, the consumers whose bytes were still reserved. After Close,
+// grows are refused (Grow records nothing) and shrinks are counted as late
+// releases. A second Close returns nil.
+func (p *unifiedPool) Close() error {
+	p.mu.Lock()
+	if p.mu.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.mu.closed = true
+	var leak *LeakError
+	for _, e := range p.mu.consumers {
+		// A TryGrow still waiting upstream was never reserved: it fails
+		// with ErrClosed, so it is no leak.
+		if b := e.bytes - e.trying; b != 0 {
+			if leak == nil {
+				leak = &LeakError{Pool: p.label}
+			}
+			leak.Consumers = append(leak.Consumers, LeakedConsumer{Name: e.c.Name(), ID: e.c.ID(), Bytes: b})
+			leak.Bytes += b
+		}
+		e.bytes = 0
+	}
+	p.mu.reserved, p.mu.overcommit, p.mu.unspillable, p.mu.owed = 0, 0, 0, 0
+	p.mu.shareFresh = false
+	p.mu.committed = 0
+	rel := p.bookReturnLocked(p.mu.held - p.mu.returning)
+	p.mu.Unlock()
+
+	err := p.giveBack(rel, nil, 0)
+	p.fall(0)
+	if leak == nil {
+		return err
+	}
+	leak.sort()
+	p.logger.Error("pool: closed with bytes still reserved", "pool", p.label, "bytes", leak.Bytes, "leak", leak.Error())
+	return errors.Join(leak, err)
+}
