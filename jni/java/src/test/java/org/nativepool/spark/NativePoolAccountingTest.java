@@ -281,7 +281,9 @@ class NativePoolAccountingTest {
       tearDown();
     }
     assertEquals(1024, calls[0], "exact mode");
-    assertTrue(calls[1] <= 2, "8 MiB chunks: " + calls[1] + " acquires for 8 MiB");
+    // A small pool borrows in 1 MiB chunks (quantised by pool size until 16 MiB), so 8 MiB takes
+    // 8 acquires, not 1024.
+    assertTrue(calls[1] <= 9, "8 MiB chunks: " + calls[1] + " acquires for 8 MiB");
   }
 
   static Stream<PoolKind> kinds() {
