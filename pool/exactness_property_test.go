@@ -9,6 +9,7 @@ import (
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
 
+	"github.com/nativepool/nativepool/internal/fakeupstream"
 	"github.com/nativepool/nativepool/internal/proptest"
 	"github.com/nativepool/nativepool/pool"
 )
@@ -61,7 +62,7 @@ func runExactnessProperty(t *testing.T, kind string, chunk int64) {
 
 	props := gopter.NewProperties(params)
 	props.Property("books stay exact", prop.ForAll(func(ops []exOp) string {
-		up := newSparkFake()
+		up := fakeupstream.New()
 		p := unified(t, kind, up, 30_000, pool.WithChunkSize(chunk))
 		var (
 			open                                      []*pool.Reservation

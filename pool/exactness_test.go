@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nativepool/nativepool/internal/fakeupstream"
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -33,7 +34,7 @@ type exactPool struct {
 func exactPools(t *testing.T) []exactPool {
 	t.Helper()
 	none := func() int64 { return 0 }
-	upG, upF := newSparkFake(), newSparkFake()
+	upG, upF := fakeupstream.New(), fakeupstream.New()
 	return []exactPool{
 		{"unbounded", pool.NewUnbounded(), none},
 		{"greedy", pool.NewGreedy(1 << 30), none},
@@ -214,7 +215,7 @@ func TestPanickingThresholdCallbackLeavesTheBooksAsBefore(t *testing.T) {
 func TestPanickingAcquireLeavesTheLedgerAsBefore(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
-			up := newSparkFake()
+			up := fakeupstream.New()
 			p := unified(t, kind, up, 1000, pool.WithChunkSize(0))
 			r := pool.NewConsumer("sort").WithCanSpill(true).Register(p)
 			r.Grow(100)
@@ -242,7 +243,7 @@ func TestPanickingAcquireLeavesTheLedgerAsBefore(t *testing.T) {
 func TestPanickingReleaseKeepsTheBytesHeldAsOwed(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
-			up := newSparkFake()
+			up := fakeupstream.New()
 			p := unified(t, kind, up, 1000, pool.WithChunkSize(0))
 			r := pool.NewConsumer("sort").WithCanSpill(true).Register(p)
 			r.Grow(300)
@@ -305,8 +306,8 @@ func TestPanickingSpillerInsideAReentrantReclaimLeavesTheLedgerAsBefore(t *testi
 func TestShrinkOfMoreThanThePoolRecordedPanics(t *testing.T) {
 	pools := map[string]func() pool.Pool{
 		"fair":           func() pool.Pool { return pool.NewFair(1 << 20) },
-		"greedy_unified": func() pool.Pool { return unified(t, "greedy", newSparkFake(), 0, pool.WithChunkSize(0)) },
-		"fair_unified":   func() pool.Pool { return unified(t, "fair", newSparkFake(), 1<<20, pool.WithChunkSize(0)) },
+		"greedy_unified": func() pool.Pool { return unified(t, "greedy", fakeupstream.New(), 0, pool.WithChunkSize(0)) },
+		"fair_unified":   func() pool.Pool { return unified(t, "fair", fakeupstream.New(), 1<<20, pool.WithChunkSize(0)) },
 	}
 	for name, mk := range pools {
 		t.Run(name, func(t *testing.T) {
@@ -325,7 +326,7 @@ func TestShrinkOfMoreThanThePoolRecordedPanics(t *testing.T) {
 
 // blockingRelease makes up's next Release wait until the returned func is
 // called, and closes entered when it starts waiting.
-func blockingRelease(up *sparkFake) (entered chan struct{}, unblock func()) {
+func blockingRelease(up *fakeupstream.Spark) (entered chan struct{}, unblock func()) {
 	entered, gate := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	up.OnRelease(func(int64) {
@@ -337,7 +338,7 @@ func blockingRelease(up *sparkFake) (entered chan struct{}, unblock func()) {
 // While a release is on its way upstream, its bytes still count against the
 // pool total and the consumer's fair share: upstream still counts them.
 func TestReleaseInFlightStillCountsAgainstTheLimits(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "fair", up, 1000, pool.WithChunkSize(0))
 	a := pool.NewConsumer("a").WithCanSpill(true).Register(p)
 	b := pool.NewConsumer("b").Register(p) // unspillable: limited by the pool total only
@@ -368,7 +369,7 @@ func TestReleaseInFlightStillCountsAgainstTheLimits(t *testing.T) {
 // A grow whose Acquire is still in flight counts against the pool total
 // until it settles.
 func TestGrowInFlightCountsAgainstThePoolLimit(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "fair", up, 1000, pool.WithChunkSize(0))
 	a := pool.NewConsumer("a").Register(p)
 	b := pool.NewConsumer("b").Register(p)
@@ -396,7 +397,7 @@ func TestGrowInFlightCountsAgainstThePoolLimit(t *testing.T) {
 func TestLastConsumerLeavingReturnsAllSlack(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
-			up := newSparkFake()
+			up := fakeupstream.New()
 			p := unified(t, kind, up, 1<<30) // default 8 MiB chunk
 			r := pool.NewConsumer("sort").WithCanSpill(true).Register(p)
 			require.NoError(t, r.TryGrow(10<<10))
@@ -422,7 +423,7 @@ func zeroCounters(s pool.UnifiedStats) pool.UnifiedStats {
 // small task keeps at most a few MiB of slack.
 func TestChunkIsQuantisedByPoolSize(t *testing.T) {
 	const mib = 1 << 20
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "greedy", up, 0) // default 8 MiB chunk
 	r := pool.NewConsumer("sort").Register(p)
 
@@ -444,7 +445,7 @@ func TestChunkIsQuantisedByPoolSize(t *testing.T) {
 // Close of a pool while a TryGrow waits upstream: the grant goes back and
 // the TryGrow fails with ErrClosed; nothing is left upstream.
 func TestPoolCloseDuringAcquireHandsTheGrantBack(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "fair", up, 1<<20, pool.WithChunkSize(0))
 	r := pool.NewConsumer("a").Register(p)
 	entered, gate := make(chan struct{}), make(chan struct{})

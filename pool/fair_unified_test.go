@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nativepool/nativepool/internal/fakeupstream"
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -31,7 +32,7 @@ func spillable(name string) *pool.Consumer { return pool.NewConsumer(name).WithC
 // Comet #5214's tests.
 
 func TestFairUnifiedSoleConsumerMayUseWholePool(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "fair", up, 1000, pool.WithChunkSize(0))
 	a := spillable("a")
 	r := a.Register(p)
@@ -42,7 +43,7 @@ func TestFairUnifiedSoleConsumerMayUseWholePool(t *testing.T) {
 }
 
 func TestFairUnifiedShareIsDividedEvenlyBetweenConsumers(t *testing.T) {
-	p := unified(t, "fair", newSparkFake(), 1000, pool.WithChunkSize(0))
+	p := unified(t, "fair", fakeupstream.New(), 1000, pool.WithChunkSize(0))
 	cs := []*pool.Consumer{spillable("a"), spillable("b"), spillable("c"), spillable("d")}
 	var rs []*pool.Reservation
 	for _, c := range cs {
@@ -55,7 +56,7 @@ func TestFairUnifiedShareIsDividedEvenlyBetweenConsumers(t *testing.T) {
 }
 
 func TestFairUnifiedEachConsumerMayReachItsOwnShare(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "fair", up, 1000, pool.WithChunkSize(0))
 	a := spillable("a").Register(p)
 	b := spillable("b").Register(p)
@@ -65,7 +66,7 @@ func TestFairUnifiedEachConsumerMayReachItsOwnShare(t *testing.T) {
 }
 
 func TestFairUnifiedConsumerMayNotExceedItsOwnShare(t *testing.T) {
-	p := unified(t, "fair", newSparkFake(), 1000, pool.WithChunkSize(0))
+	p := unified(t, "fair", fakeupstream.New(), 1000, pool.WithChunkSize(0))
 	c := spillable("a")
 	a := c.Register(p)
 	spillable("b").Register(p) // registered, holds nothing: still halves the share
@@ -78,7 +79,7 @@ func TestFairUnifiedConsumerMayNotExceedItsOwnShare(t *testing.T) {
 // panics there) is accounted as if it had: it gets the whole share when it
 // is the only spillable consumer.
 func TestFairUnifiedNoRegisteredConsumersDoesNotPanic(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "fair", up, 1000, pool.WithChunkSize(0))
 	r := spillable("stray").Register(pool.NewUnbounded())
 	require.NoError(t, p.TryGrow(r, 1000))
@@ -88,7 +89,7 @@ func TestFairUnifiedNoRegisteredConsumersDoesNotPanic(t *testing.T) {
 }
 
 func TestFairUnifiedOversizedRequestDoesNotOverflow(t *testing.T) {
-	p := unified(t, "fair", newSparkFake(), math.MaxInt64, pool.WithChunkSize(0))
+	p := unified(t, "fair", fakeupstream.New(), math.MaxInt64, pool.WithChunkSize(0))
 	a := spillable("a")
 	u := pool.NewConsumer("u")
 	ra, ru := a.Register(p), u.Register(p)
@@ -105,7 +106,7 @@ func TestFairUnifiedOversizedRequestDoesNotOverflow(t *testing.T) {
 // Comet's later fair pool tests.
 
 func TestFairUnifiedGrowPastTheFairLimitIsRecordedAndRefusesTheNextTryGrow(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "fair", up, 100, pool.WithChunkSize(0))
 	c := spillable("a")
 	r := c.Register(p)
@@ -119,7 +120,7 @@ func TestFairUnifiedGrowPastTheFairLimitIsRecordedAndRefusesTheNextTryGrow(t *te
 }
 
 func TestFairUnifiedEachConsumerIsLimitedToItsOwnShare(t *testing.T) {
-	p := unified(t, "fair", newSparkFake(), 900, pool.WithChunkSize(0))
+	p := unified(t, "fair", fakeupstream.New(), 900, pool.WithChunkSize(0))
 	var rs []*pool.Reservation
 	for _, n := range []string{"a", "b", "c"} {
 		rs = append(rs, spillable(n).Register(p))
@@ -131,7 +132,7 @@ func TestFairUnifiedEachConsumerIsLimitedToItsOwnShare(t *testing.T) {
 }
 
 func TestFairUnifiedAConsumerRegisteredLateIsLimitedByThePoolTotal(t *testing.T) {
-	p := unified(t, "fair", newSparkFake(), 1000, pool.WithChunkSize(0))
+	p := unified(t, "fair", fakeupstream.New(), 1000, pool.WithChunkSize(0))
 	a := spillable("a").Register(p)
 	require.NoError(t, a.TryGrow(1000))
 	c := spillable("late")
@@ -147,7 +148,7 @@ func TestFairUnifiedAConsumerRegisteredLateIsLimitedByThePoolTotal(t *testing.T)
 // DESIGN difference 1 (apache/datafusion#25172, Comet #5961): the share is
 // per consumer, across all its reservations.
 func TestFairUnifiedSiblingReservationsDrawOnOneShare(t *testing.T) {
-	p := unified(t, "fair", newSparkFake(), 1000, pool.WithChunkSize(0))
+	p := unified(t, "fair", fakeupstream.New(), 1000, pool.WithChunkSize(0))
 	c := spillable("a")
 	r1 := c.Register(p)
 	r2 := r1.NewEmpty()
@@ -159,7 +160,7 @@ func TestFairUnifiedSiblingReservationsDrawOnOneShare(t *testing.T) {
 }
 
 func TestFairUnifiedSplitAndTakeKeepTheBytesOnTheirConsumer(t *testing.T) {
-	p := unified(t, "fair", newSparkFake(), 1000, pool.WithChunkSize(0))
+	p := unified(t, "fair", fakeupstream.New(), 1000, pool.WithChunkSize(0))
 	c := spillable("a")
 	r := c.Register(p)
 	spillable("b").Register(p)
@@ -179,7 +180,7 @@ func TestFairUnifiedSplitAndTakeKeepTheBytesOnTheirConsumer(t *testing.T) {
 // to it; they are limited by the pool total, and their bytes come off the
 // spillable share.
 func TestFairUnifiedUnspillableConsumersAreLimitedByThePoolTotalOnly(t *testing.T) {
-	p := unified(t, "fair", newSparkFake(), 1000, pool.WithChunkSize(0))
+	p := unified(t, "fair", fakeupstream.New(), 1000, pool.WithChunkSize(0))
 	uc := pool.NewConsumer("join")
 	u := uc.Register(p)
 	ac := spillable("a")
@@ -196,7 +197,7 @@ func TestFairUnifiedUnspillableConsumersAreLimitedByThePoolTotalOnly(t *testing.
 }
 
 func TestFairUnifiedUnspillableConsumersDoNotDivideTheShare(t *testing.T) {
-	p := unified(t, "fair", newSparkFake(), 1000, pool.WithChunkSize(0))
+	p := unified(t, "fair", fakeupstream.New(), 1000, pool.WithChunkSize(0))
 	for _, n := range []string{"u1", "u2", "u3"} {
 		pool.NewConsumer(n).Register(p)
 	}
@@ -208,7 +209,7 @@ func TestFairUnifiedUnspillableConsumersDoNotDivideTheShare(t *testing.T) {
 // other consumer's share does not grow; closing its reservation (which
 // unregisters it) does.
 func TestFairUnifiedOnlyUnregisteringRaisesAnotherConsumersShare(t *testing.T) {
-	p := unified(t, "fair", newSparkFake(), 100, pool.WithChunkSize(0))
+	p := unified(t, "fair", fakeupstream.New(), 100, pool.WithChunkSize(0))
 	a := spillable("a").Register(p)
 	b := spillable("b").Register(p)
 	require.NoError(t, a.TryGrow(50))
@@ -220,7 +221,7 @@ func TestFairUnifiedOnlyUnregisteringRaisesAnotherConsumersShare(t *testing.T) {
 }
 
 func TestFairUnifiedGrowAfterRefusedTryGrowIsRecordedAsOvercommit(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	up.SetLimit(100)
 	p := unified(t, "fair", up, 1000, pool.WithChunkSize(0))
 	r := spillable("a").Register(p)
@@ -231,7 +232,7 @@ func TestFairUnifiedGrowAfterRefusedTryGrowIsRecordedAsOvercommit(t *testing.T) 
 }
 
 func TestFairUnifiedNameLimitAndString(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "fair", up, 1<<30, pool.WithChunkSize(1<<20), pool.WithName("task 9"))
 	assert.Equal(t, "fair_unified", p.Name())
 	assert.Equal(t, pool.Limit{Kind: pool.Finite, Bytes: 1 << 30}, p.Limit())
@@ -247,7 +248,7 @@ func TestFairUnifiedNameLimitAndString(t *testing.T) {
 // wait() for 1/2N), other consumers grow, shrink, read stats and reclaim.
 // Returning within the timeout is the claim.
 func TestFairUnifiedOtherConsumersProceedWhileOneWaitsForUpstream(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "fair", up, 1<<20, pool.WithChunkSize(0))
 	blocked := pool.NewConsumer("blocked").Register(p)
 	other := pool.NewConsumer("other").Register(p)
@@ -286,7 +287,7 @@ func TestFairUnifiedOtherConsumersProceedWhileOneWaitsForUpstream(t *testing.T) 
 // Bytes booked by a TryGrow still waiting for upstream count against the
 // pool total, so two concurrent requests cannot both pass the check.
 func TestFairUnifiedAdmissionCountsRequestsStillWaitingForUpstream(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "fair", up, 1000, pool.WithChunkSize(0))
 	a := pool.NewConsumer("a").Register(p)
 	bc := pool.NewConsumer("b")
@@ -306,7 +307,7 @@ func TestFairUnifiedAdmissionCountsRequestsStillWaitingForUpstream(t *testing.T)
 func TestUnifiedNegativeSizesAreRejected(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
-			up := newSparkFake()
+			up := fakeupstream.New()
 			p := unified(t, kind, up, 100)
 			r := pool.NewConsumer("a").Register(p)
 			require.ErrorIs(t, r.TryGrow(-1), pool.ErrInvalidSize)
@@ -324,5 +325,5 @@ func TestUnifiedNegativeSizesAreRejected(t *testing.T) {
 func TestUnifiedConstructorsRejectCallerBugs(t *testing.T) {
 	assert.PanicsWithValue(t, "pool: NewGreedyUnified(nil): nil upstream", func() { pool.NewGreedyUnified(nil) })
 	assert.PanicsWithValue(t, "pool: NewFairUnified(nil): nil upstream", func() { pool.NewFairUnified(nil, 1) })
-	assert.PanicsWithValue(t, "pool: NewFairUnified(-1): negative size", func() { pool.NewFairUnified(newSparkFake(), -1) })
+	assert.PanicsWithValue(t, "pool: NewFairUnified(-1): negative size", func() { pool.NewFairUnified(fakeupstream.New(), -1) })
 }

@@ -12,11 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nativepool/nativepool/internal/fakeupstream"
 	"github.com/nativepool/nativepool/pool"
 )
 
 func TestUnifiedGrowAndShrinkTrackSparkGrants(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0))
 	r := pool.NewConsumer("sort").Register(p)
 
@@ -31,7 +32,7 @@ func TestUnifiedGrowAndShrinkTrackSparkGrants(t *testing.T) {
 }
 
 func TestUnifiedShortGrantIsReturnedToSparkAndReportedAsAnError(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	up.SetLimit(40)
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0), pool.WithName("task 7"))
 	c := pool.NewConsumer("sort")
@@ -54,7 +55,7 @@ func TestUnifiedShortGrantIsReturnedToSparkAndReportedAsAnError(t *testing.T) {
 func TestUnifiedExactModeEveryGrowAndShrinkReachesUpstream(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
-			up := newSparkFake()
+			up := fakeupstream.New()
 			p := unified(t, kind, up, 1<<30, pool.WithChunkSize(0))
 			r := pool.NewConsumer("sort").Register(p)
 			for i := range 10 {
@@ -81,7 +82,7 @@ func TestUnifiedExactModeEveryGrowAndShrinkReachesUpstream(t *testing.T) {
 func TestUnifiedZeroByteCallsNeverReachUpstream(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
-			up := newSparkFake() // panics on a zero-byte call
+			up := fakeupstream.New() // panics on a zero-byte call
 			p := unified(t, kind, up, 100, pool.WithChunkSize(0))
 			r := pool.NewConsumer("sort").Register(p)
 			r.Grow(0)
@@ -98,7 +99,7 @@ func TestUnifiedZeroByteCallsNeverReachUpstream(t *testing.T) {
 }
 
 func TestUnifiedGrowPastUpstreamIsRecordedAndRefusesTryGrowUntilRepaid(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	up.SetLimit(100)
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0))
 	a := pool.NewConsumer("a").Register(p)
@@ -129,12 +130,12 @@ func TestUnifiedGrowPastUpstreamIsRecordedAndRefusesTryGrowUntilRepaid(t *testin
 }
 
 func TestUnifiedStatsAreEmptyBeforeAnyCall(t *testing.T) {
-	p := unified(t, "greedy", newSparkFake(), 0)
+	p := unified(t, "greedy", fakeupstream.New(), 0)
 	assert.Equal(t, pool.UnifiedStats{}, p.Stats())
 }
 
 func TestUnifiedStatsCountAcquiresAndReleases(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0))
 	r := pool.NewConsumer("sort").Register(p)
 	r.Grow(10)
@@ -149,7 +150,7 @@ func TestUnifiedStatsCountAcquiresAndReleases(t *testing.T) {
 }
 
 func TestUnifiedStatsCountShortGrants(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	up.SetLimit(15)
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0))
 	r := pool.NewConsumer("sort").Register(p)
@@ -162,7 +163,7 @@ func TestUnifiedStatsCountShortGrants(t *testing.T) {
 }
 
 func TestUnifiedNameLimitAndString(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	g := unified(t, "greedy", up, 0, pool.WithChunkSize(1024))
 	assert.Equal(t, "greedy_unified", g.Name())
 	assert.Equal(t, pool.Limit{Kind: pool.Unknown}, g.Limit())
@@ -174,12 +175,12 @@ func TestUnifiedNameLimitAndString(t *testing.T) {
 	r.Grow(5000)
 	assert.Equal(t, "greedy_unified(used: 7.8 KB, held: 3.0 KB, overcommit: 4.8 KB)", g.String())
 
-	named := unified(t, "greedy", newSparkFake(), 0, pool.WithName("task 42"))
+	named := unified(t, "greedy", fakeupstream.New(), 0, pool.WithName("task 42"))
 	assert.Equal(t, "greedy_unified[task 42](used: 0.0 B, held: 0.0 B, overcommit: 0.0 B)", named.String())
 }
 
 func TestUnifiedCloseReturnsEverythingAndNamesTheLeakingConsumers(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	logs := &uniLogs{}
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(1024), pool.WithName("task 42"), pool.WithLogger(logs.logger()))
 	sort := pool.NewConsumer("sort")
@@ -223,7 +224,7 @@ func TestLeakErrorWithoutConsumersNamesOnlyThePool(t *testing.T) {
 // DESIGN difference 6, Comet #2453: a straggler's release after Close is
 // counted and logged, never forwarded.
 func TestUnifiedReleaseAfterCloseIsCountedAndNeverForwarded(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	logs := &uniLogs{}
 	p := unified(t, "fair", up, 1<<20, pool.WithChunkSize(0), pool.WithLogger(logs.logger()))
 	r := pool.NewConsumer("straggler").Register(p)
@@ -244,7 +245,7 @@ func TestUnifiedReleaseAfterCloseIsCountedAndNeverForwarded(t *testing.T) {
 }
 
 func TestUnifiedTryGrowAfterCloseWrapsErrClosed(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "greedy", up, 0)
 	c := pool.NewConsumer("late")
 	r := c.Register(p)
@@ -264,7 +265,7 @@ func TestUnifiedTryGrowAfterCloseWrapsErrClosed(t *testing.T) {
 // still grows (the Reservation contract), and its later shrink is a late
 // release.
 func TestUnifiedGrowAfterCloseRecordsNothingUpstream(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	logs := &uniLogs{}
 	p := unified(t, "greedy", up, 0, pool.WithLogger(logs.logger()))
 	r := pool.NewConsumer("late").Register(p)
@@ -282,7 +283,7 @@ func TestUnifiedGrowAfterCloseRecordsNothingUpstream(t *testing.T) {
 }
 
 func TestUnifiedPeakAndThresholdsFollowReserved(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(64))
 	var got []pool.Crossing
 	stop := p.OnThreshold(pool.Threshold{Level: 100, Hysteresis: 20}, func(c pool.Crossing) { got = append(got, c) })
@@ -320,7 +321,7 @@ func (s *freeingSpiller) Spill(target int64) (int64, error) {
 }
 
 func TestUnifiedReclaimReturnsSlackFirst(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(1024))
 	sp := &freeingSpiller{}
 	c := pool.NewConsumer("sort").WithSpiller(sp)
@@ -341,7 +342,7 @@ func TestUnifiedReclaimReturnsSlackFirst(t *testing.T) {
 }
 
 func TestUnifiedReclaimSpillsTheLargestConsumerFirstAcrossItsReservations(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "fair", up, 1<<20, pool.WithChunkSize(0))
 	var order []string
 	mk := func(name string, sizes ...int64) *pool.Reservation {
@@ -383,7 +384,7 @@ func TestUnifiedReclaimSpillsTheLargestConsumerFirstAcrossItsReservations(t *tes
 }
 
 func TestUnifiedReclaimSkipsAndCountsSpillersThatFailOrFreeNothing(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	logs := &uniLogs{}
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0), pool.WithLogger(logs.logger()))
 	broken := pool.NewConsumer("broken").WithSpiller(pool.SpillerFunc(func(int64) (int64, error) {
@@ -410,7 +411,7 @@ func TestUnifiedReclaimSkipsAndCountsSpillersThatFailOrFreeNothing(t *testing.T)
 // the call. Bytes a spiller frees that only repay overcommit never reached
 // Spark, so they are not counted.
 func TestUnifiedReclaimReturnsExactlyTheBytesReleasedUpstream(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	up.SetLimit(300)
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0))
 	sp := &freeingSpiller{}
@@ -428,7 +429,7 @@ func TestUnifiedReclaimReturnsExactlyTheBytesReleasedUpstream(t *testing.T) {
 }
 
 func TestUnifiedReclaimOnAClosedPoolFreesNothing(t *testing.T) {
-	p := unified(t, "greedy", newSparkFake(), 0)
+	p := unified(t, "greedy", fakeupstream.New(), 0)
 	require.NoError(t, p.Close())
 	freed, err := p.Reclaim(100)
 	require.NoError(t, err)
@@ -444,7 +445,7 @@ func TestUnifiedReclaimOnAClosedPoolFreesNothing(t *testing.T) {
 func TestUnifiedReclaimReentrantFromInsideAcquireDoesNotDeadlock(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
-			up := newSparkFake()
+			up := fakeupstream.New()
 			up.SetLimit(4096)
 			p := unified(t, kind, up, 1<<20, pool.WithChunkSize(1024))
 			sp := &freeingSpiller{}
@@ -480,7 +481,7 @@ func TestUnifiedReclaimReentrantFromInsideAcquireDoesNotDeadlock(t *testing.T) {
 func TestUnifiedReclaimConcurrentWithGrowsAndShrinks(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
-			up := newSparkFake()
+			up := fakeupstream.New()
 			up.SetLimit(1 << 20)
 			p := unified(t, kind, up, 1<<20, pool.WithChunkSize(4096))
 			rs := make([]*pool.Reservation, 4)
@@ -549,7 +550,7 @@ func TestUnifiedConcurrentConsumersHandUpstreamBackExactlyWhatItGranted(t *testi
 		chunk int64
 	}{{"greedy", 0}, {"greedy", 64 << 10}, {"fair", 0}, {"fair", 64 << 10}} {
 		t.Run(fmt.Sprintf("%s/chunk=%d", tc.kind, tc.chunk), func(t *testing.T) {
-			up := newSparkFake()
+			up := fakeupstream.New()
 			up.SetLimit(4 << 20)
 			p := unified(t, tc.kind, up, 8<<20, pool.WithChunkSize(tc.chunk))
 			seed := uint64(time.Now().UnixNano())
@@ -604,7 +605,7 @@ func zeroedLedger(s pool.UnifiedStats) pool.UnifiedStats {
 func TestUnifiedCloseDuringAnUpstreamCallHandsTheLateGrantBack(t *testing.T) {
 	for _, op := range []string{"Grow", "TryGrow"} {
 		t.Run(op, func(t *testing.T) {
-			up := newSparkFake()
+			up := fakeupstream.New()
 			p := unified(t, "greedy", up, 0, pool.WithChunkSize(1024))
 			r := pool.NewConsumer("sort").Register(p)
 			r.Grow(100)
@@ -631,7 +632,7 @@ func TestUnifiedCloseDuringAnUpstreamCallHandsTheLateGrantBack(t *testing.T) {
 // shrinks would keep their slack local for ever.
 func TestUnifiedPanickingSpillerLeavesThePoolUsable(t *testing.T) {
 	const chunk = 1024
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(chunk))
 	boom := pool.NewConsumer("boom").WithSpiller(pool.SpillerFunc(func(int64) (int64, error) { panic("spiller bug") })).Register(p)
 	boom.Grow(chunk)
@@ -649,7 +650,7 @@ func TestUnifiedPanickingSpillerLeavesThePoolUsable(t *testing.T) {
 func TestUnifiedOvercommitIsReadThroughTheWrappersOfEachPoolType(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
-			up := newSparkFake()
+			up := fakeupstream.New()
 			up.SetLimit(60)
 			inner := unified(t, kind, up, 1000, pool.WithChunkSize(0))
 			wrapped := pool.NewLogging(pool.NewTrackConsumers(inner, 5), quietLogger())
@@ -673,7 +674,7 @@ func TestUnifiedAPoolThatTakesNothingFromSparkHasNoOvercommit(t *testing.T) {
 // the pool counts a consumer's bytes across all its reservations and drops
 // the consumer only when its last reservation closes.
 func TestUnifiedAConsumerIsTrackedAcrossItsReservationsUntilItUnregisters(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "fair", up, 1000, pool.WithChunkSize(0))
 	c := spillable("FinalHashAggregateStream[0]")
 	r1 := c.Register(p)

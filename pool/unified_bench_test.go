@@ -2,35 +2,14 @@ package pool_test
 
 import (
 	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/nativepool/nativepool/internal/fakeupstream"
 	"github.com/nativepool/nativepool/pool"
 )
-
-// countingUpstream is the cheapest honest Upstream: it grants everything
-// and counts calls with atomics, so benchmarks measure the pool, not the
-// upstream.
-type countingUpstream struct {
-	held, acquires, releases atomic.Int64
-}
-
-func (u *countingUpstream) Acquire(n int64) (int64, error) {
-	u.acquires.Add(1)
-	u.held.Add(n)
-	return n, nil
-}
-
-func (u *countingUpstream) Release(n int64) error {
-	u.releases.Add(1)
-	if u.held.Add(-n) < 0 {
-		panic("countingUpstream: over-return")
-	}
-	return nil
-}
 
 const (
 	grow8K = 8 << 10
@@ -41,7 +20,7 @@ const (
 // shrinks it back in 8 KiB steps, and returns the upstream calls each phase
 // made.
 func upstreamCallsPerGiB(tb testing.TB, kind string, chunk int64) (growCalls, shrinkCalls int64) {
-	up := &countingUpstream{}
+	up := fakeupstream.NewCounting()
 	p := unified(tb, kind, up, 2*oneGiB, pool.WithChunkSize(chunk))
 	r := pool.NewConsumer("bench").WithCanSpill(true).Register(p)
 	for range oneGiB / grow8K {
@@ -49,14 +28,14 @@ func upstreamCallsPerGiB(tb testing.TB, kind string, chunk int64) (growCalls, sh
 			tb.Fatal(err)
 		}
 	}
-	growCalls = up.acquires.Load() + up.releases.Load()
+	growCalls = sum(up.Calls())
 	for range oneGiB / grow8K {
 		r.Shrink(grow8K)
 	}
-	shrinkCalls = up.acquires.Load() + up.releases.Load() - growCalls
+	shrinkCalls = sum(up.Calls()) - growCalls
 	r.Close()
 	require.NoError(tb, p.Close())
-	require.Zero(tb, up.held.Load())
+	require.Zero(tb, up.Held())
 	return growCalls, shrinkCalls
 }
 
@@ -113,13 +92,13 @@ func BenchmarkUnifiedTryGrowShrinkPair(b *testing.B) {
 	variants := []variant{
 		{"greedy", func() pool.Pool { return pool.NewGreedy(1 << 50) }},
 		{"fair_unified_8MiB", func() pool.Pool {
-			return pool.NewFairUnified(&countingUpstream{}, 1<<50, pool.WithLogger(quietLogger()))
+			return pool.NewFairUnified(fakeupstream.NewCounting(), 1<<50, pool.WithLogger(quietLogger()))
 		}},
 		{"greedy_unified_8MiB", func() pool.Pool {
-			return pool.NewGreedyUnified(&countingUpstream{}, pool.WithLogger(quietLogger()))
+			return pool.NewGreedyUnified(fakeupstream.NewCounting(), pool.WithLogger(quietLogger()))
 		}},
 		{"fair_unified_exact", func() pool.Pool {
-			return pool.NewFairUnified(&countingUpstream{}, 1<<50, pool.WithChunkSize(0), pool.WithLogger(quietLogger()))
+			return pool.NewFairUnified(fakeupstream.NewCounting(), 1<<50, pool.WithChunkSize(0), pool.WithLogger(quietLogger()))
 		}},
 	}
 	for _, v := range variants {
@@ -151,3 +130,5 @@ func BenchmarkUnifiedTryGrowShrinkPair(b *testing.B) {
 		})
 	}
 }
+
+func sum(a, b int64) int64 { return a + b }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nativepool/nativepool/internal/fakeupstream"
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -300,7 +301,7 @@ func b2i(b bool) int {
 }
 
 func fakeUpstream() uniUpstream {
-	f := newSparkFake()
+	f := fakeupstream.New()
 	f.SetLimit(30_000)
 	var limit int64 = 30_000
 	return uniUpstream{
@@ -381,7 +382,7 @@ func TestUnifiedPoolsOverTheArbiterHandBackExactlyWhatWasGranted(t *testing.T) {
 	type taskPool struct {
 		task  *pool.ArbiterTask
 		p     pool.Unified
-		audit *auditedUpstream
+		audit *fakeupstream.Spark
 	}
 	var tps []taskPool
 	poolLogs := &uniLogs{}
@@ -393,7 +394,7 @@ func TestUnifiedPoolsOverTheArbiterHandBackExactlyWhatWasGranted(t *testing.T) {
 	for i, kind := range []string{"greedy", "fair"} {
 		task := a.NewTask(context.Background(), fmt.Sprintf("task%d", i))
 		c := task.NewConsumer("native", nil)
-		audit := &auditedUpstream{inner: c}
+		audit := fakeupstream.Audit(c)
 		p := unified(t, kind, audit, budget, pool.WithChunkSize(64<<10), pool.WithLogger(poolLogs.logger()))
 		c.SetReclaimer(p)
 		tps = append(tps, taskPool{task, p, audit})

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/nativepool/nativepool/internal/fakeupstream"
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -18,7 +19,7 @@ import (
 // policy documented on the ledger.
 
 func TestSparkMemoryTryAcquireHandsBackAPartialGrant(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	up.SetLimit(60)
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0))
 	r := pool.NewConsumer("sort").Register(p)
@@ -34,7 +35,7 @@ func TestSparkMemoryTryAcquireHandsBackAPartialGrant(t *testing.T) {
 }
 
 func TestSparkMemoryReleaseRepaysOvercommitBeforeReturningBytesToSpark(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	up.SetLimit(60)
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0))
 	r := pool.NewConsumer("sort").Register(p)
@@ -59,7 +60,7 @@ func TestSparkMemoryReleaseRepaysOvercommitBeforeReturningBytesToSpark(t *testin
 }
 
 func TestSparkMemoryTryAcquireAsksForTheOvercommitToo(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	up.SetLimit(60)
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0))
 	r := pool.NewConsumer("sort").Register(p)
@@ -75,7 +76,7 @@ func TestSparkMemoryTryAcquireAsksForTheOvercommitToo(t *testing.T) {
 }
 
 func TestSparkMemoryTryAcquireRefusedWhileTheDebtIsNotGranted(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	up.SetLimit(60)
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0))
 	r := pool.NewConsumer("sort").Register(p)
@@ -99,7 +100,7 @@ func TestSparkMemoryTryAcquireRefusedWhileTheDebtIsNotGranted(t *testing.T) {
 // covers the debt, so Spark ends up holding exactly what is reserved
 // (Comet hands the surplus back after the fact instead).
 func TestSparkMemoryTryAcquireHandsBackDebtRepaidByAConcurrentRelease(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	up.SetLimit(60)
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0))
 	a := pool.NewConsumer("a").Register(p)
@@ -126,9 +127,9 @@ func TestSparkMemoryTryAcquireHandsBackDebtRepaidByAConcurrentRelease(t *testing
 }
 
 func TestSparkMemoryFailedAcquireIsAllOvercommit(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	javaErr := errors.New("java.lang.RuntimeException: interrupted")
-	up.Reply(fail(javaErr))
+	up.Reply(fakeupstream.Fail(javaErr))
 	logs := &uniLogs{}
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0), pool.WithLogger(logs.logger()))
 	r := pool.NewConsumer("sort").Register(p)
@@ -149,8 +150,8 @@ func TestSparkMemoryFailedAcquireIsAllOvercommit(t *testing.T) {
 
 func TestSparkMemoryGrantedIsClampedToTheRequest(t *testing.T) {
 	t.Run("a negative reply counts as 0", func(t *testing.T) {
-		up := newSparkFake()
-		up.Reply(grant(-5))
+		up := fakeupstream.New()
+		up.Reply(fakeupstream.Grant(-5))
 		p := unified(t, "greedy", up, 0, pool.WithChunkSize(0))
 		r := pool.NewConsumer("sort").Register(p)
 
@@ -160,8 +161,8 @@ func TestSparkMemoryGrantedIsClampedToTheRequest(t *testing.T) {
 		requireUnifiedInvariants(t, p, up.Held(), 0, r)
 	})
 	t.Run("a reply above the request is clamped and the excess released at once", func(t *testing.T) {
-		up := newSparkFake()
-		up.Reply(grantAsk(50))
+		up := fakeupstream.New()
+		up.Reply(fakeupstream.GrantAsk(50))
 		p := unified(t, "greedy", up, 0, pool.WithChunkSize(0))
 		r := pool.NewConsumer("sort").Register(p)
 
@@ -174,8 +175,8 @@ func TestSparkMemoryGrantedIsClampedToTheRequest(t *testing.T) {
 		requireUnifiedInvariants(t, p, up.Held(), 0, r)
 	})
 	t.Run("an over-grant during Grow is clamped too", func(t *testing.T) {
-		up := newSparkFake()
-		up.Reply(grantAsk(7))
+		up := fakeupstream.New()
+		up.Reply(fakeupstream.GrantAsk(7))
 		p := unified(t, "fair", up, 1000, pool.WithChunkSize(64))
 		r := pool.NewConsumer("sort").Register(p)
 
@@ -189,9 +190,9 @@ func TestSparkMemoryGrantedIsClampedToTheRequest(t *testing.T) {
 func TestUnifiedUpstreamErrorIsWrappedAndLeavesNothingBorrowed(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
-			up := newSparkFake()
+			up := fakeupstream.New()
 			javaErr := errors.New("org.apache.spark.memory.SparkOutOfMemoryError: spill failed")
-			up.Reply(fail(javaErr))
+			up.Reply(fakeupstream.Fail(javaErr))
 			p := unified(t, kind, up, 1<<30, pool.WithChunkSize(1024))
 			r := pool.NewConsumer("sort").Register(p)
 
@@ -212,7 +213,7 @@ func TestUnifiedUpstreamErrorIsWrappedAndLeavesNothingBorrowed(t *testing.T) {
 // An upstream Acquire that reports an error is believed even if it also
 // reports bytes: re-releasing them could over-return.
 func TestUnifiedUpstreamErrorWithBytesIsTreatedAsAZeroGrant(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	up.Reply(func(int64) (int64, error) { return 100, errors.New("boom") })
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0))
 	r := pool.NewConsumer("sort").Register(p)
@@ -229,7 +230,7 @@ func TestUnifiedUpstreamErrorWithBytesIsTreatedAsAZeroGrant(t *testing.T) {
 // be about to take back, and the next sweep (here: the last consumer
 // leaving) hands them back.
 func TestUnifiedFailedReleaseLeavesTheBytesChargedNotSpendable(t *testing.T) {
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(0))
 	r := pool.NewConsumer("sort").Register(p)
 	r.Grow(100)
@@ -257,7 +258,7 @@ func TestUnifiedFailedReleaseLeavesTheBytesChargedNotSpendable(t *testing.T) {
 
 func TestUnifiedChunkedBorrowsWholeChunksAndKeepsSlackWithinTwoChunks(t *testing.T) {
 	const chunk = 1 << 20
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(chunk))
 	r := pool.NewConsumer("sort").Register(p)
 
@@ -288,7 +289,7 @@ func TestUnifiedChunkedBorrowsWholeChunksAndKeepsSlackWithinTwoChunks(t *testing
 
 func TestUnifiedChunkedGrowShrinkPairsAtAChunkBoundaryDoNotThrash(t *testing.T) {
 	const chunk = 1 << 20
-	up := newSparkFake()
+	up := fakeupstream.New()
 	p := unified(t, "fair", up, 1<<40, pool.WithChunkSize(chunk))
 	r := pool.NewConsumer("sort").Register(p)
 	r.Grow(chunk) // exactly one chunk, no slack
@@ -304,7 +305,7 @@ func TestUnifiedChunkedGrowShrinkPairsAtAChunkBoundaryDoNotThrash(t *testing.T) 
 
 func TestUnifiedChunkedTryGrowSucceedsOnAGrantShortOfTheChunkButCoveringTheNeed(t *testing.T) {
 	const chunk = 1024
-	up := newSparkFake()
+	up := fakeupstream.New()
 	up.SetLimit(100)
 	p := unified(t, "greedy", up, 0, pool.WithChunkSize(chunk))
 	r := pool.NewConsumer("sort").Register(p)
@@ -322,7 +323,7 @@ func TestUnifiedChunkedTryGrowSucceedsOnAGrantShortOfTheChunkButCoveringTheNeed(
 func TestUnifiedTryGrowInFlightWhileItsDebtIsRepaidNeverOverReturns(t *testing.T) {
 	for _, chunk := range []int64{0, 16} {
 		t.Run(fmt.Sprintf("chunk=%d", chunk), func(t *testing.T) {
-			up := newSparkFake()
+			up := fakeupstream.New()
 			up.SetLimit(64)
 			p := unified(t, "greedy", up, 0, pool.WithChunkSize(chunk))
 			a := pool.NewConsumer("a").Register(p)
