@@ -100,4 +100,20 @@
 // Every pool reports its high-water mark and can notify threshold crossings
 // (Watcher). Errors match ErrResourcesExhausted and ErrInvalidSize with
 // errors.Is through every decorator; refusal messages keep DataFusion's text.
+//
+// # Where each job lives
+//
+//	pool.go, consumer.go, reservation.go   the contracts; Consumer and Reservation
+//	unbounded.go, greedy.go, fair.go       the standalone pools
+//	unified.go                             both unified pools: constructors, options, stats, the fair rule
+//	unified_ledger.go                      their ledger: figures, invariants, booking, slack policy
+//	unified_grow.go                        Grow, TryGrow, Shrink and every upstream call
+//	unified_reclaim.go                     Reclaim (Spark's spill) and Close
+//	track_consumers.go, logging.go         the decorators
+//	meter.go                               high-water marks and thresholds
+//	errors.go, leak.go, size.go            refusals in DataFusion's words, leak reports, sizes
+//	arbiter.go, arbiter_task.go,           the in-process Upstream with Spark's rules: the executor
+//	arbiter_consumer.go                    budget, a task's monitor and spill loop, a consumer
+//
+// Tests share one fake Upstream, internal/fakeupstream.
 package pool
