@@ -76,7 +76,9 @@ const (
 	ArrowPStatUnexplained    = 7  // RSS - GoRuntime - Allocated
 	ArrowPStatLeaks          = 8  // allocators closed with something held, cumulative
 	ArrowPStatLeakedBytes    = 9  // bytes those allocators held, cumulative
-	ArrowPStatCount          = 10 // length of the array
+	ArrowPStatLingering      = 10 // bytes closed allocators still hold (outlived their task)
+	ArrowPStatLingeringAlloc = 11 // closed allocators that still hold something
+	ArrowPStatCount          = 12 // length of the array
 )
 
 // ArrowSettings are the process-wide Arrow options of configureArrow0. They
@@ -106,6 +108,12 @@ type arrowState struct {
 		sync.Mutex
 		// live are the open allocators, by reservation handle.
 		live map[*reservationHandle]*ffi.Allocator
+		// lingering are closed allocators whose memory is not all freed yet:
+		// exports Java has not released (into an allocator the task's end
+		// does not close), or imports a re-export still pins. They stay
+		// here, counted by ProcessArrowStats with their owner, until the
+		// last of it is freed (lingerSweep).
+		lingering map[*reservationHandle]*ffi.Allocator
 	}
 	leaks       atomic.Int64
 	leakedBytes atomic.Int64
@@ -129,6 +137,45 @@ func (s *arrowState) removeLive(rh *reservationHandle) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.mu.live, rh)
+}
+
+// holds reports whether a closed allocator still holds memory: Go buffers
+// (pinned by exports), exports or imports.
+func holds(sn ffi.Snapshot) bool {
+	return sn.Allocated > 0 || sn.ExportsLive > 0 || sn.ImportsLive > 0
+}
+
+// linger keeps the closed allocator a of rh on the books until what it still
+// holds is freed (DESIGN.md difference 10: bytes still resident stay on the
+// books until freed).
+func (s *arrowState) linger(rh *reservationHandle, a *ffi.Allocator) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.lingering == nil {
+		s.mu.lingering = make(map[*reservationHandle]*ffi.Allocator)
+	}
+	s.mu.lingering[rh] = a
+}
+
+// lingerSweep forgets the lingering allocators that hold nothing any more,
+// logging each, and returns the bytes and the number of those that still
+// hold something.
+func (b *Bridge) lingerSweep() (bytes int64, n int) {
+	s := &b.arrow
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for rh, a := range s.mu.lingering {
+		sn := a.Snapshot()
+		if !holds(sn) {
+			delete(s.mu.lingering, rh)
+			b.logger.Info("nativepool: Arrow memory that outlived its task is freed",
+				"consumer", rh.r.Consumer().String(), "task", rh.tp.taskID)
+			continue
+		}
+		bytes += sn.Allocated + sn.Imported
+		n++
+	}
+	return bytes, n
 }
 
 // arrowSlot is a reservation handle's Arrow allocator. The allocator is made
@@ -446,6 +493,8 @@ func (b *Bridge) ProcessArrowStats() []int64 {
 	out[ArrowPStatLiveBatches] = int64(b.arrow.table().Len())
 	out[ArrowPStatLeaks] = b.arrow.leaks.Load()
 	out[ArrowPStatLeakedBytes] = b.arrow.leakedBytes.Load()
+	lb, ln := b.lingerSweep()
+	out[ArrowPStatLingering], out[ArrowPStatLingeringAlloc] = lb, int64(ln)
 	if d, err := ffi.MeasureDrift(reserved, out[ArrowPStatAllocated]); err == nil {
 		out[ArrowPStatRSS] = d.RSS
 		out[ArrowPStatGoRuntime] = d.GoRuntime
@@ -537,7 +586,10 @@ func (b *Bridge) closeArrowOfPool(tp *taskPool) {
 // the consumer and, when recorded, the allocation sites) and gives its charge
 // back to the reservation; then the batch handles it still owns are released,
 // which frees their memory (late frees, charge already returned) and calls
-// the producers of imported batches back. It returns the leak, or nil.
+// the producers of imported batches back. What is still held after that
+// (exports Java has not released) lingers: counted by ProcessArrowStats
+// (ArrowPStatLingering) with its owner until freed. It returns the leak, or
+// nil.
 func (b *Bridge) finishArrowClose(rh *reservationHandle) *ffi.LeakError {
 	s := &rh.arrow
 	s.mu.Lock()
@@ -565,6 +617,16 @@ func (b *Bridge) finishArrowClose(rh *reservationHandle) *ffi.LeakError {
 	if released > 0 {
 		b.logger.Warn("nativepool: Arrow batches never released; released at allocator close",
 			"consumer", rh.r.Consumer().String(), "task", rh.tp.taskID, "batches", released)
+	}
+	if a != nil {
+		if sn := a.Snapshot(); holds(sn) {
+			// Java still reads these (an export into an allocator the task's
+			// end does not close): freeing them would be a use after free.
+			b.arrow.linger(rh, a)
+			b.logger.Warn("nativepool: Arrow memory outlives its task; kept on the books until freed",
+				"consumer", rh.r.Consumer().String(), "task", rh.tp.taskID,
+				"bytes", sn.Allocated, "exports", sn.ExportsLive, "imported_bytes", sn.Imported)
+		}
 	}
 	return leak
 }
