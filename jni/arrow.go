@@ -3,8 +3,10 @@ package jni
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -290,6 +292,13 @@ func (b *Bridge) registerBatch(op string, rh *reservationHandle, a *ffi.Allocato
 // on error the caller still owns whatever arr and sc hold and must release
 // them (a no-op on a released struct).
 //
+// Before anything dereferences arr or sc, validateImport reads them and all
+// they point to without faulting (arrow_validate.go): an unreadable or
+// misaligned address, a released struct, n_buffers or n_children that do
+// not match the schema, bad lengths, offsets or null counts, or columns of
+// unequal row counts wrap errInvalidArgument, with nothing read further,
+// nothing written and nothing charged.
+//
 // Errors: a bad handle, a zero address, or an array arrow-go cannot import
 // (released already, malformed) wrap errInvalidHandle or errInvalidArgument;
 // a closed reservation or allocator wraps pool.ErrClosed (errStaleHandle for
@@ -302,11 +311,18 @@ func (b *Bridge) ImportBatch(res int64, arr *cdata.CArrowArray, sc *cdata.CArrow
 	if arr == nil || sc == nil {
 		return 0, fmt.Errorf("nativepool: importBatch for %s: null ArrowArray or ArrowSchema address: %w", rh.r.Consumer(), errInvalidArgument)
 	}
+	// Nothing below may touch memory validation has not read (arrow_validate.go).
+	if err := validateImport(uintptr(unsafe.Pointer(arr)), uintptr(unsafe.Pointer(sc))); err != nil {
+		return 0, fmt.Errorf("nativepool: importBatch for %s: %w: %w", rh.r.Consumer(), err, errInvalidArgument)
+	}
 	a, err := b.enterArrow("importBatch", rh)
 	if err != nil {
 		return 0, err
 	}
 	defer b.exitArrow(rh)
+	// A fault in arrow-go's reads (a forgery validation cannot see: mapped
+	// memory that changed under it) panics instead of killing the process.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	rb, err := a.ImportRecordBatch(arr, sc)
 	if err != nil {
 		if errors.Is(err, pool.ErrClosed) || errors.Is(err, ffi.ErrOutOfMemory) {
@@ -331,6 +347,12 @@ func (b *Bridge) ExportBatch(batch int64, out *cdata.CArrowArray, outSchema *cda
 	}
 	if out == nil || outSchema == nil {
 		return fmt.Errorf("nativepool: exportBatch: null ArrowArray or ArrowSchema address: %w", errInvalidArgument)
+	}
+	if err := validateExportTarget("ArrowArray", uintptr(unsafe.Pointer(out)), int(unsafe.Sizeof(cdata.CArrowArray{}))); err != nil {
+		return fmt.Errorf("nativepool: exportBatch: %w: %w", err, errInvalidArgument)
+	}
+	if err := validateExportTarget("ArrowSchema", uintptr(unsafe.Pointer(outSchema)), int(unsafe.Sizeof(cdata.CArrowSchema{}))); err != nil {
+		return fmt.Errorf("nativepool: exportBatch: %w: %w", err, errInvalidArgument)
 	}
 	if _, err := b.enterArrow("exportBatch", bh.owner); err != nil {
 		return err
