@@ -87,7 +87,7 @@ public final class NativeBatch implements AutoCloseable {
    * TaskArrowAllocators#importer()}, the task's end closes the root if it is still open, so its Go
    * memory never outlives the task; a later {@code close()} of the root is then a no-op. (Into any
    * other allocator, a root left open at task end keeps its Go memory, reported as lingering, until
-   * it is closed.)
+   * it is closed.) The task's end must not race with another thread still reading the root.
    *
    * @param importer tracks the foreign buffers; must not charge the pool (its listener is not a
    *     {@link PoolAllocationListener}), normally {@link TaskArrowAllocators#importer()}
