@@ -304,17 +304,25 @@ func (b *Bridge) registerBatch(op string, rh *reservationHandle, a *ffi.Allocato
 // a closed reservation or allocator wraps pool.ErrClosed (errStaleHandle for
 // a closed handle).
 func (b *Bridge) ImportBatch(res int64, arr *cdata.CArrowArray, sc *cdata.CArrowSchema) (int64, error) {
+	return b.ImportBatchAt(res, uintptr(unsafe.Pointer(arr)), uintptr(unsafe.Pointer(sc)))
+}
+
+// ImportBatchAt is ImportBatch for raw addresses, as importBatch0 gets them
+// from Java: they become Go pointers only once validation has accepted them
+// (a misaligned pointer is invalid Go even before it is dereferenced).
+func (b *Bridge) ImportBatchAt(res int64, arrAddr, scAddr uintptr) (int64, error) {
 	rh, err := b.reservation(res)
 	if err != nil {
 		return 0, err
 	}
-	if arr == nil || sc == nil {
+	if arrAddr == 0 || scAddr == 0 {
 		return 0, fmt.Errorf("nativepool: importBatch for %s: null ArrowArray or ArrowSchema address: %w", rh.r.Consumer(), errInvalidArgument)
 	}
 	// Nothing below may touch memory validation has not read (arrow_validate.go).
-	if err := validateImport(uintptr(unsafe.Pointer(arr)), uintptr(unsafe.Pointer(sc))); err != nil {
+	if err := validateImport(arrAddr, scAddr); err != nil {
 		return 0, fmt.Errorf("nativepool: importBatch for %s: %w: %w", rh.r.Consumer(), err, errInvalidArgument)
 	}
+	arr, sc := cdata.ArrayFromPtr(arrAddr), cdata.SchemaFromPtr(scAddr)
 	a, err := b.enterArrow("importBatch", rh)
 	if err != nil {
 		return 0, err
@@ -341,19 +349,28 @@ func (b *Bridge) ImportBatch(res int64, arr *cdata.CArrowArray, sc *cdata.CArrow
 // Errors: a released batch wraps errStaleHandle; a closed allocator
 // pool.ErrClosed; a zero address errInvalidArgument. Nothing is written then.
 func (b *Bridge) ExportBatch(batch int64, out *cdata.CArrowArray, outSchema *cdata.CArrowSchema) error {
+	return b.ExportBatchAt(batch, uintptr(unsafe.Pointer(out)), uintptr(unsafe.Pointer(outSchema)))
+}
+
+// ExportBatchAt is ExportBatch for raw addresses, as exportBatch0 gets them
+// from Java. Both must be 8-byte aligned, readable, writable and not hold a
+// live struct (validateExportTarget); otherwise the error wraps
+// errInvalidArgument and nothing is written.
+func (b *Bridge) ExportBatchAt(batch int64, outAddr, outSchemaAddr uintptr) error {
 	bh, err := b.arrow.table().Get(batch)
 	if err != nil {
 		return err
 	}
-	if out == nil || outSchema == nil {
+	if outAddr == 0 || outSchemaAddr == 0 {
 		return fmt.Errorf("nativepool: exportBatch: null ArrowArray or ArrowSchema address: %w", errInvalidArgument)
 	}
-	if err := validateExportTarget("ArrowArray", uintptr(unsafe.Pointer(out)), int(unsafe.Sizeof(cdata.CArrowArray{}))); err != nil {
+	if err := validateExportTarget("ArrowArray", outAddr, int(unsafe.Sizeof(cdata.CArrowArray{}))); err != nil {
 		return fmt.Errorf("nativepool: exportBatch: %w: %w", err, errInvalidArgument)
 	}
-	if err := validateExportTarget("ArrowSchema", uintptr(unsafe.Pointer(outSchema)), int(unsafe.Sizeof(cdata.CArrowSchema{}))); err != nil {
+	if err := validateExportTarget("ArrowSchema", outSchemaAddr, int(unsafe.Sizeof(cdata.CArrowSchema{}))); err != nil {
 		return fmt.Errorf("nativepool: exportBatch: %w: %w", err, errInvalidArgument)
 	}
+	out, outSchema := cdata.ArrayFromPtr(outAddr), cdata.SchemaFromPtr(outSchemaAddr)
 	if _, err := b.enterArrow("exportBatch", bh.owner); err != nil {
 		return err
 	}

@@ -233,7 +233,7 @@ func TestImportOfUnreadableOrGarbageAddressesIsIllegalArgument(t *testing.T) {
 		{"garbage array", gp, uintptr(unsafe.Pointer(sc)), "negative length"},
 	}
 	for _, tc := range cases {
-		_, err := f.b.ImportBatch(res, cdata.ArrayFromPtr(tc.arr), cdata.SchemaFromPtr(tc.sc))
+		_, err := f.b.ImportBatchAt(res, tc.arr, tc.sc)
 		require.Error(t, err, tc.name)
 		assert.Equal(t, throwIllegalArgument, classify(err), tc.name)
 		assert.Contains(t, err.Error(), tc.errSuffix, tc.name)
@@ -271,7 +271,7 @@ func TestExportIntoBadTargetsIsIllegalArgumentAndWritesNothing(t *testing.T) {
 		{"a live schema", uintptr(unsafe.Pointer(out)), uintptr(unsafe.Pointer(liveSchema)), "a live struct (release callback set)"},
 	}
 	for _, tc := range cases {
-		err := f.b.ExportBatch(h, cdata.ArrayFromPtr(tc.arr), cdata.SchemaFromPtr(tc.sc))
+		err := f.b.ExportBatchAt(h, tc.arr, tc.sc)
 		require.Error(t, err, tc.name)
 		assert.Equal(t, throwIllegalArgument, classify(err), tc.name)
 		assert.Contains(t, err.Error(), tc.msg, tc.name)
