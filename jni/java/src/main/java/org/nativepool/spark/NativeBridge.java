@@ -147,7 +147,7 @@ public final class NativeBridge {
   static native void configure0(boolean logging, long[] thresholds);
 
   // ---- Arrow batches (jni/API.md "Arrow batches"). The other copy of the ARROW_STAT_* and
-  // ARROW_PSTAT_* constants lives on the Go side, in jni/arrow.go; change both together. ----
+  // ARROW_PSTAT_* constants lives on the Go side, in jni/arrow_stats.go; change both together. ----
 
   /** {@link #arrowStats0} index: bytes in live buffers the reservation's Go allocator made. */
   public static final int ARROW_STAT_ALLOCATED = 0;
