@@ -244,7 +244,7 @@ func (a *Allocator) Free(b []byte) {
 // dispose gives b's memory back to where it came from.
 func (a *Allocator) dispose(b []byte, e liveBuf) {
 	if a.inner == nil {
-		cFree(b, e.off)
+		cFree(b, e.off, e.n)
 		return
 	}
 	a.inner.Free(b[:cap(b)])

@@ -27,9 +27,14 @@
 // inner allocator the package allocates C memory itself (calloc, 64-byte
 // aligned, as arrow-go's Mallocator) and that one record replaces
 // Mallocator's sync.Map, so accounting costs nothing over the raw allocator
-// (bench/RESULTS.md, "Accounted allocator"). A double Free, or a Free of a
-// buffer this allocator did not make, panics naming the address and releases
-// nothing.
+// (bench/RESULTS.md, "Accounted allocator"). Buffers of 128 KiB or more get
+// pages of their own (mmap, munmap on Free) instead of libc's heap, whose
+// dynamic mmap threshold would otherwise keep freed buffers of that size
+// resident: so the resident set follows what the allocators hold, and memory
+// a task frees goes back to the kernel (cdata.go, mapThreshold). This policy
+// is the package's own: no mallopt, no MALLOC_* variable, the JVM's mallocs
+// untouched. A double Free, or a Free of a buffer this allocator did not
+// make, panics naming the address and releases nothing.
 //
 // # Who pays across the C Data Interface
 //
@@ -86,8 +91,10 @@
 // function; exports the JVM never released; imports still held), logs it,
 // and gives the whole charge back to the reservation. It frees no memory a
 // consumer might still read; a late release after Close frees the memory and
-// leaves the reservation alone (Snapshot.LateFrees). In tests, defer
-// ffitest.AssertNoLeak(t, alloc).
+// leaves the reservation alone (Snapshot.LateFrees), and Snapshot keeps
+// counting what is still held until then (package jni keeps such closed
+// allocators on its process books, "lingering", until they are empty). In
+// tests, defer ffitest.AssertNoLeak(t, alloc).
 //
 // # Threads
 //

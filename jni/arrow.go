@@ -3,8 +3,10 @@ package jni
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -43,42 +45,6 @@ import (
 // leak report has named them), so a batch left unreleased at task end is
 // both reported and freed.
 
-// Indices of the arrowStats0 array (jni/API.md). The other copy is
-// jni/java/src/main/java/org/nativepool/spark/NativeBridge.java
-// (ARROW_STAT_*); change both together.
-const (
-	ArrowStatAllocated   = 0  // bytes in live buffers the reservation's allocator made
-	ArrowStatReserved    = 1  // the reservation's size
-	ArrowStatForced      = 2  // bytes charged past a refusal, cumulative
-	ArrowStatLiveBuffers = 3  // live buffers the allocator made
-	ArrowStatImported    = 4  // bytes imported from Java that Go still holds (tracked)
-	ArrowStatImportsLive = 5  // imported batches Go still holds
-	ArrowStatExported    = 6  // bytes exported to Java, not yet released by Java
-	ArrowStatExportsLive = 7  // exported batches not yet released by Java
-	ArrowStatPeak        = 8  // highest allocated figure
-	ArrowStatRefusals    = 9  // allocations the pool refused, cumulative
-	ArrowStatBatches     = 10 // batch handles of the reservation not yet released
-	ArrowStatClosed      = 11 // 1 once the allocator is closed
-	ArrowStatCount       = 12 // length of the array
-)
-
-// Indices of the processArrowStats0 array (jni/API.md). The other copy is
-// jni/java/src/main/java/org/nativepool/spark/NativeBridge.java
-// (ARROW_PSTAT_*); change both together.
-const (
-	ArrowPStatAllocated      = 0  // bytes in live buffers of every open allocator
-	ArrowPStatLiveAllocators = 1  // open allocators
-	ArrowPStatLiveBatches    = 2  // batch handles not yet released
-	ArrowPStatExported       = 3  // bytes exported to Java, not yet released by Java
-	ArrowPStatImported       = 4  // bytes imported from Java that Go still holds
-	ArrowPStatRSS            = 5  // resident set of the process (-1 if unreadable)
-	ArrowPStatGoRuntime      = 6  // what the Go runtime holds mapped
-	ArrowPStatUnexplained    = 7  // RSS - GoRuntime - Allocated
-	ArrowPStatLeaks          = 8  // allocators closed with something held, cumulative
-	ArrowPStatLeakedBytes    = 9  // bytes those allocators held, cumulative
-	ArrowPStatCount          = 10 // length of the array
-)
-
 // ArrowSettings are the process-wide Arrow options of configureArrow0. They
 // apply to allocators made after they are set. The zero value records no
 // allocation sites.
@@ -106,6 +72,12 @@ type arrowState struct {
 		sync.Mutex
 		// live are the open allocators, by reservation handle.
 		live map[*reservationHandle]*ffi.Allocator
+		// lingering are closed allocators whose memory is not all freed yet:
+		// exports Java has not released (into an allocator the task's end
+		// does not close), or imports a re-export still pins. They stay
+		// here, counted by ProcessArrowStats with their owner, until the
+		// last of it is freed (lingerSweep).
+		lingering map[*reservationHandle]*ffi.Allocator
 	}
 	leaks       atomic.Int64
 	leakedBytes atomic.Int64
@@ -243,23 +215,45 @@ func (b *Bridge) registerBatch(op string, rh *reservationHandle, a *ffi.Allocato
 // on error the caller still owns whatever arr and sc hold and must release
 // them (a no-op on a released struct).
 //
+// Before anything dereferences arr or sc, validateImport reads them and all
+// they point to without faulting (arrow_validate.go): an unreadable or
+// misaligned address, a released struct, n_buffers or n_children that do
+// not match the schema, bad lengths, offsets or null counts, or columns of
+// unequal row counts wrap errInvalidArgument, with nothing read further,
+// nothing written and nothing charged.
+//
 // Errors: a bad handle, a zero address, or an array arrow-go cannot import
 // (released already, malformed) wrap errInvalidHandle or errInvalidArgument;
 // a closed reservation or allocator wraps pool.ErrClosed (errStaleHandle for
 // a closed handle).
 func (b *Bridge) ImportBatch(res int64, arr *cdata.CArrowArray, sc *cdata.CArrowSchema) (int64, error) {
+	return b.ImportBatchAt(res, uintptr(unsafe.Pointer(arr)), uintptr(unsafe.Pointer(sc)))
+}
+
+// ImportBatchAt is ImportBatch for raw addresses, as importBatch0 gets them
+// from Java: they become Go pointers only once validation has accepted them
+// (a misaligned pointer is invalid Go even before it is dereferenced).
+func (b *Bridge) ImportBatchAt(res int64, arrAddr, scAddr uintptr) (int64, error) {
 	rh, err := b.reservation(res)
 	if err != nil {
 		return 0, err
 	}
-	if arr == nil || sc == nil {
+	if arrAddr == 0 || scAddr == 0 {
 		return 0, fmt.Errorf("nativepool: importBatch for %s: null ArrowArray or ArrowSchema address: %w", rh.r.Consumer(), errInvalidArgument)
 	}
+	// Nothing below may touch memory validation has not read (arrow_validate.go).
+	if err := validateImport(arrAddr, scAddr); err != nil {
+		return 0, fmt.Errorf("nativepool: importBatch for %s: %w: %w", rh.r.Consumer(), err, errInvalidArgument)
+	}
+	arr, sc := cdata.ArrayFromPtr(arrAddr), cdata.SchemaFromPtr(scAddr)
 	a, err := b.enterArrow("importBatch", rh)
 	if err != nil {
 		return 0, err
 	}
 	defer b.exitArrow(rh)
+	// A fault in arrow-go's reads (a forgery validation cannot see: mapped
+	// memory that changed under it) panics instead of killing the process.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	rb, err := a.ImportRecordBatch(arr, sc)
 	if err != nil {
 		if errors.Is(err, pool.ErrClosed) || errors.Is(err, ffi.ErrOutOfMemory) {
@@ -278,13 +272,28 @@ func (b *Bridge) ImportBatch(res int64, arr *cdata.CArrowArray, sc *cdata.CArrow
 // Errors: a released batch wraps errStaleHandle; a closed allocator
 // pool.ErrClosed; a zero address errInvalidArgument. Nothing is written then.
 func (b *Bridge) ExportBatch(batch int64, out *cdata.CArrowArray, outSchema *cdata.CArrowSchema) error {
+	return b.ExportBatchAt(batch, uintptr(unsafe.Pointer(out)), uintptr(unsafe.Pointer(outSchema)))
+}
+
+// ExportBatchAt is ExportBatch for raw addresses, as exportBatch0 gets them
+// from Java. Both must be 8-byte aligned, readable, writable and not hold a
+// live struct (validateExportTarget); otherwise the error wraps
+// errInvalidArgument and nothing is written.
+func (b *Bridge) ExportBatchAt(batch int64, outAddr, outSchemaAddr uintptr) error {
 	bh, err := b.arrow.table().Get(batch)
 	if err != nil {
 		return err
 	}
-	if out == nil || outSchema == nil {
+	if outAddr == 0 || outSchemaAddr == 0 {
 		return fmt.Errorf("nativepool: exportBatch: null ArrowArray or ArrowSchema address: %w", errInvalidArgument)
 	}
+	if err := validateExportTarget("ArrowArray", outAddr, int(unsafe.Sizeof(cdata.CArrowArray{}))); err != nil {
+		return fmt.Errorf("nativepool: exportBatch: %w: %w", err, errInvalidArgument)
+	}
+	if err := validateExportTarget("ArrowSchema", outSchemaAddr, int(unsafe.Sizeof(cdata.CArrowSchema{}))); err != nil {
+		return fmt.Errorf("nativepool: exportBatch: %w: %w", err, errInvalidArgument)
+	}
+	out, outSchema := cdata.ArrayFromPtr(outAddr), cdata.SchemaFromPtr(outSchemaAddr)
 	if _, err := b.enterArrow("exportBatch", bh.owner); err != nil {
 		return err
 	}
@@ -386,76 +395,6 @@ func (b *Bridge) ReleaseBatch(batch int64) error {
 	return nil
 }
 
-// ArrowStats returns the Arrow figures of reservation handle res laid out as
-// arrowStats0 (ArrowStat*). A reservation that never used Arrow reports its
-// size and zeros; no allocator is made for it.
-func (b *Bridge) ArrowStats(res int64) ([]int64, error) {
-	rh, err := b.reservation(res)
-	if err != nil {
-		return nil, err
-	}
-	s := &rh.arrow
-	s.mu.Lock()
-	a, closed, n := s.alloc, s.closed, len(s.batches)
-	s.mu.Unlock()
-	out := make([]int64, ArrowStatCount)
-	out[ArrowStatBatches] = int64(n)
-	if closed {
-		out[ArrowStatClosed] = 1
-	}
-	if a == nil {
-		out[ArrowStatReserved] = rh.r.Size()
-		return out, nil
-	}
-	sn := a.Snapshot()
-	out[ArrowStatAllocated] = sn.Allocated
-	out[ArrowStatReserved] = sn.Reserved
-	out[ArrowStatForced] = sn.Forced
-	out[ArrowStatLiveBuffers] = int64(sn.LiveBuffers)
-	out[ArrowStatImported] = sn.Imported
-	out[ArrowStatImportsLive] = int64(sn.ImportsLive)
-	out[ArrowStatExported] = sn.Exported
-	out[ArrowStatExportsLive] = int64(sn.ExportsLive)
-	out[ArrowStatPeak] = sn.Peak
-	out[ArrowStatRefusals] = sn.Refusals
-	return out, nil
-}
-
-// ProcessArrowStats returns the process's Arrow figures laid out as
-// processArrowStats0 (ArrowPStat*): sums over the open allocators, the live
-// batch handles, the cumulative leaks, and one sample of the process's
-// resident set (ffi.MeasureDrift; -1 when it cannot be read). RSS is a
-// check, never a gate (ffi/doc.go).
-func (b *Bridge) ProcessArrowStats() []int64 {
-	b.arrow.mu.Lock()
-	allocs := make([]*ffi.Allocator, 0, len(b.arrow.mu.live))
-	for _, a := range b.arrow.mu.live {
-		allocs = append(allocs, a)
-	}
-	b.arrow.mu.Unlock()
-	out := make([]int64, ArrowPStatCount)
-	var reserved int64
-	for _, a := range allocs {
-		sn := a.Snapshot()
-		out[ArrowPStatAllocated] += sn.Allocated
-		out[ArrowPStatExported] += sn.Exported
-		out[ArrowPStatImported] += sn.Imported
-		reserved += sn.Reserved
-	}
-	out[ArrowPStatLiveAllocators] = int64(len(allocs))
-	out[ArrowPStatLiveBatches] = int64(b.arrow.table().Len())
-	out[ArrowPStatLeaks] = b.arrow.leaks.Load()
-	out[ArrowPStatLeakedBytes] = b.arrow.leakedBytes.Load()
-	if d, err := ffi.MeasureDrift(reserved, out[ArrowPStatAllocated]); err == nil {
-		out[ArrowPStatRSS] = d.RSS
-		out[ArrowPStatGoRuntime] = d.GoRuntime
-		out[ArrowPStatUnexplained] = d.Unexplained
-	} else {
-		out[ArrowPStatRSS], out[ArrowPStatGoRuntime], out[ArrowPStatUnexplained] = -1, -1, -1
-	}
-	return out
-}
-
 // ConfigureArrow replaces the process-wide Arrow settings; allocators made
 // afterwards use them.
 func (b *Bridge) ConfigureArrow(s ArrowSettings) { b.arrow.sites.Store(s.AllocationSites) }
@@ -537,7 +476,10 @@ func (b *Bridge) closeArrowOfPool(tp *taskPool) {
 // the consumer and, when recorded, the allocation sites) and gives its charge
 // back to the reservation; then the batch handles it still owns are released,
 // which frees their memory (late frees, charge already returned) and calls
-// the producers of imported batches back. It returns the leak, or nil.
+// the producers of imported batches back. What is still held after that
+// (exports Java has not released) lingers: counted by ProcessArrowStats
+// (ArrowPStatLingering) with its owner until freed. It returns the leak, or
+// nil.
 func (b *Bridge) finishArrowClose(rh *reservationHandle) *ffi.LeakError {
 	s := &rh.arrow
 	s.mu.Lock()
@@ -565,6 +507,16 @@ func (b *Bridge) finishArrowClose(rh *reservationHandle) *ffi.LeakError {
 	if released > 0 {
 		b.logger.Warn("nativepool: Arrow batches never released; released at allocator close",
 			"consumer", rh.r.Consumer().String(), "task", rh.tp.taskID, "batches", released)
+	}
+	if a != nil {
+		if sn := a.Snapshot(); holds(sn) {
+			// Java still reads these (an export into an allocator the task's
+			// end does not close): freeing them would be a use after free.
+			b.arrow.linger(rh, a)
+			b.logger.Warn("nativepool: Arrow memory outlives its task; kept on the books until freed",
+				"consumer", rh.r.Consumer().String(), "task", rh.tp.taskID,
+				"bytes", sn.Allocated, "exports", sn.ExportsLive, "imported_bytes", sn.Imported)
+		}
 	}
 	return leak
 }

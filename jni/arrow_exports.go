@@ -20,7 +20,7 @@ func Java_org_nativepool_spark_NativeBridge_importBatch0(env *jniEnv, _ jclass, 
 	var err error
 	c := begin()
 	defer func() { c.end(env, recover(), err) }()
-	id, err := process.ImportBatch(int64(res), cArray(arrayAddr), cSchema(schemaAddr))
+	id, err := process.ImportBatchAt(int64(res), uintptr(arrayAddr), uintptr(schemaAddr))
 	return jlong(id)
 }
 
@@ -29,7 +29,7 @@ func Java_org_nativepool_spark_NativeBridge_exportBatch0(env *jniEnv, _ jclass, 
 	var err error
 	c := begin()
 	defer func() { c.end(env, recover(), err) }()
-	err = process.ExportBatch(int64(batch), cArray(arrayAddr), cSchema(schemaAddr))
+	err = process.ExportBatchAt(int64(batch), uintptr(arrayAddr), uintptr(schemaAddr))
 }
 
 //export Java_org_nativepool_spark_NativeBridge_copyBatch0

@@ -43,34 +43,16 @@ import "C"
 import (
 	"unicode/utf16"
 	"unsafe"
-
-	"github.com/apache/arrow-go/v18/arrow/cdata"
 )
 
 // This file holds the JNI helpers of the Arrow natives (arrow_exports.go):
-// C Data struct addresses from Java, and the refusal exception.
+// the refusal exception. (C Data struct addresses from Java stay uintptrs
+// until arrow_validate.go has accepted them: Bridge.ImportBatchAt.)
 
 // exhaustedClass is the Java class copyBatch0 throws on a refusal. The other
 // copy is jni/java/src/main/java/org/nativepool/spark/arrow/ArrowMemoryExhaustedException.java
 // (its (String) constructor is called from npa_throw_exhausted).
 const exhaustedClass = "org.nativepool.spark.arrow.ArrowMemoryExhaustedException"
-
-// cArray returns the ArrowArray at addr, a memoryAddress() from Arrow Java
-// (C memory the JVM owns), or nil for 0.
-func cArray(addr jlong) *cdata.CArrowArray {
-	if addr == 0 {
-		return nil
-	}
-	return cdata.ArrayFromPtr(uintptr(addr))
-}
-
-// cSchema returns the ArrowSchema at addr, or nil for 0.
-func cSchema(addr jlong) *cdata.CArrowSchema {
-	if addr == 0 {
-		return nil
-	}
-	return cdata.SchemaFromPtr(uintptr(addr))
-}
 
 // throwExhausted makes an ArrowMemoryExhaustedException with msg pending in
 // env, or a RuntimeException with msg if that class cannot be built (the

@@ -279,6 +279,44 @@ func TestClosingThePoolClosesTheAllocatorsOfReservationsStillOpen(t *testing.T) 
 	f.up.requireSane(t)
 }
 
+// An export the consumer never releases cannot be freed at task end (it may
+// still be read): its bytes linger on the process books, with their owner,
+// until the consumer's late release frees them (issue 9).
+func TestAnExportUnreleasedAtTaskEndLingersOnTheBooksUntilItsLateReleaseFreesIt(t *testing.T) {
+	f := newArrowFixture(t, 1<<30)
+	p := newProducer()
+	res := mustReserve(t, f.b, f.pool, "exporter", false, nil)
+	arr, sc := p.export(t, 0, 1000)
+	in, err := f.b.ImportBatch(res, arr, sc)
+	require.NoError(t, err)
+	cp, err := f.b.CopyBatch(res, in)
+	require.NoError(t, err)
+	out, outSchema := cStructs(t)
+	require.NoError(t, f.b.ExportBatch(cp, out, outSchema))
+	bytes := f.stats(t, res)[ArrowStatAllocated]
+	require.Positive(t, bytes)
+	before := f.b.ProcessArrowStats()
+
+	require.NoError(t, f.b.ClosePool(f.pool))
+	assert.Equal(t, int64(0), f.up.held.Load(), "Spark gets every byte back at task end")
+	ps := f.b.ProcessArrowStats()
+	assert.Equal(t, before[ArrowPStatLingering]+bytes, ps[ArrowPStatLingering])
+	assert.Equal(t, before[ArrowPStatLingeringAlloc]+1, ps[ArrowPStatLingeringAlloc])
+	lines := f.logs.lines("Arrow memory outlives its task")
+	require.Len(t, lines, 1)
+	assert.Contains(t, lines[0], "consumer=exporter#")
+	assert.Contains(t, lines[0], "task=77")
+
+	assert.Equal(t, int64(999*1000/2), sumExported(t, out, outSchema), "still readable; released now")
+	ps = f.b.ProcessArrowStats()
+	assert.Equal(t, before[ArrowPStatLingering], ps[ArrowPStatLingering])
+	assert.Equal(t, before[ArrowPStatLingeringAlloc], ps[ArrowPStatLingeringAlloc])
+	assert.Len(t, f.logs.lines("Arrow memory that outlived its task is freed"), 1)
+	assert.Equal(t, 0, p.mem.CurrentAlloc())
+	assert.Equal(t, int64(0), f.up.held.Load(), "the late release gives nothing back twice")
+	f.up.requireSane(t)
+}
+
 func TestCloseArrowWhileACallUsesTheAllocatorIsRefusedAndAReservationCloseWaitsForIt(t *testing.T) {
 	f := newArrowFixture(t, 1<<30)
 	res := mustReserve(t, f.b, f.pool, "busy", false, nil)
@@ -411,6 +449,7 @@ func TestArrowConstantsMatchNativeBridgeJava(t *testing.T) {
 		"ARROW_PSTAT_IMPORTED": ArrowPStatImported, "ARROW_PSTAT_RSS": ArrowPStatRSS,
 		"ARROW_PSTAT_GO_RUNTIME": ArrowPStatGoRuntime, "ARROW_PSTAT_UNEXPLAINED": ArrowPStatUnexplained,
 		"ARROW_PSTAT_LEAKS": ArrowPStatLeaks, "ARROW_PSTAT_LEAKED_BYTES": ArrowPStatLeakedBytes,
+		"ARROW_PSTAT_LINGERING": ArrowPStatLingering, "ARROW_PSTAT_LINGERING_ALLOCATORS": ArrowPStatLingeringAlloc,
 		"ARROW_PSTAT_COUNT": ArrowPStatCount,
 	}
 	assert.Equal(t, ours, java)

@@ -34,6 +34,10 @@
 //	               per reservation handle, batch handles, ARROW_STAT_* (API.md)
 //	arrow_exports.go, arrow_jni.go
 //	               the Arrow natives and their JNI helpers
+//	arrow_stats.go ARROW_STAT_*, ARROW_PSTAT_* and the lingering allocators
+//	arrow_validate.go, arrow_probe.go
+//	               C Data addresses from Java checked before anything
+//	               dereferences them, read without faulting (process_vm_readv)
 //	engine.go      the Go engine API: JoinTaskPool, EngineCall and HandleTable for engines
 //	               that link this package into their own c-shared library
 //	testexports.go one extra native for jvm_test.go only (build tag

@@ -147,7 +147,7 @@ public final class NativeBridge {
   static native void configure0(boolean logging, long[] thresholds);
 
   // ---- Arrow batches (jni/API.md "Arrow batches"). The other copy of the ARROW_STAT_* and
-  // ARROW_PSTAT_* constants lives on the Go side, in jni/arrow.go; change both together. ----
+  // ARROW_PSTAT_* constants lives on the Go side, in jni/arrow_stats.go; change both together. ----
 
   /** {@link #arrowStats0} index: bytes in live buffers the reservation's Go allocator made. */
   public static final int ARROW_STAT_ALLOCATED = 0;
@@ -210,8 +210,15 @@ public final class NativeBridge {
   public static final int ARROW_PSTAT_LEAKS = 8;
   /** {@link #processArrowStats0} index: bytes those allocators still held, cumulative. */
   public static final int ARROW_PSTAT_LEAKED_BYTES = 9;
+  /**
+   * {@link #processArrowStats0} index: bytes closed Go allocators still hold (memory that outlived
+   * its task, Java not having released an export), until freed.
+   */
+  public static final int ARROW_PSTAT_LINGERING = 10;
+  /** {@link #processArrowStats0} index: closed Go allocators that still hold something. */
+  public static final int ARROW_PSTAT_LINGERING_ALLOCATORS = 11;
   /** Length of the {@link #processArrowStats0} array. */
-  public static final int ARROW_PSTAT_COUNT = 10;
+  public static final int ARROW_PSTAT_COUNT = 12;
   /**
    * Imports a C Data batch (moved) into Go, tracked by the reservation's allocator; a batch handle.
    */

@@ -53,6 +53,19 @@ public final class ArrowProcessStats {
     return values[NativeBridge.ARROW_PSTAT_LEAKS];
   }
 
+  /**
+   * Bytes Go allocators that closed with their task still hold (exports Java has not released),
+   * until they are freed; {@link #lingeringAllocators()} of them.
+   */
+  public long lingering() {
+    return values[NativeBridge.ARROW_PSTAT_LINGERING];
+  }
+
+  /** Closed Go allocators that still hold something; see {@link #lingering()}. */
+  public long lingeringAllocators() {
+    return values[NativeBridge.ARROW_PSTAT_LINGERING_ALLOCATORS];
+  }
+
   @Override
   public String toString() {
     return "ArrowProcessStats" + Arrays.toString(values);

@@ -83,7 +83,11 @@ public final class NativeBatch implements AutoCloseable {
   /**
    * Exports this batch to Java, zero-copy. The returned root's buffers belong to Go's allocator:
    * they stay charged to the Go reservation until the root is closed (and this handle, or any other
-   * reference, released). Close the root.
+   * reference, released). Close the root. If {@code importer} is a task's {@link
+   * TaskArrowAllocators#importer()}, the task's end closes the root if it is still open, so its Go
+   * memory never outlives the task; a later {@code close()} of the root is then a no-op. (Into any
+   * other allocator, a root left open at task end keeps its Go memory, reported as lingering, until
+   * it is closed.) The task's end must not race with another thread still reading the root.
    *
    * @param importer tracks the foreign buffers; must not charge the pool (its listener is not a
    *     {@link PoolAllocationListener}), normally {@link TaskArrowAllocators#importer()}
@@ -110,6 +114,7 @@ public final class NativeBatch implements AutoCloseable {
       try {
         VectorSchemaRoot root = Data.importVectorSchemaRoot(importer, arr, schema, null);
         imported = true;
+        TaskArrowAllocators.trackExport(importer, root);
         return root;
       } finally {
         if (!imported) {

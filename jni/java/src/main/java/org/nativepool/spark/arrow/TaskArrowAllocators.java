@@ -2,13 +2,17 @@ package org.nativepool.spark.arrow;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.arrow.memory.AllocationListener;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.spark.TaskContext;
 import org.apache.spark.util.TaskCompletionListener;
 import org.nativepool.spark.NativeReservation;
@@ -38,14 +42,31 @@ import org.slf4j.LoggerFactory;
  *       closed with this object, leak reports first.
  * </ul>
  *
- * <p>{@link #close()} (from the task completion listener, for {@link #forCurrentTask()}), in this
- * order: closes the native reservations' Go allocators (each leak report is logged and kept in
- * {@link #leakReports()}; leaked Go batches are released, which also releases any Java buffers they
- * imported), then the importer and the producer (Arrow's leak report, "Memory was leaked", is
- * logged and kept), then the reservations, which hands every byte still charged back to Spark
- * before Spark's own leak check. Leaked Java buffers cannot be freed (something still references
- * them, and Arrow refuses to release into a closed allocator); their bytes are returned to Spark
- * all the same and never given back twice. {@code close()} never throws for a leak: it reports.
+ * <p>{@link #close()} (from the task completion listener, for {@link #forCurrentTask()}) frees
+ * every buffer the task's allocators hold, on either side, or keeps it reported with its owner
+ * until it is freed (issue 9: batches cannot outlive the task's memory). In this order:
+ *
+ * <ol>
+ *   <li>the roots {@link NativeBatch#exportTo} made in {@link #importer()} and that are still open
+ *       are closed: their Go buffers are freed (the C release callback runs) and reading them
+ *       afterwards fails with Arrow's bounds or reference-count checks, not with a crash; a later
+ *       {@code close()} of such a root is a no-op;
+ *   <li>the native reservations' Go allocators are closed (each leak report is logged and kept in
+ *       {@link #leakReports()}; leaked Go batches are released, which also releases any Java
+ *       buffers they imported);
+ *   <li>the importer and the producer are closed if they hold nothing. An allocator that still
+ *       holds buffers (a Java batch the task never closed, or a foreign buffer retained past its
+ *       root) is <em>not</em> closed: Arrow would refuse every later release into it, so the
+ *       memory could never be freed. It is reported (kept in {@link #leakReports()}, with Arrow's
+ *       verbose listing) and stays open in the process-wide {@link #lingering()} list, naming the
+ *       task, until its last buffer is released; a late {@code close()} of the leaked batch then
+ *       frees the memory and throws nothing;
+ *   <li>the reservations: every byte still charged goes back to Spark before Spark's own leak
+ *       check (Spark's figure for a finished task must be 0), never twice. Bytes that outlive the
+ *       task are counted by {@link #lingeringBytes()} instead, until freed.
+ * </ol>
+ *
+ * {@code close()} never throws for a leak: it reports.
  *
  * <p>Safe for concurrent use by the task's threads.
  */
@@ -59,6 +80,13 @@ public final class TaskArrowAllocators implements AutoCloseable {
   private static final ConcurrentHashMap<Long, TaskArrowAllocators> TASKS =
       new ConcurrentHashMap<>();
 
+  /** The open objects by their importer, so that {@link NativeBatch#exportTo} finds its task. */
+  private static final Map<BufferAllocator, TaskArrowAllocators> BY_IMPORTER =
+      Collections.synchronizedMap(new IdentityHashMap<>());
+
+  /** Closed objects whose Java allocators still held buffers; see {@link #lingering()}. */
+  private static final Set<TaskArrowAllocators> LINGERING = ConcurrentHashMap.newKeySet();
+
   private final TaskPool pool;
   private final NativeReservation javaReservation;
   private final PoolAllocationListener listener;
@@ -66,6 +94,15 @@ public final class TaskArrowAllocators implements AutoCloseable {
   private final RootAllocator importer;
   private final Set<NativeReservation> nativeReservations = ConcurrentHashMap.newKeySet();
   private final List<String> leakReports = Collections.synchronizedList(new ArrayList<>());
+
+  /**
+   * Roots exported into {@link #importer} that may still be open (guarded by itself). Pruned of
+   * closed roots when it doubles, so a long task that closes its roots keeps it small.
+   */
+  private final Set<VectorSchemaRoot> exports =
+      Collections.newSetFromMap(new IdentityHashMap<>());
+
+  private int exportsPruneAt = 64;
   private volatile boolean closed;
 
   private TaskArrowAllocators(TaskPool pool) {
@@ -75,6 +112,7 @@ public final class TaskArrowAllocators implements AutoCloseable {
     this.listener = new PoolAllocationListener(javaReservation);
     this.producer = new RootAllocator(listener, Long.MAX_VALUE);
     this.importer = new RootAllocator(AllocationListener.NOOP, Long.MAX_VALUE);
+    BY_IMPORTER.put(importer, this);
     LOG.debug("nativepool: Arrow allocators of {} open", task);
   }
 
@@ -202,6 +240,8 @@ public final class TaskArrowAllocators implements AutoCloseable {
       return;
     }
     closed = true;
+    BY_IMPORTER.remove(importer);
+    closeExports();
     for (NativeReservation r : nativeReservations) {
       if (r.isClosed()) {
         continue;
@@ -214,23 +254,166 @@ public final class TaskArrowAllocators implements AutoCloseable {
       }
     }
     nativeReservations.clear();
-    closeJava(importer);
-    closeJava(producer);
+    boolean held = !closeJava("importer", importer);
+    held |= !closeJava("producer", producer);
     listener.close();
     javaReservation.close();
+    if (held) {
+      LINGERING.add(this);
+    }
+    sweepLingering();
   }
 
-  /** Closes a Java allocator; a leak (Arrow's IllegalStateException) is reported, not thrown. */
-  private void closeJava(RootAllocator a) {
-    long held = a.getAllocatedMemory();
-    String verbose = held != 0 ? a.toVerboseString() : null;
-    try {
-      a.close();
-    } catch (IllegalStateException e) {
-      report(
-          "Java allocator of task " + pool.taskAttemptId(),
-          e.getMessage() + (verbose != null ? "\n" + verbose : ""));
+  /**
+   * Registers a root {@link NativeBatch#exportTo} made in {@code importer}, if that is the importer
+   * of an open task's allocators, so that the task's end closes it if the caller has not.
+   */
+  static void trackExport(BufferAllocator importer, VectorSchemaRoot root) {
+    TaskArrowAllocators t = BY_IMPORTER.get(importer);
+    if (t != null) {
+      t.track(root);
     }
+  }
+
+  private void track(VectorSchemaRoot root) {
+    synchronized (exports) {
+      exports.add(root);
+      if (exports.size() >= exportsPruneAt) {
+        exports.removeIf(TaskArrowAllocators::isReleased);
+        exportsPruneAt = Math.max(64, 2 * exports.size());
+      }
+    }
+  }
+
+  /** Whether every vector of {@code root} has released its buffers (it was closed or cleared). */
+  private static boolean isReleased(VectorSchemaRoot root) {
+    for (FieldVector v : root.getFieldVectors()) {
+      if (v.getBufferSize() != 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Closes the exported roots still open; the Go side frees their buffers. */
+  private void closeExports() {
+    List<VectorSchemaRoot> open;
+    synchronized (exports) {
+      open = new ArrayList<>(exports);
+      exports.clear();
+    }
+    int n = 0;
+    long bytes = 0;
+    for (VectorSchemaRoot root : open) {
+      if (isReleased(root)) {
+        continue;
+      }
+      n++;
+      try {
+        for (FieldVector v : root.getFieldVectors()) {
+          bytes += v.getBufferSize();
+        }
+        root.close();
+      } catch (RuntimeException e) {
+        LOG.error("nativepool: closing a Go batch's Java root at the end of {} failed", this, e);
+      }
+    }
+    if (n > 0) {
+      report(
+          "Go batches exported to Java",
+          "nativepool: task "
+              + pool.taskAttemptId()
+              + ": "
+              + n
+              + " Go batch(es) exported to Java ("
+              + bytes
+              + " bytes) were still open at task end; closed, their Go buffers freed");
+    }
+  }
+
+  /**
+   * Closes a Java allocator if it holds nothing and returns true; otherwise reports what it holds
+   * and leaves it open (a closed Arrow allocator refuses every later release, so the memory could
+   * never be freed) and returns false.
+   */
+  private boolean closeJava(String role, RootAllocator a) {
+    long held = a.getAllocatedMemory();
+    if (held == 0) {
+      try {
+        a.close();
+        return true;
+      } catch (IllegalStateException e) {
+        // A buffer was allocated concurrently with the task end: keep it open, as below.
+        held = a.getAllocatedMemory();
+      }
+    }
+    report(
+        "Java " + role + " allocator of task " + pool.taskAttemptId(),
+        "Memory was leaked by query. Memory leaked: ("
+            + held
+            + ") in the Java "
+            + role
+            + " allocator of task "
+            + pool.taskAttemptId()
+            + "; kept open and listed by TaskArrowAllocators.lingering() until released\n"
+            + a.toVerboseString());
+    return false;
+  }
+
+  /** Bytes the Java allocators of this object still hold. */
+  private long javaHeld() {
+    return importer.getAllocatedMemory() + producer.getAllocatedMemory();
+  }
+
+  /** Closes and forgets the lingering objects whose allocators have drained. */
+  private static void sweepLingering() {
+    for (TaskArrowAllocators t : LINGERING) {
+      if (t.javaHeld() != 0) {
+        continue;
+      }
+      boolean done = true;
+      for (RootAllocator a : new RootAllocator[] {t.importer, t.producer}) {
+        try {
+          a.close();
+        } catch (IllegalStateException e) {
+          done = false; // a release is in flight: next sweep
+        }
+      }
+      if (done && LINGERING.remove(t)) {
+        LOG.info("nativepool: the Arrow memory task {} left behind is freed", t.pool.taskAttemptId());
+      }
+    }
+  }
+
+  /**
+   * The Java Arrow memory that outlived its task, one line per task: its owner (the task attempt),
+   * the bytes its importer and producer still hold. A task leaves this list when its last buffer is
+   * released (a late {@code close()} of the leaked batch), and its allocators are then closed.
+   */
+  public static List<String> lingering() {
+    sweepLingering();
+    List<String> out = new ArrayList<>();
+    for (TaskArrowAllocators t : LINGERING) {
+      out.add(
+          "task "
+              + t.pool.taskAttemptId()
+              + ": importer holds "
+              + t.importer.getAllocatedMemory()
+              + " bytes, producer holds "
+              + t.producer.getAllocatedMemory()
+              + " bytes");
+    }
+    return out;
+  }
+
+  /** The bytes listed by {@link #lingering()}: Java Arrow memory that outlived its task. */
+  public static long lingeringBytes() {
+    sweepLingering();
+    long n = 0;
+    for (TaskArrowAllocators t : LINGERING) {
+      n += t.javaHeld();
+    }
+    return n;
   }
 
   private void report(String what, String report) {

@@ -65,8 +65,9 @@ class ArrowLeakTest {
   }
 
   @Test
-  void aJavaBatchLeftAtTaskEndIsReportedAndItsChargeGoesBackToSpark() {
+  void aJavaBatchLeftAtTaskEndLingersWithItsTaskUntilALateCloseFreesIt() {
     ArrowTask task = new ArrowTask(9102, 64 * MIB);
+    long lingeringBefore = TaskArrowAllocators.lingeringBytes();
     VectorSchemaRoot leaked = ArrowTask.longs(task.arrows.producer(), 1, 4096);
     long javaBytes = task.arrows.producer().getAllocatedMemory();
     assertEquals(javaBytes, task.sparkFigure());
@@ -76,11 +77,52 @@ class ArrowLeakTest {
     List<String> reports = task.arrows.leakReports();
     assertEquals(1, reports.size(), reports::toString);
     assertTrue(reports.get(0).startsWith("Memory was leaked by query."), reports.get(0));
-    // Arrow refuses to touch a closed allocator; nothing is shrunk or given back twice.
-    IllegalStateException e = assertThrows(IllegalStateException.class, leaked::close);
-    assertTrue(e.getMessage().contains("allocator is closed"), e.getMessage());
+    assertTrue(reports.get(0).contains("Java producer allocator of task 9102"), reports.get(0));
+    assertEquals(lingeringBefore + javaBytes, TaskArrowAllocators.lingeringBytes());
+    assertTrue(
+        TaskArrowAllocators.lingering().stream().anyMatch(l -> l.startsWith("task 9102: ")),
+        TaskArrowAllocators.lingering()::toString);
+
+    leaked.close(); // late: frees the memory, throws nothing, gives nothing back twice
+    assertEquals(lingeringBefore, TaskArrowAllocators.lingeringBytes());
+    assertTrue(
+        TaskArrowAllocators.lingering().stream().noneMatch(l -> l.startsWith("task 9102: ")),
+        TaskArrowAllocators.lingering()::toString);
+    assertEquals(0, task.arrows.producer().getAllocatedMemory());
+    assertEquals(1, task.arrows.listener().lateReleases());
     assertEquals(0, task.sparkFigure());
     assertEquals(0, task.up.used());
+  }
+
+  @Test
+  void aGoBatchExportedToJavaAndLeftOpenAtTaskEndIsFreedAndALateCloseIsANoOp() {
+    ArrowTask task = new ArrowTask(9104, 64 * MIB);
+    ArrowProcessStats before = NativeArrow.processStats();
+    NativeReservation op = task.arrows.newNativeReservation("exporter");
+    NativeBatch go;
+    try (VectorSchemaRoot src = ArrowTask.longs(task.arrows.producer(), 1, 4096);
+        NativeBatch in = NativeBatch.importFrom(op, src, task.arrows.producer())) {
+      go = in.copy(op);
+    }
+    VectorSchemaRoot inJava = go.exportTo(task.arrows.importer());
+    go.close();
+    assertEquals(ArrowTask.sumOf(1, 4096), ArrowTask.sum(inJava));
+    assertTrue(task.sparkFigure() > 0, "Go charges the export");
+
+    assertEquals(0, task.finish());
+
+    List<String> reports = task.arrows.leakReports();
+    assertEquals(1, reports.size(), reports::toString);
+    assertTrue(reports.get(0).contains("1 Go batch(es) exported to Java ("), reports.get(0));
+    assertTrue(reports.get(0).endsWith("were still open at task end; closed, their Go buffers freed"));
+    assertEquals(0, inJava.getVector(0).getBufferSize(), "the task end closed the root");
+    assertEquals(0, inJava.getVector(0).getValueCount());
+    assertEquals(0, task.arrows.importer().getAllocatedMemory());
+    ArrowProcessStats after = NativeArrow.processStats();
+    assertEquals(before.leaks(), after.leaks(), "freed before the Go allocator closed: no leak");
+    assertEquals(before.liveBatches(), after.liveBatches());
+    inJava.close(); // late: a no-op, no exception, nothing freed twice
+    assertEquals(0, task.sparkFigure());
   }
 
   @Test
