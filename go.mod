@@ -8,6 +8,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	github.com/timandy/routine v1.1.6
 	golang.org/x/sync v0.25.0
+	golang.org/x/sys v0.47.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -27,6 +28,5 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/exp v0.0.0-20260112195511-716be5621a96 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
