@@ -14,7 +14,7 @@ import (
 	"github.com/nativepool/nativepool/pool"
 )
 
-var benchSizes = []int{64, 4 << 10, 64 << 10, 1 << 20}
+var benchSizes = []int{64, 4 << 10, 64 << 10, 256 << 10, 1 << 20}
 
 // benchAllocators is the table every allocator benchmark runs: the raw
 // allocators arrow-go ships (the baselines) beside ours in its
