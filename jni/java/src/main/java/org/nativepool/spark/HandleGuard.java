@@ -173,6 +173,12 @@ abstract class HandleGuard {
     return true;
   }
 
+  /** The native calls in flight now (0 when closed); a snapshot, for messages. */
+  final int callsInFlight() {
+    int s = state;
+    return s == CLOSED ? 0 : s & ~CLOSING;
+  }
+
   /** Whether a close has succeeded ({@link #awaitClosed()}: has finished waiting). */
   final boolean guardClosed() {
     return state == CLOSED;

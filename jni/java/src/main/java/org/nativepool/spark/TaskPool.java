@@ -5,6 +5,8 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.TaskContext;
 import org.apache.spark.util.TaskCompletionListener;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A handle to one task's native pool (the task-shared pool of the Go registry: every open of the
@@ -43,6 +45,8 @@ import org.apache.spark.util.TaskCompletionListener;
 public final class TaskPool extends HandleGuard implements AutoCloseable {
 
   /** The task attempts with an upstream; entries leave in the task's completion listener. */
+  private static final Logger LOG = LoggerFactory.getLogger(TaskPool.class);
+
   private static final ConcurrentHashMap<Long, SparkTaskUpstream> UPSTREAMS =
       new ConcurrentHashMap<>();
 
@@ -368,6 +372,16 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
    * run on a thread that is inside a call on this pool (a listener never is).
    */
   void closeAtTaskEnd() {
+    int inFlight = callsInFlight();
+    if (inFlight > 0) {
+      // Another thread of the task is still inside a native call (perhaps parked in Spark's 1/2N
+      // wait): the close waits for it, so say why the task's end may take a while.
+      LOG.info(
+          "nativepool: task {} completed with {} native call(s) in flight on its pool;"
+              + " the close waits for them",
+          taskAttemptId,
+          inFlight);
+    }
     if (awaitClosed()) {
       closeAll();
     }
