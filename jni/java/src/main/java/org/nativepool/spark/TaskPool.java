@@ -44,9 +44,9 @@ import org.slf4j.LoggerFactory;
  */
 public final class TaskPool extends HandleGuard implements AutoCloseable {
 
-  /** The task attempts with an upstream; entries leave in the task's completion listener. */
   private static final Logger LOG = LoggerFactory.getLogger(TaskPool.class);
 
+  /** The task attempts with an upstream; entries leave in the task's completion listener. */
   private static final ConcurrentHashMap<Long, SparkTaskUpstream> UPSTREAMS =
       new ConcurrentHashMap<>();
 
