@@ -132,17 +132,30 @@ type taskPool struct {
 	unified   pool.Unified // the pool itself, for Stats, Reclaim and Close
 	upstream  ownedUpstream
 	stops     []func()
+	// calls counts the Bridge calls in flight on this pool; Close waits
+	// for them (callgate.go).
+	calls *callGate
 
 	// Guarded by Bridge.mu.
 	closed       bool
 	reservations int // open reservation handles
 }
 
+// closingError is the refusal of an acquiring call that arrives once the
+// pool's close has begun: it wraps pool.ErrClosed (IllegalStateException).
+func (tp *taskPool) closingError(op string, n int64, r *pool.Reservation) error {
+	return fmt.Errorf("nativepool: %s(%d) on %s: the pool of task %d is closed: %w", op, n, r, tp.taskID, pool.ErrClosed)
+}
+
 // Unwrap lets pool.As reach the decorated pools.
 func (tp *taskPool) Unwrap() pool.Pool { return tp.top }
 
 // Close is called by the registry, once, on the goroutine of the last
-// closePool0 of the task, without registry locks: it closes the unified pool
+// closePool0 of the task, without registry locks. It first refuses new
+// acquiring calls and waits for the Bridge calls in flight on the pool (a
+// tryGrow0 may be waiting in Spark's 1/2N wait on another thread: its grant
+// lands in the open pool and goes back with the close, and its bytes are
+// never reported as leaked; see callGate). Then it closes the unified pool
 // (releasing everything it holds through releaseMemory; the pool logs a leak
 // with the consumers' names, and the Bridge counts it), stops the threshold
 // watches, and releases the upstream's global ref once no upcall uses it.
@@ -152,6 +165,7 @@ func (tp *taskPool) Unwrap() pool.Pool { return tp.top }
 // logged by the pool and, if releaseMemory threw, is rethrown by closePool0
 // through the exception router.
 func (tp *taskPool) Close() error {
+	tp.calls.closeAndWait()
 	tp.bridge.closeArrowOfPool(tp) // before the pool takes the reservations' bytes back
 	err := tp.unified.Close()
 	for _, stop := range tp.stops {
@@ -246,7 +260,7 @@ func (b *Bridge) newTaskPool(taskID int64, kind int32, poolSize, chunk int64, up
 		inner = pool.NewLogging(inner, b.logger)
 	}
 	top := pool.NewTrackConsumers(inner, topConsumers)
-	tp := &taskPool{Pool: top, bridge: b, taskID: taskID, top: top, unified: u, upstream: up}
+	tp := &taskPool{Pool: top, bridge: b, taskID: taskID, top: top, unified: u, upstream: up, calls: newCallGate()}
 	for _, level := range set.Thresholds {
 		tp.stops = append(tp.stops, u.OnThreshold(pool.Threshold{Level: level}, func(c pool.Crossing) {
 			dir := "rose to"
@@ -322,14 +336,14 @@ func (b *Bridge) NewReservation(h int64, name string, canSpill bool, spiller own
 		return 0, err
 	}
 	tp := ph.tp
-	b.mu.Lock()
-	if tp.closed {
-		b.mu.Unlock()
+	if !tp.calls.enterAcquire() {
 		if spiller != nil {
 			spiller.Close()
 		}
 		return 0, fmt.Errorf("nativepool: newReservation(%q) on the closed pool of task %d: %w", name, tp.taskID, pool.ErrClosed)
 	}
+	defer tp.calls.exit()
+	b.mu.Lock()
 	tp.reservations++
 	b.mu.Unlock()
 	c := pool.NewConsumer(name).WithCanSpill(canSpill || spiller != nil)
@@ -358,6 +372,10 @@ func (b *Bridge) TryGrow(h, n int64) error {
 	if err != nil {
 		return err
 	}
+	if !rh.tp.calls.enterAcquire() {
+		return rh.tp.closingError("TryGrow", n, rh.r)
+	}
+	defer rh.tp.calls.exit()
 	return rh.r.TryGrow(n)
 }
 
@@ -374,6 +392,10 @@ func (b *Bridge) Grow(h, n int64) (err error) {
 		return fmt.Errorf("pool: Grow(%d): negative size: %w", n, pool.ErrInvalidSize)
 	}
 	r := rh.r
+	if !rh.tp.calls.enterAcquire() {
+		return rh.tp.closingError("Grow", n, r)
+	}
+	defer rh.tp.calls.exit()
 	defer func() {
 		// Grow panics on a reservation closed by a concurrent
 		// closeReservation0 after our lookup: report that as closed.
@@ -399,6 +421,9 @@ func (b *Bridge) Shrink(h, n int64) error {
 	if err != nil {
 		return err
 	}
+	if rh.tp.calls.enterRelease() {
+		defer rh.tp.calls.exit()
+	}
 	_, err = rh.r.TryShrink(n)
 	return err
 }
@@ -408,6 +433,9 @@ func (b *Bridge) Free(h int64) (int64, error) {
 	rh, err := b.reservation(h)
 	if err != nil {
 		return 0, err
+	}
+	if rh.tp.calls.enterRelease() {
+		defer rh.tp.calls.exit()
 	}
 	return rh.r.Free(), nil
 }
@@ -434,6 +462,9 @@ func (b *Bridge) CloseReservation(h int64) error {
 }
 
 func (b *Bridge) closeReservation(rh *reservationHandle) {
+	if rh.tp.calls.enterRelease() {
+		defer rh.tp.calls.exit()
+	}
 	defer func() {
 		if rh.spiller != nil {
 			rh.spiller.Close()
@@ -452,14 +483,19 @@ func (b *Bridge) closeReservation(rh *reservationHandle) {
 
 // Reclaim is Spark's spill of the task's consumer: it returns the pool's
 // slack, then asks spillable consumers (largest first) to spill, and
-// returns exactly the bytes released to Spark during the call. A closed pool
-// reclaims nothing. Spiller failures are counted; a failed release is
-// returned (a *JavaException when releaseMemory threw).
+// returns exactly the bytes released to Spark during the call. A closed or
+// closing pool reclaims nothing (its close returns everything). Spiller
+// failures are counted; a failed release is returned (a *JavaException when
+// releaseMemory threw).
 func (b *Bridge) Reclaim(h, target int64) (int64, error) {
 	ph, err := b.pool(h)
 	if err != nil {
 		return 0, err
 	}
+	if !ph.tp.calls.enterAcquire() {
+		return 0, nil
+	}
+	defer ph.tp.calls.exit()
 	return ph.tp.unified.Reclaim(target)
 }
 

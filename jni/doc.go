@@ -24,6 +24,8 @@
 //	exports.go     only the //export functions
 //	process.go     the process registry (the one Bridge) and call settling
 //	bridge.go      the pure-Go core: pools, reservations, reclaim, stats
+//	callgate.go    callGate: the calls in flight on a task pool, which its
+//	               close waits for
 //	handles.go     generation-checked handle tables (pure Go)
 //	upstream.go    jvmUpstream: pool.Upstream over NativeUpstream
 //	spiller.go     jvmSpiller: pool.Spiller over NativeSpiller
@@ -58,6 +60,10 @@
 // the task's pool in a taskshared.Registry (explicit refcounts,
 // compare-and-delete); the last closePool0 of a task closes the pool, which
 // hands everything it holds back to Spark and reports leaks by consumer.
+// That close first waits for the calls in flight on the pool (callGate): a
+// tryGrow0 parked in Spark's 1/2N wait on another thread ends in the open
+// pool, so its grant goes back with the close and is never reported as a
+// leak (API.md, "Closing while calls are in flight").
 //
 // # Threads and the JNIEnv
 //

@@ -5,14 +5,22 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 /**
  * The open/in-use/closed state of a Java object that owns a native handle.
  *
- * <p>{@code state >= 0} counts the native calls in flight; {@link #CLOSED} means closed. Every
- * native call is bracketed by {@link #enter()} and {@link #exit()}, the latter in a
- * {@code finally} block, so {@link #markClosed()} during a call fails loudly instead of freeing the
- * handle under it. Calls may nest (a spiller shrinking its own reservation from inside that
- * reservation's {@code tryGrow}).
+ * <p>{@code state >= 0} counts the native calls in flight; {@link #CLOSED} means closed, and the
+ * {@link #CLOSING} bit marks a close that waits for the calls in flight. Every native call is
+ * bracketed by {@link #enter()} and {@link #exit()}, the latter in a {@code finally} block, so a
+ * close during a call either fails loudly ({@link #markClosed()}) or waits for it ({@link
+ * #awaitClosed()}) instead of freeing the handle under it. Calls may nest (a spiller shrinking its
+ * own reservation from inside that reservation's {@code tryGrow}).
+ *
+ * <p>A guard may have a parent (a reservation's pool): every call on it is then also a call on the
+ * parent, so the parent's close sees the calls of all its children at once and can refuse or wait
+ * for them atomically, before it closes any child.
  */
 abstract class HandleGuard {
   private static final int CLOSED = -1;
+
+  /** Set by {@link #awaitClosed()} while calls drain; the low bits still count them. */
+  private static final int CLOSING = 1 << 30;
 
   private static final AtomicIntegerFieldUpdater<HandleGuard> STATE =
       AtomicIntegerFieldUpdater.newUpdater(HandleGuard.class, "state");
@@ -20,41 +28,99 @@ abstract class HandleGuard {
   @SuppressWarnings("unused") // updated through STATE
   private volatile int state;
 
+  /** The guard every call on this one also enters, or null. */
+  private final HandleGuard parent;
+
+  /** Wakes {@link #awaitClosed()} when the last call in flight exits. */
+  private final Object drained = new Object();
+
+  HandleGuard() {
+    this(null);
+  }
+
+  /**
+   * @param parent the guard every call on this one also enters (a reservation's pool), or null
+   */
+  HandleGuard(HandleGuard parent) {
+    this.parent = parent;
+  }
+
   /** Names this object in messages, e.g. {@code reservation 'sort'}. */
   abstract String describe();
 
   /**
-   * Marks one native call in flight. Must be paired with {@link #exit()} in a {@code finally}.
+   * Marks one native call in flight, on this guard and its parent. Must be paired with {@link
+   * #exit()} in a {@code finally}.
    *
-   * @throws IllegalStateException "nativepool: … is closed"
+   * @throws IllegalStateException "nativepool: … is closed" (or "… is closing"), for this guard or
+   *     its parent; nothing is then counted
    */
   final void enter() {
-    for (; ; ) {
-      int s = state;
-      if (s == CLOSED) {
-        throw new IllegalStateException("nativepool: " + describe() + " is closed");
-      }
-      if (STATE.compareAndSet(this, s, s + 1)) {
-        return;
+    String refused = enterSelf();
+    if (refused != null) {
+      throw new IllegalStateException(refused);
+    }
+    if (parent != null) {
+      refused = parent.enterSelf();
+      if (refused != null) {
+        exitSelf();
+        throw new IllegalStateException(refused);
       }
     }
   }
 
-  /** Ends a call begun with {@link #enter()}. */
+  /**
+   * {@link #enter()} that answers false instead of throwing when this guard is closed or closing.
+   * For guards without a parent.
+   */
+  final boolean tryEnter() {
+    return enterSelf() == null;
+  }
+
+  /** Ends a call begun with {@link #enter()} or {@link #tryEnter()}. */
   final void exit() {
-    STATE.decrementAndGet(this);
+    exitSelf();
+    if (parent != null) {
+      parent.exitSelf();
+    }
+  }
+
+  /** Counts one call on this guard alone; returns null, or why it was refused. */
+  private String enterSelf() {
+    for (; ; ) {
+      int s = state;
+      if (s == CLOSED) {
+        return "nativepool: " + describe() + " is closed";
+      }
+      if ((s & CLOSING) != 0) {
+        return "nativepool: " + describe() + " is closing";
+      }
+      if (STATE.compareAndSet(this, s, s + 1)) {
+        return null;
+      }
+    }
+  }
+
+  private void exitSelf() {
+    if (STATE.decrementAndGet(this) == CLOSING) {
+      synchronized (drained) {
+        drained.notifyAll();
+      }
+    }
   }
 
   /**
-   * Closes the state if no native call is in flight.
+   * Closes the state if no native call is in flight (on this guard or, through them, its
+   * children). Never blocks, so it is safe from inside a call (a spiller) on the same thread.
    *
-   * @return true if this call closed it, false if it was closed already
+   * @return true if this call closed it, false if it was closed already or a waiting close is under
+   *     way
    * @throws IllegalStateException if native calls are in flight; the state is unchanged
    */
   final boolean markClosed() {
     for (; ; ) {
       int s = state;
-      if (s == CLOSED) {
+      if (s == CLOSED || (s & CLOSING) != 0) {
         return false;
       }
       if (s > 0) {
@@ -67,7 +133,53 @@ abstract class HandleGuard {
     }
   }
 
-  /** Whether {@link #markClosed()} has succeeded. */
+  /**
+   * Closes the state once the native calls in flight have returned: new calls are refused at once
+   * ("… is closing"), and this waits, uninterruptibly (an interrupt is kept for the caller), until
+   * the last call in flight exits. It must not be called on a thread that is itself inside a call
+   * on this guard (it would wait for itself); a task completion listener never is.
+   *
+   * @return true if this call closed it, false if it was closed already or another close is under
+   *     way
+   */
+  final boolean awaitClosed() {
+    for (; ; ) {
+      int s = state;
+      if (s == CLOSED || (s & CLOSING) != 0) {
+        return false;
+      }
+      if (s == 0) {
+        if (STATE.compareAndSet(this, 0, CLOSED)) {
+          return true;
+        }
+      } else if (STATE.compareAndSet(this, s, s | CLOSING)) {
+        break;
+      }
+    }
+    boolean interrupted = false;
+    synchronized (drained) {
+      while (state != CLOSING) {
+        try {
+          drained.wait();
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+      state = CLOSED; // CLOSING with no call in flight: nothing else writes it now
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    return true;
+  }
+
+  /** The native calls in flight now (0 when closed); a snapshot, for messages. */
+  final int callsInFlight() {
+    int s = state;
+    return s == CLOSED ? 0 : s & ~CLOSING;
+  }
+
+  /** Whether a close has succeeded ({@link #awaitClosed()}: has finished waiting). */
   final boolean guardClosed() {
     return state == CLOSED;
   }

@@ -10,6 +10,8 @@ package org.nativepool.spark;
  * {@link IllegalArgumentException}, a closed reservation {@link IllegalStateException}
  * ("nativepool: reservation '…' is closed"). Safe for concurrent use; {@link #close()} while
  * another thread is inside a native call on this reservation throws instead of freeing under it.
+ * Each native call on a reservation also counts as a call on its {@link TaskPool}, whose close
+ * therefore refuses (or, at task end, waits) while it runs.
  *
  * <h2>Local slack (chunked pools)</h2>
  *
@@ -89,6 +91,7 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
       boolean canSpill,
       NativeSpiller spiller,
       long quantum) {
+    super(pool); // every native call on this reservation is a call on its pool too
     this.pool = pool;
     this.handle = handle;
     this.name = name;
@@ -381,9 +384,22 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
    */
   @Override
   public void close() {
-    if (!markClosed()) {
-      return;
+    if (markClosed()) {
+      closeHandle();
     }
+  }
+
+  /**
+   * {@link #close()} from the pool's close, once no call is in flight on the pool: the only calls
+   * left to drain are ones being refused by the closed pool, so the wait is momentary.
+   */
+  void closeWithPool() {
+    if (awaitClosed()) {
+      closeHandle();
+    }
+  }
+
+  private void closeHandle() {
     try {
       NativeBridge.closeReservation0(handle);
     } finally {

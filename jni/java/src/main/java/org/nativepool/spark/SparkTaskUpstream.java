@@ -42,10 +42,10 @@ public final class SparkTaskUpstream implements NativeUpstream, AutoCloseable {
   private final AtomicLong lateReleasedBytes = new AtomicLong();
 
   /**
-   * Open pool handles of this task, for Spark's spill (any live handle reaches the same task pool).
-   * Added by {@link TaskPool} after {@code openPool0}, removed before {@code closePool0}.
+   * Open pools (handles) of this task, for Spark's spill (any live handle reaches the same task
+   * pool). Added by {@link TaskPool} after {@code openPool0}, removed before {@code closePool0}.
    */
-  private final CopyOnWriteArrayList<Long> poolHandles = new CopyOnWriteArrayList<>();
+  private final CopyOnWriteArrayList<TaskPool> pools = new CopyOnWriteArrayList<>();
 
   /** Set once by {@link #close()}; read before and after each acquire. */
   private volatile boolean closed;
@@ -220,12 +220,12 @@ public final class SparkTaskUpstream implements NativeUpstream, AutoCloseable {
     }
   }
 
-  void attachPool(long poolHandle) {
-    poolHandles.add(poolHandle);
+  void attachPool(TaskPool pool) {
+    pools.add(pool);
   }
 
-  void detachPool(long poolHandle) {
-    poolHandles.remove(Long.valueOf(poolHandle));
+  void detachPool(TaskPool pool) {
+    pools.remove(pool);
   }
 
   /** Spark's spill of our consumer: the pool's reclaim through any open handle of the task. */
@@ -233,15 +233,11 @@ public final class SparkTaskUpstream implements NativeUpstream, AutoCloseable {
     if (closed || size <= 0) {
       return 0;
     }
-    for (Long h : poolHandles) {
-      long freed;
-      try {
-        freed = NativeBridge.reclaim0(h, size);
-      } catch (IllegalStateException e) {
-        if (poolHandles.contains(h)) {
-          throw e;
-        }
-        continue; // that handle was closed while we were choosing it; any other reaches the pool
+    for (TaskPool pool : pools) {
+      // A call on that pool, so no close runs under it (a task-end close waits for it).
+      long freed = pool.reclaimForSpark(size);
+      if (freed < 0) {
+        continue; // that handle is closed or closing; any other open one reaches the same pool
       }
       if (LOG.isDebugEnabled()) {
         LOG.debug(

@@ -5,6 +5,8 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.spark.TaskContext;
 import org.apache.spark.util.TaskCompletionListener;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A handle to one task's native pool (the task-shared pool of the Go registry: every open of the
@@ -15,6 +17,25 @@ import org.apache.spark.util.TaskCompletionListener;
  * task's {@link SparkTaskUpstream}: Spark checks for leaked memory right after the listeners and
  * before the plugins' {@code onTaskSucceeded}, so everything goes back to Spark there.
  *
+ * <h2>Closing while calls are in flight</h2>
+ *
+ * <p>Every native call on the pool or on one of its reservations counts as a call on the pool: a
+ * {@code tryGrow} that waits in Spark's 1/2N wait, a spill Spark asks of the pool, an Arrow import.
+ * A close never closes anything under such a call, and a close that does not happen closes
+ * nothing: not a reservation, not the pool handle, not the Go pool.
+ *
+ * <ul>
+ *   <li>{@link #close()} <em>refuses</em>: it throws {@link IllegalStateException} ("… is in use
+ *       by n native call(s); close refused") and leaves everything open. It never blocks, so a
+ *       spiller may call it from inside Spark's spill on the thread whose call asked Spark for
+ *       memory (it is refused there, without deadlock). Close again once the calls have returned.
+ *   <li>The task completion listener <em>waits</em>: new calls are refused at once ("… is
+ *       closing"), the calls in flight on other threads run to their end (a grant Spark makes
+ *       meanwhile lands in the open pool), and then everything is closed and returned to Spark,
+ *       before Spark's leak check. So Spark's figure for the task and the pool's HELD stay one
+ *       number at every step, and no leak is reported for bytes that were never reserved.
+ * </ul>
+ *
  * <p>In chunked mode its reservations keep an account-local slack of up to {@code 2Q} bytes
  * ({@link #reservationSlack()}; see {@link NativeReservation}), so that small grows and shrinks do
  * not cross into Go.
@@ -22,6 +43,8 @@ import org.apache.spark.util.TaskCompletionListener;
  * <p>Safe for concurrent use by the task's threads.
  */
 public final class TaskPool extends HandleGuard implements AutoCloseable {
+
+  private static final Logger LOG = LoggerFactory.getLogger(TaskPool.class);
 
   /** The task attempts with an upstream; entries leave in the task's completion listener. */
   private static final ConcurrentHashMap<Long, SparkTaskUpstream> UPSTREAMS =
@@ -118,7 +141,7 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
       }
     }
     TaskPool pool = open(up, id, kind, poolSize, chunkSize);
-    ctx.addTaskCompletionListener((TaskCompletionListener) c -> pool.close());
+    ctx.addTaskCompletionListener((TaskCompletionListener) c -> pool.closeAtTaskEnd());
     return pool;
   }
 
@@ -148,8 +171,9 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
     }
     NativeBridge.ensureLoaded();
     long h = NativeBridge.openPool0(taskAttemptId, kind.code(), poolSize, chunkSize, up);
-    up.attachPool(h);
-    return new TaskPool(up, taskAttemptId, h, kind, poolSize, chunkSize);
+    TaskPool pool = new TaskPool(up, taskAttemptId, h, kind, poolSize, chunkSize);
+    up.attachPool(pool);
+    return pool;
   }
 
   private static void checkArgs(PoolKind kind, long poolSize, long chunkSize) {
@@ -301,27 +325,74 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
     return handle;
   }
 
+  /**
+   * Spark's spill of the task's consumer ({@link SparkTaskUpstream}): {@link #reclaim(long)} as a
+   * call on this pool, so that no close runs under it.
+   *
+   * @return the bytes released to Spark, or -1 if this pool is closed or closing (another open
+   *     handle of the task, if any, reaches the same pool)
+   */
+  long reclaimForSpark(long target) {
+    if (!tryEnter()) {
+      return -1;
+    }
+    try {
+      return NativeBridge.reclaim0(handle, target);
+    } finally {
+      exit();
+    }
+  }
+
   void forget(NativeReservation r) {
     reservations.remove(r);
   }
 
   /**
    * Closes every reservation still open, then this pool handle; the task's last handle returns
-   * everything the pool still holds to Spark. Idempotent. If a reservation cannot be closed (in
-   * use), the pool is closed anyway and the first failure is thrown afterwards, the others
-   * suppressed into it.
+   * everything the pool still holds to Spark. Idempotent (a close already under way, such as the
+   * task-end close waiting for calls, is left to finish). Refuses instead of closing under a call:
+   * see the class comment. If closing a reservation throws (an exception of Spark's {@code
+   * releaseMemory}), the rest is closed anyway and the first failure is thrown afterwards, the
+   * others suppressed into it.
    *
-   * @throws IllegalStateException if a native call on this pool is in flight (nothing is closed)
+   * @throws IllegalStateException if a native call on this pool or one of its reservations is in
+   *     flight, on any thread ("… is in use by n native call(s); close refused"); nothing is closed
    */
   @Override
   public void close() {
-    if (!markClosed()) {
-      return;
+    if (markClosed()) {
+      closeAll();
     }
+  }
+
+  /**
+   * The task completion listener's close: refuses new calls, waits until the native calls in flight
+   * on this pool and its reservations (on other threads) have returned, then closes as {@link
+   * #close()} does. Returns at once if the pool is closed or another close is under way. Must not
+   * run on a thread that is inside a call on this pool (a listener never is).
+   */
+  void closeAtTaskEnd() {
+    int inFlight = callsInFlight();
+    if (inFlight > 0) {
+      // Another thread of the task is still inside a native call (perhaps parked in Spark's 1/2N
+      // wait): the close waits for it, so say why the task's end may take a while.
+      LOG.info(
+          "nativepool: task {} completed with {} native call(s) in flight on its pool;"
+              + " the close waits for them",
+          taskAttemptId,
+          inFlight);
+    }
+    if (awaitClosed()) {
+      closeAll();
+    }
+  }
+
+  /** Closes the reservations and the handle; the pool's guard is closed and no call is in flight. */
+  private void closeAll() {
     RuntimeException failure = null;
     for (NativeReservation r : reservations) {
       try {
-        r.close();
+        r.closeWithPool();
       } catch (RuntimeException e) {
         if (failure == null) {
           failure = e;
@@ -330,7 +401,7 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
         }
       }
     }
-    upstream.detachPool(handle);
+    upstream.detachPool(this);
     try {
       NativeBridge.closePool0(handle);
     } catch (RuntimeException e) {
