@@ -145,14 +145,21 @@ func arrowClosedErr(op string, rh *reservationHandle) error {
 // Every successful enterArrow must be paired with exitArrow. It fails with
 // pool.ErrClosed if the allocator or the reservation is closed.
 func (b *Bridge) enterArrow(op string, rh *reservationHandle) (*ffi.Allocator, error) {
+	// An Arrow call charges the reservation (it may wait in Spark): it is an
+	// acquiring call, which the pool's close waits for (callgate.go).
+	if !rh.tp.calls.enterAcquire() {
+		return nil, arrowClosedErr(op, rh)
+	}
 	s := &rh.arrow
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
+		rh.tp.calls.exit()
 		return nil, arrowClosedErr(op, rh)
 	}
 	if s.alloc == nil {
 		if rh.r.Closed() {
+			rh.tp.calls.exit()
 			return nil, arrowClosedErr(op, rh)
 		}
 		opts := []ffi.Option{ffi.WithLogger(b.logger)}
@@ -180,6 +187,7 @@ func (b *Bridge) exitArrow(rh *reservationHandle) {
 	if finish {
 		b.finishArrowClose(rh)
 	}
+	rh.tp.calls.exit()
 }
 
 // registerBatch gives rb a batch handle owned by rh's allocator. The caller
