@@ -136,45 +136,61 @@ func (p *fairPool) Grow(r *Reservation, n int64) {
 func (p *fairPool) Shrink(r *Reservation, n int64) {
 	c := r.Consumer()
 	p.mu.Lock()
-	if held := p.heldLocked(c); n > held {
-		p.mu.Unlock()
-		panic(fmt.Sprintf("Failed to release %d bytes where only %d bytes tracked for the consumer %s", n, held, c))
+	if !c.CanSpill() {
+		// Unspillable consumers have no entry: the bucket is what the pool
+		// recorded for them.
+		if n > p.mu.unspillable {
+			p.mu.Unlock()
+			panic(releaseOverflow(n, p.mu.unspillable, c))
+		}
+		p.mu.unspillable -= n
+	} else {
+		s := p.lookupLocked(c)
+		if s == nil || n > s.reserved {
+			var held int64
+			if s != nil {
+				held = s.reserved
+			}
+			p.mu.Unlock()
+			panic(releaseOverflow(n, held, c))
+		}
+		p.unbookSpillerLocked(s, n)
 	}
-	p.unbookLocked(c, n)
 	now := p.totalLocked()
 	p.mu.Unlock()
 	p.fall(now)
 }
 
-// heldLocked is what the pool recorded for c: its total across
-// reservations if it can spill, the unspillable bucket otherwise (the pool
-// keeps no per-consumer figure for those). The caller holds p.mu.
-func (p *fairPool) heldLocked(c *Consumer) int64 {
-	if !c.CanSpill() {
-		return p.mu.unspillable
-	}
-	if s := p.mu.spillers[c]; s != nil {
-		return s.reserved
-	}
-	return 0
+// releaseOverflow is the panic message of a shrink of more than the pool
+// recorded for the consumer, in Comet's words.
+func releaseOverflow(n, held int64, c *Consumer) string {
+	return fmt.Sprintf("Failed to release %d bytes where only %d bytes tracked for the consumer %s", n, held, c)
 }
 
-// unbookLocked takes n bytes off c's bucket, and forgets a spillable
-// consumer whose last registration is gone once it holds nothing (a grow
-// racing the last Close is handed back after Unregister). The caller holds
-// p.mu.
+// unbookLocked takes n bytes off c's bucket (a grow taken back). The
+// caller holds p.mu.
 func (p *fairPool) unbookLocked(c *Consumer, n int64) {
 	if !c.CanSpill() {
 		p.mu.unspillable -= n
 		return
 	}
-	if s := p.mu.spillers[c]; s != nil {
-		s.reserved -= n
-		if s.registrations == 0 && s.reserved == 0 {
-			p.deleteLocked(c)
-		}
+	if s := p.lookupLocked(c); s != nil {
+		p.unbookSpillerLocked(s, n)
+	} else {
+		p.mu.spillable -= n
 	}
+}
+
+// unbookSpillerLocked takes n bytes off spillable entry s, and forgets a
+// consumer whose last registration is gone once it holds nothing (a grow
+// racing the last Close is handed back after Unregister). The caller holds
+// p.mu.
+func (p *fairPool) unbookSpillerLocked(s *fairSpiller, n int64) {
+	s.reserved -= n
 	p.mu.spillable -= n
+	if s.registrations == 0 && s.reserved == 0 {
+		p.deleteLocked(s.c)
+	}
 }
 
 // riseUndoable is the meter's slow path after c's grow of n bytes (the
@@ -266,6 +282,15 @@ func (p *fairPool) spillerLocked(c *Consumer) *fairSpiller {
 	}
 	p.mu.last = s
 	return s
+}
+
+// lookupLocked returns c's entry, or nil, through the one-entry cache. The
+// caller holds p.mu.
+func (p *fairPool) lookupLocked(c *Consumer) *fairSpiller {
+	if s := p.mu.last; s != nil && s.c == c {
+		return s
+	}
+	return p.mu.spillers[c]
 }
 
 // deleteLocked forgets c's entry (and the cache, if it holds it). The caller

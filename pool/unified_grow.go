@@ -354,7 +354,7 @@ func (p *unifiedPool) Shrink(r *Reservation, n int64) {
 			held = e.bytes
 		}
 		p.mu.Unlock()
-		panic(fmt.Sprintf("Failed to release %d bytes where only %d bytes tracked for the consumer %s", n, held, c))
+		panic(releaseOverflow(n, held, c))
 	}
 	p.addLocked(e, -n)
 	now := p.commitLocked(-n)
