@@ -113,7 +113,7 @@ func TestImportBatchTracksWithoutChargingUntilGoReleasesIt(t *testing.T) {
 	assert.Equal(t, int64(1), s[ArrowStatImportsLive])
 	assert.GreaterOrEqual(t, s[ArrowStatImported], int64(8000))
 	assert.Equal(t, int64(1), s[ArrowStatBatches])
-	assert.Equal(t, int64(0), f.up.held.Load(), "Spark is not told twice")
+	assert.Equal(t, int64(0), f.up.Held(), "Spark is not told twice")
 	assert.Equal(t, produced, p.mem.CurrentAlloc(), "the producer keeps its buffers (and its charge)")
 
 	require.NoError(t, f.b.ReleaseBatch(h))
@@ -141,7 +141,7 @@ func TestCopyBatchChargesTheReservationUntilTheCopyIsReleased(t *testing.T) {
 	s := f.stats(t, res)
 	assert.GreaterOrEqual(t, s[ArrowStatAllocated], int64(8000))
 	assert.Equal(t, s[ArrowStatAllocated], s[ArrowStatReserved], "exact: reserved = allocated")
-	assert.Equal(t, s[ArrowStatAllocated], f.up.held.Load(), "Spark holds what Go charges")
+	assert.Equal(t, s[ArrowStatAllocated], f.up.Held(), "Spark holds what Go charges")
 
 	out, outSchema := cStructs(t)
 	require.NoError(t, f.b.ExportBatch(cp, out, outSchema))
@@ -154,7 +154,7 @@ func TestCopyBatchChargesTheReservationUntilTheCopyIsReleased(t *testing.T) {
 	assert.Equal(t, int64(0), s3[ArrowStatAllocated])
 	assert.Equal(t, int64(0), s3[ArrowStatReserved])
 	assert.Equal(t, int64(0), s3[ArrowStatExportsLive])
-	assert.Equal(t, int64(0), f.up.held.Load())
+	assert.Equal(t, int64(0), f.up.Held())
 	require.NoError(t, f.b.ClosePool(f.pool))
 	f.up.requireSane(t)
 }
@@ -214,7 +214,7 @@ func TestACopyThePoolRefusesWrapsResourcesExhaustedAndChargesNothing(t *testing.
 	assert.Equal(t, int64(0), s[ArrowStatReserved])
 	assert.Equal(t, int64(1), s[ArrowStatRefusals])
 	assert.Equal(t, int64(1), s[ArrowStatBatches], "the source is untouched")
-	assert.Equal(t, int64(0), f.up.held.Load())
+	assert.Equal(t, int64(0), f.up.Held())
 	require.NoError(t, f.b.ReleaseBatch(in))
 	require.NoError(t, f.b.ClosePool(f.pool))
 	f.up.requireSane(t)
@@ -230,14 +230,14 @@ func TestClosingAReservationReportsItsLeakedBatchWithTheAllocatingFunctionAndRel
 	require.NoError(t, err)
 	cp, err := f.b.CopyBatch(res, in)
 	require.NoError(t, err)
-	require.Positive(t, f.up.held.Load())
+	require.Positive(t, f.up.Held())
 
 	require.NoError(t, f.b.CloseReservation(res))
 	leak := f.logs.lines("ffi: leak at Close")
 	require.Len(t, leak, 1, f.logs.String())
 	assert.Regexp(t, `consumer=leaky#\d+ .*leaked 1 buffers .*1 imported batches .* from github.com/nativepool/nativepool/jni.copyRecordBatch`, leak[0])
 	assert.Len(t, f.logs.lines("nativepool: Arrow batches never released; released at allocator close"), 1)
-	assert.Equal(t, int64(0), f.up.held.Load(), "the charge went back before the reservation closed")
+	assert.Equal(t, int64(0), f.up.Held(), "the charge went back before the reservation closed")
 	assert.Equal(t, 0, p.mem.CurrentAlloc(), "the leaked import was released: the producer got its buffers back")
 	assert.Equal(t, throwIllegalState, classify(f.b.ReleaseBatch(cp)), "released once, by the close")
 	assert.Equal(t, throwIllegalState, classify(f.b.ReleaseBatch(in)))
@@ -261,7 +261,7 @@ func TestClosingThePoolClosesTheAllocatorsOfReservationsStillOpen(t *testing.T) 
 	require.NoError(t, err)
 
 	require.NoError(t, f.b.ClosePool(f.pool))
-	assert.Equal(t, int64(0), f.up.held.Load())
+	assert.Equal(t, int64(0), f.up.Held())
 	assert.Empty(t, f.logs.lines("reservation closed before its allocator"), "allocators close first")
 	s := f.stats(t, res)
 	assert.Equal(t, int64(1), s[ArrowStatClosed])
@@ -298,7 +298,7 @@ func TestAnExportUnreleasedAtTaskEndLingersOnTheBooksUntilItsLateReleaseFreesIt(
 	before := f.b.ProcessArrowStats()
 
 	require.NoError(t, f.b.ClosePool(f.pool))
-	assert.Equal(t, int64(0), f.up.held.Load(), "Spark gets every byte back at task end")
+	assert.Equal(t, int64(0), f.up.Held(), "Spark gets every byte back at task end")
 	ps := f.b.ProcessArrowStats()
 	assert.Equal(t, before[ArrowPStatLingering]+bytes, ps[ArrowPStatLingering])
 	assert.Equal(t, before[ArrowPStatLingeringAlloc]+1, ps[ArrowPStatLingeringAlloc])
@@ -313,7 +313,7 @@ func TestAnExportUnreleasedAtTaskEndLingersOnTheBooksUntilItsLateReleaseFreesIt(
 	assert.Equal(t, before[ArrowPStatLingeringAlloc], ps[ArrowPStatLingeringAlloc])
 	assert.Len(t, f.logs.lines("Arrow memory that outlived its task is freed"), 1)
 	assert.Equal(t, 0, p.mem.CurrentAlloc())
-	assert.Equal(t, int64(0), f.up.held.Load(), "the late release gives nothing back twice")
+	assert.Equal(t, int64(0), f.up.Held(), "the late release gives nothing back twice")
 	f.up.requireSane(t)
 }
 
@@ -338,7 +338,7 @@ func TestCloseArrowWhileACallUsesTheAllocatorIsRefusedAndAReservationCloseWaitsF
 	require.ErrorIs(t, err, pool.ErrClosed, "no new call starts")
 	f.b.exitArrow(rh)
 	assert.True(t, a.Snapshot().Closed, "the last call finished the close")
-	assert.Equal(t, int64(0), f.up.held.Load())
+	assert.Equal(t, int64(0), f.up.Held())
 	a.Free(buf) // a late free: memory freed, nothing given back twice
 	assert.Equal(t, int64(1), a.Snapshot().LateFrees)
 	require.NoError(t, f.b.ClosePool(f.pool))
@@ -398,7 +398,7 @@ func TestConcurrentImportsCopiesExportsAndReleasesKeepSparkAndTheBooksEqual(t *t
 		})
 	}
 	require.NoError(t, g.Wait())
-	assert.Equal(t, int64(0), f.up.held.Load())
+	assert.Equal(t, int64(0), f.up.Held())
 	assert.Equal(t, 0, p.mem.CurrentAlloc())
 	assert.Empty(t, f.logs.lines("leak"), f.logs.String())
 	require.NoError(t, f.b.ClosePool(f.pool))

@@ -193,7 +193,7 @@ func TestImportOfForgedCDataIsIllegalArgumentAndTouchesNothing(t *testing.T) {
 			s := f.stats(t, res)
 			assert.Equal(t, int64(0), s[ArrowStatBatches])
 			assert.Equal(t, int64(0), s[ArrowStatImportsLive])
-			assert.Equal(t, int64(0), f.up.held.Load(), "nothing charged")
+			assert.Equal(t, int64(0), f.up.Held(), "nothing charged")
 			assert.NotZero(t, rawOf(arr).release, "the caller's struct is untouched")
 
 			restore()

@@ -23,21 +23,22 @@ func TestOpenPoolJoinsTheTasksPoolAndClosesTheUnusedUpstream(t *testing.T) {
 	p1 := mustOpen(t, b, 42, KindFairUnified, 1000, 0, first)
 	p2 := mustOpen(t, b, 42, KindFairUnified, 1000, 0, second)
 	require.NotEqual(t, p1, p2)
-	assert.Equal(t, int32(1), second.closed.Load(), "a join closes the upstream it did not need")
-	assert.Equal(t, int32(0), first.closed.Load())
+	assert.Equal(t, int64(1), second.Closes(), "a join closes the upstream it did not need")
+	assert.Equal(t, int64(0), first.Closes())
 
 	// Both handles reach one pool: a reservation through p2 borrows from first.
 	r := mustReserve(t, b, p2, "scan", false, nil)
 	require.NoError(t, b.TryGrow(r, 100))
-	assert.Equal(t, int64(100), first.held.Load())
-	assert.Equal(t, int64(0), second.acquires.Load())
+	assert.Equal(t, int64(100), first.Held())
+	acq, _ := second.Calls()
+	assert.Equal(t, int64(0), acq)
 
 	require.NoError(t, b.CloseReservation(r))
 	require.NoError(t, b.ClosePool(p1))
-	assert.Equal(t, int32(0), first.closed.Load(), "the task's pool stays open while a handle is open")
+	assert.Equal(t, int64(0), first.Closes(), "the task's pool stays open while a handle is open")
 	require.NoError(t, b.ClosePool(p2))
-	assert.Equal(t, int32(1), first.closed.Load(), "the last close releases the upstream")
-	assert.Equal(t, int64(0), first.held.Load())
+	assert.Equal(t, int64(1), first.Closes(), "the last close releases the upstream")
+	assert.Equal(t, int64(0), first.Held())
 	first.requireSane(t)
 	second.requireSane(t)
 	pools, res := b.LiveHandles()
@@ -55,7 +56,7 @@ func TestOpenPoolWithAnotherConfigurationIsIllegalStateNamingBoth(t *testing.T) 
 	have := taskshared.Spec{Kind: "fair_unified", Size: 1000}.String()
 	assert.Equal(t, "taskshared: task 7: plan asks for pool "+want+" but the task's pool is "+have+": pool spec mismatch", err.Error())
 	assert.Equal(t, throwIllegalState, classify(err))
-	assert.Equal(t, int32(1), up.closed.Load())
+	assert.Equal(t, int64(1), up.Closes())
 
 	_, err = b.OpenPool(7, KindFairUnified, 1000, 4096, newFakeUpstream(0))
 	assert.ErrorIs(t, err, taskshared.ErrSpecMismatch, "a different chunk is a different configuration")
@@ -89,7 +90,7 @@ func TestOpenPoolRejectsBadArgumentsAsIllegalArgument(t *testing.T) {
 			require.Error(t, err)
 			assert.Equal(t, tc.want, err.Error())
 			assert.Equal(t, throwIllegalArgument, classify(err))
-			assert.Equal(t, int32(1), up.closed.Load(), "the upstream of a failed open is closed")
+			assert.Equal(t, int64(1), up.Closes(), "the upstream of a failed open is closed")
 		})
 	}
 	assert.Equal(t, 0, b.registry.Len())
@@ -140,7 +141,7 @@ func TestReservationLifecycleThroughTheBridge(t *testing.T) {
 	assert.Equal(t, int64(300), size, "a refused TryGrow changes nothing")
 
 	// Grow never refuses: past the pool size, and past upstream's grant.
-	up.budget.Store(950)
+	up.SetLimit(950)
 	require.NoError(t, b.Grow(c, 200))
 	size, _ = b.Size(c)
 	assert.Equal(t, int64(500), size)
@@ -172,7 +173,7 @@ func TestReservationLifecycleThroughTheBridge(t *testing.T) {
 
 	require.NoError(t, b.CloseReservation(a))
 	require.NoError(t, b.ClosePool(p))
-	assert.Equal(t, int64(0), up.held.Load())
+	assert.Equal(t, int64(0), up.Held())
 	up.requireSane(t)
 }
 
@@ -197,7 +198,7 @@ func TestOperationsAfterThePoolClosedAreIllegalStateOrLate(t *testing.T) {
 	r := mustReserve(t, b, p, "late", false, nil)
 	require.NoError(t, b.TryGrow(r, 100))
 	require.NoError(t, b.ClosePool(p))
-	assert.Equal(t, int64(0), up.held.Load(), "close returned everything, leaked bytes included")
+	assert.Equal(t, int64(0), up.Held(), "close returned everything, leaked bytes included")
 
 	err := b.TryGrow(r, 1)
 	require.ErrorIs(t, err, pool.ErrClosed)
@@ -256,13 +257,13 @@ func TestReclaimSpillsThroughReentrantShrinks(t *testing.T) {
 	require.NoError(t, b.TryGrow(big, 300))
 	require.NoError(t, b.TryGrow(small, 100))
 	require.NoError(t, b.TryGrow(fixed, 10))
-	heldBefore := up.held.Load()
+	heldBefore := up.Held()
 	slack := heldBefore - 410
 
 	freed, err := b.Reclaim(p, slack+250)
 	require.NoError(t, err)
 	assert.Equal(t, slack+250, freed)
-	assert.Equal(t, heldBefore-freed, up.held.Load(), "reclaim reports exactly what went upstream")
+	assert.Equal(t, heldBefore-freed, up.Held(), "reclaim reports exactly what went upstream")
 	assert.Equal(t, int64(1), bigSp.calls.Load())
 	assert.Equal(t, int64(0), smallSp.calls.Load(), "the largest consumer was enough")
 	size, _ := b.Size(big)
@@ -279,7 +280,7 @@ func TestReclaimSpillsThroughReentrantShrinks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), smallSp.calls.Load())
 	assert.Equal(t, int64(1), bigSp.calls.Load(), "a closed reservation's spiller is not called")
-	assert.Equal(t, int64(10), up.held.Load(), "only the unspillable bytes stay")
+	assert.Equal(t, int64(10), up.Held(), "only the unspillable bytes stay")
 	assert.Equal(t, int64(50+100), freed, "big's bytes freed by its close, then small's spill")
 
 	for _, h := range []int64{small, fixed} {
@@ -504,8 +505,8 @@ func TestConcurrentTasksOpenGrowShrinkClose(t *testing.T) {
 	}
 	for task := range tasks {
 		for _, up := range ups[task] {
-			assert.Equal(t, int32(1), up.closed.Load(), "each upstream is closed exactly once")
-			assert.Equal(t, int64(0), up.held.Load(), "every byte went back")
+			assert.Equal(t, int64(1), up.Closes(), "each upstream is closed exactly once")
+			assert.Equal(t, int64(0), up.Held(), "every byte went back")
 			up.requireSane(t)
 		}
 	}

@@ -56,13 +56,13 @@ func TestClosePoolWaitsForATryGrowWaitingUpstream(t *testing.T) {
 	require.NoError(t, g.Wait())
 
 	require.NoError(t, growErr, "the grow completed in the open pool")
-	assert.Equal(t, int64(0), up.held.Load(), "the close gave the grant back")
+	assert.Equal(t, int64(0), up.Held(), "the close gave the grant back")
 	up.requireSane(t) // nothing acquired or released after Close
 	ps := b.ProcessStats()
 	assert.Equal(t, int64(1), ps.Leaks)
 	assert.Equal(t, int64(16*mib), ps.LeakedBytes, "exactly what the open reservation held")
 	require.NoError(t, b.CloseReservation(r)) // a late release now: counted, never forwarded
-	assert.Equal(t, int64(0), up.held.Load())
+	assert.Equal(t, int64(0), up.Held())
 	up.requireSane(t)
 }
 
@@ -101,10 +101,10 @@ func TestCallsArrivingWhileThePoolClosesAreRefusedOrLate(t *testing.T) {
 
 	release()
 	require.NoError(t, g.Wait())
-	assert.Equal(t, int64(0), up.held.Load())
+	assert.Equal(t, int64(0), up.Held())
 	require.NoError(t, b.CloseReservation(other))
 	require.NoError(t, b.CloseReservation(waiting))
-	assert.Equal(t, int64(0), up.held.Load())
+	assert.Equal(t, int64(0), up.Held())
 	up.requireSane(t)
 }
 
@@ -161,7 +161,7 @@ func TestClosePoolWaitsForACopyBatchWaitingUpstream(t *testing.T) {
 	release()
 	require.NoError(t, g.Wait())
 	require.NoError(t, copyErr, "the copy completed in the open pool")
-	assert.Equal(t, int64(0), f.up.held.Load(), "the close gave the copy's charge back")
+	assert.Equal(t, int64(0), f.up.Held(), "the close gave the copy's charge back")
 	f.up.requireSane(t)
 	_, err = f.b.CopyBatch(res, in)
 	require.Error(t, err, "the pool's close closed the batch and the reservation's allocator")

@@ -20,18 +20,18 @@ func TestJoinTaskPoolSharesTheJavaOpenedPoolAndKeepsItOpenUntilReleased(t *testi
 	require.NoError(t, err)
 	res := pool.NewConsumer("engine-sort").Register(h.Pool())
 	require.NoError(t, res.TryGrow(4096))
-	assert.Equal(t, int64(4096), up.held.Load(), "the engine's consumer borrows from the task's upstream")
+	assert.Equal(t, int64(4096), up.Held(), "the engine's consumer borrows from the task's upstream")
 	stats, err := b.PoolStats(ph)
 	require.NoError(t, err)
 	assert.Equal(t, int64(4096), stats[StatReserved], "poolStats0 counts the engine's consumer")
 
 	require.NoError(t, b.ClosePool(ph))
-	assert.Zero(t, up.closed.Load(), "the engine's reference keeps the pool open after Java closed its handle")
+	assert.Zero(t, up.Closes(), "the engine's reference keeps the pool open after Java closed its handle")
 	res.Shrink(4096)
-	assert.Zero(t, up.held.Load())
+	assert.Zero(t, up.Held())
 	res.Close()
 	h.Close()
-	assert.Equal(t, int32(1), up.closed.Load(), "the last reference closes the pool and its upstream")
+	assert.Equal(t, int64(1), up.Closes(), "the last reference closes the pool and its upstream")
 	assert.Zero(t, b.registry.Len())
 	up.requireSane(t)
 }
@@ -51,7 +51,7 @@ func TestJoinTaskPoolWithoutAnOpenPoolIsIllegalStateAndCreatesNothing(t *testing
 	require.NoError(t, b.ClosePool(ph))
 	_, err = b.JoinTaskPool(5)
 	require.ErrorIs(t, err, ErrIllegalState)
-	assert.Equal(t, int32(1), up.closed.Load())
+	assert.Equal(t, int64(1), up.Closes())
 	assert.Zero(t, b.registry.Len())
 }
 
@@ -82,7 +82,7 @@ func TestSparkSpillOfTheTaskReachesAnEngineConsumersSpiller(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(10_000), freed)
 	assert.Equal(t, 1, sp.calls)
-	assert.Zero(t, up.held.Load())
+	assert.Zero(t, up.Held())
 	require.NoError(t, b.ClosePool(ph))
 	up.requireSane(t)
 }

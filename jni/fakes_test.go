@@ -10,97 +10,42 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/nativepool/nativepool/internal/fakeupstream"
 )
 
 // fakeUpstream is Spark's TaskMemoryManager as the bridge sees it through
-// NativeUpstream: it grants up to budget bytes in total, can fail the next
-// call with an error, and checks that nothing is released twice or after
-// Close deleted its "global ref".
-type fakeUpstream struct {
-	budget atomic.Int64
-	held   atomic.Int64
-
-	acquires, releases atomic.Int64
-	closed             atomic.Int32 // Close calls (must end at exactly 1)
-
-	mu      sync.Mutex
-	failAcq error                    // returned once by the next Acquire
-	before  func(op string, n int64) // runs at the start of each call, like Spark's spill re-entering
-	misuse  []string
-}
+// NativeUpstream: the one shared fake (internal/fakeupstream) granting up to
+// budget bytes in total, recording misuse (a zero or negative call, an
+// over-return, a call after Close deleted its "global ref") instead of
+// panicking, since the bridge would turn a panic in an upcall into an error.
+type fakeUpstream struct{ *fakeupstream.Spark }
 
 func newFakeUpstream(budget int64) *fakeUpstream {
-	u := &fakeUpstream{}
-	u.budget.Store(budget)
+	u := &fakeUpstream{fakeupstream.New(fakeupstream.RecordMisuse())}
+	u.SetLimit(budget)
 	return u
 }
 
-func (u *fakeUpstream) Acquire(n int64) (int64, error) {
-	u.acquires.Add(1)
-	u.mu.Lock()
-	hook := u.before
-	u.mu.Unlock()
-	if hook != nil {
-		hook("acquire", n)
+// failNextAcquire makes the next Acquire fail with err.
+func (u *fakeUpstream) failNextAcquire(err error) { u.Reply(fakeupstream.Fail(err)) }
+
+// setBefore runs f at the start of each call, like Spark's spill re-entering.
+func (u *fakeUpstream) setBefore(f func(op string, n int64)) {
+	if f == nil {
+		u.OnAcquire(nil)
+		u.OnRelease(nil)
+		return
 	}
-	u.mu.Lock()
-	fail := u.failAcq
-	u.failAcq = nil
-	if u.closed.Load() != 0 {
-		u.misuse = append(u.misuse, fmt.Sprintf("Acquire(%d) after Close", n))
-	}
-	if n <= 0 {
-		u.misuse = append(u.misuse, fmt.Sprintf("Acquire(%d)", n))
-	}
-	u.mu.Unlock()
-	if fail != nil {
-		return 0, fail
-	}
-	for {
-		h := u.held.Load()
-		got := max(0, min(n, u.budget.Load()-h))
-		if u.held.CompareAndSwap(h, h+got) {
-			return got, nil
-		}
-	}
+	u.OnAcquire(func(n int64) { f("acquire", n) })
+	u.OnRelease(func(n int64) { f("release", n) })
 }
-
-func (u *fakeUpstream) Release(n int64) error {
-	u.releases.Add(1)
-	u.mu.Lock()
-	hook := u.before
-	u.mu.Unlock()
-	if hook != nil {
-		hook("release", n)
-	}
-	u.mu.Lock()
-	if u.closed.Load() != 0 {
-		u.misuse = append(u.misuse, fmt.Sprintf("Release(%d) after Close", n))
-	}
-	if n <= 0 {
-		u.misuse = append(u.misuse, fmt.Sprintf("Release(%d)", n))
-	}
-	u.mu.Unlock()
-	if h := u.held.Add(-n); h < 0 {
-		u.mu.Lock()
-		u.misuse = append(u.misuse, fmt.Sprintf("Release(%d) over-returns: held %d", n, h))
-		u.mu.Unlock()
-	}
-	return nil
-}
-
-func (u *fakeUpstream) Close() { u.closed.Add(1) }
-
-func (u *fakeUpstream) failNextAcquire(err error)       { u.mu.Lock(); u.failAcq = err; u.mu.Unlock() }
-func (u *fakeUpstream) setBefore(f func(string, int64)) { u.mu.Lock(); u.before = f; u.mu.Unlock() }
 
 // requireSane fails the test if the bridge misused the upstream.
 func (u *fakeUpstream) requireSane(t testing.TB) {
 	t.Helper()
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	require.Empty(t, u.misuse)
-	require.GreaterOrEqual(t, u.held.Load(), int64(0))
+	require.Empty(t, u.Misuse())
+	require.GreaterOrEqual(t, u.Held(), int64(0))
 }
 
 // fakeSpiller is a NativeSpiller: Spill calls spill (which shrinks a

@@ -9,7 +9,10 @@
 //     releases, runs hooks where Spark would call spill() on the calling
 //     thread, and PANICS on what a real Spark would log as an internal
 //     error: a release of more than it granted, and any zero-byte or
-//     negative call (the pools must filter those).
+//     negative call (the pools must filter those). With RecordMisuse it
+//     records those instead (Misuse), and also any call after Close: for
+//     the JNI bridge's tests, where a panic inside an upcall would be turned
+//     into an error and hide the misuse.
 //   - NewCounting: the cheapest honest upstream for benchmarks: it grants
 //     everything and counts with atomics only, so a benchmark measures the
 //     pool, not the fake.
@@ -50,10 +53,12 @@ type Spark struct {
 	// counting: NewCounting's fast path (atomics only, no checks beyond the
 	// over-return, no records, no hooks). Immutable.
 	counting bool
+	// recordMisuse: RecordMisuse was given. Immutable.
+	recordMisuse bool
 	// inner: Audit's real upstream, or nil. Immutable.
 	inner Upstream
 
-	held, acquires, releases, overReturns atomic.Int64
+	held, acquires, releases, overReturns, closes atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -64,14 +69,36 @@ type Spark struct {
 		rels      []int64
 		onAcquire func(ask int64)
 		onRelease func(n int64)
+		misuse    []string
 	}
 }
 
+// Option configures New.
+type Option func(*Spark)
+
+// RecordMisuse makes the fake record what it would panic on (zero-byte or
+// negative calls, over-returns), and every call after Close, instead of
+// panicking; read them with Misuse.
+func RecordMisuse() Option { return func(s *Spark) { s.recordMisuse = true } }
+
 // New returns a programmable Spark with no limit.
-func New() *Spark {
+func New(opts ...Option) *Spark {
 	s := &Spark{}
 	s.mu.limit = math.MaxInt64
+	for _, o := range opts {
+		o(s)
+	}
 	return s
+}
+
+// misuse panics with msg, or records it under RecordMisuse.
+func (s *Spark) misuse(msg string) {
+	if !s.recordMisuse {
+		panic("fakeupstream: " + msg)
+	}
+	s.mu.Lock()
+	s.mu.misuse = append(s.mu.misuse, msg)
+	s.mu.Unlock()
 }
 
 // NewCounting returns the benchmark upstream: it grants every ask and
@@ -94,8 +121,12 @@ func (s *Spark) Acquire(n int64) (int64, error) {
 		s.held.Add(n)
 		return n, nil
 	}
+	if s.closes.Load() != 0 {
+		s.misuse(fmt.Sprintf("Acquire(%d) after Close", n))
+	}
 	if n <= 0 {
-		panic(fmt.Sprintf("fakeupstream: Acquire(%d): the pool must never ask for %d bytes", n, n))
+		s.misuse(fmt.Sprintf("Acquire(%d): the pool must never ask for %d bytes", n, n))
+		return 0, nil
 	}
 	s.mu.Lock()
 	hook := s.mu.onAcquire
@@ -137,8 +168,12 @@ func (s *Spark) Release(n int64) error {
 		}
 		return nil
 	}
+	if s.closes.Load() != 0 {
+		s.misuse(fmt.Sprintf("Release(%d) after Close", n))
+	}
 	if n <= 0 {
-		panic(fmt.Sprintf("fakeupstream: Release(%d): the pool must never release %d bytes", n, n))
+		s.misuse(fmt.Sprintf("Release(%d): the pool must never release %d bytes", n, n))
+		return nil
 	}
 	s.mu.Lock()
 	hook := s.mu.onRelease
@@ -154,17 +189,36 @@ func (s *Spark) Release(n int64) error {
 		return s.inner.Release(n)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.mu.relErr != nil {
-		return s.mu.relErr
+		err := s.mu.relErr
+		s.mu.Unlock()
+		return err
 	}
 	if h := s.held.Load(); n > h {
-		panic(fmt.Sprintf("fakeupstream: Release(%d) but only %d granted and not returned: over-return", n, h))
+		s.mu.Unlock()
+		s.misuse(fmt.Sprintf("Release(%d) but only %d granted and not returned: over-return", n, h))
+		s.mu.Lock()
 	}
 	s.releases.Add(1)
 	s.mu.rels = append(s.mu.rels, n)
 	s.held.Add(-n)
+	s.mu.Unlock()
 	return nil
+}
+
+// Close stands in for the bridge deleting its global ref to Spark's
+// consumer: under RecordMisuse every later call is misuse. Closes counts it.
+func (s *Spark) Close() { s.closes.Add(1) }
+
+// Closes is the number of Close calls.
+func (s *Spark) Closes() int64 { return s.closes.Load() }
+
+// Misuse is, under RecordMisuse, what the fake would otherwise have
+// panicked on, in order.
+func (s *Spark) Misuse() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.mu.misuse...)
 }
 
 // Held is what the fake granted and did not get back.
