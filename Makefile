@@ -6,7 +6,9 @@ GO ?= go
 MVN ?= mvn -B -ntp
 BUILD := $(CURDIR)/build
 LIB := $(BUILD)/lib/libnativepool.so
-JAVA_DIR := jni/java
+# The Maven reactor (pom.xml): the Spark plugin (spark/) and the demo (examples/spark/).
+PLUGIN_DIR := spark
+DEMO_DIR := examples/spark
 # cgo in jni/ and ffi/ needs jni.h: take it from the JDK that provides javac.
 JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
 export JAVA_HOME
@@ -22,9 +24,9 @@ $(LIB): $(shell find pool taskshared ffi jni -name '*.go' -o -name '*.c' -o -nam
 	@mkdir -p $(BUILD)/lib
 	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -o $(LIB) ./jni/libnativepool
 
-## jar: the Spark plugin module (Spark itself is 'provided').
+## jar: the Spark plugin module (Spark itself is 'provided'): spark/target/nativepool-spark-*.jar.
 jar:
-	$(MVN) -q -f $(JAVA_DIR)/pom.xml -DskipTests package
+	$(MVN) -q -pl $(PLUGIN_DIR) -DskipTests package
 
 vet:
 	$(GO) vet ./...
@@ -36,18 +38,19 @@ fmt-check:
 test-go: vet fmt-check
 	$(GO) test -race -count=1 ./...
 
+## test-java: every JUnit test of both Maven modules, the plugin's and the demo's.
 test-java: lib
-	$(MVN) -f $(JAVA_DIR)/pom.xml -Dnativepool.lib.dir=$(BUILD)/lib test
+	$(MVN) -Dnativepool.lib.dir=$(BUILD)/lib test
 
 ## the whole JUnit suite once more under -Xcheck:jni; fails on any JNI warning raised in our
 ## natives (Arrow Java's own loader warnings are reported and ignored: check_jni_warnings.py).
 test-java-checkjni: lib
 	@mkdir -p $(BUILD)
-	rm -f $(JAVA_DIR)/target/surefire-reports/*.dumpstream
-	$(MVN) -f $(JAVA_DIR)/pom.xml -Dnativepool.lib.dir=$(BUILD)/lib -Pcheckjni test > $(BUILD)/checkjni.log 2>&1; \
+	rm -f $(PLUGIN_DIR)/target/surefire-reports/*.dumpstream $(DEMO_DIR)/target/surefire-reports/*.dumpstream
+	$(MVN) -Dnativepool.lib.dir=$(BUILD)/lib -Pcheckjni test > $(BUILD)/checkjni.log 2>&1; \
 	rc=$$?; if [ $$rc -ne 0 ]; then tail -60 $(BUILD)/checkjni.log; exit $$rc; fi; \
-	grep -E '^\[INFO\] Tests run:|BUILD' $(BUILD)/checkjni.log | tail -2
-	python3 $(JAVA_DIR)/check_jni_warnings.py $(BUILD)/checkjni.log $$(ls $(JAVA_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null)
+	grep -E '^\[INFO\] (Tests run: .*Skipped: [0-9]+$$|Building nativepool|BUILD)' $(BUILD)/checkjni.log
+	python3 $(PLUGIN_DIR)/check_jni_warnings.py $(BUILD)/checkjni.log $$(ls $(PLUGIN_DIR)/target/surefire-reports/*.dumpstream $(DEMO_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null)
 
 test: test-go test-java test-java-checkjni
 
@@ -56,7 +59,7 @@ bench:
 
 ## bench-jni: Java -> JNI -> Go -> Spark TaskMemoryManager, exact vs chunked (see bench/jni/README.md).
 bench-jni: lib
-	$(MVN) -f $(JAVA_DIR)/pom.xml -Pbench -Dnativepool.lib.dir=$(BUILD)/lib test
+	$(MVN) -pl $(PLUGIN_DIR) -Pbench -Dnativepool.lib.dir=$(BUILD)/lib test
 
 ## example: the main demo, a native Go sort inside Spark 4.1 local[2] (examples/spark/README.md).
 ## Options: make example ARGS="--rows 8000000 --budget 64m --chunk 8m --pool greedy_unified"
@@ -68,4 +71,4 @@ example-go:
 	$(GO) run ./examples/fairspill
 
 clean:
-	rm -rf $(BUILD) $(JAVA_DIR)/target
+	rm -rf $(BUILD) $(PLUGIN_DIR)/target $(DEMO_DIR)/target

@@ -50,7 +50,7 @@ import (
 // until arrow_validate.go has accepted them: Bridge.ImportBatchAt.)
 
 // exhaustedClass is the Java class copyBatch0 throws on a refusal. The other
-// copy is jni/java/src/main/java/org/nativepool/spark/arrow/ArrowMemoryExhaustedException.java
+// copy is spark/src/main/java/org/nativepool/spark/arrow/ArrowMemoryExhaustedException.java
 // (its (String) constructor is called from npa_throw_exhausted).
 const exhaustedClass = "org.nativepool.spark.arrow.ArrowMemoryExhaustedException"
 

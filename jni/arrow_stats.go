@@ -8,7 +8,7 @@ import "github.com/nativepool/nativepool/ffi"
 // the books with their owner until it is freed.
 
 // Indices of the arrowStats0 array (jni/API.md). The other copy is
-// jni/java/src/main/java/org/nativepool/spark/NativeBridge.java
+// spark/src/main/java/org/nativepool/spark/NativeBridge.java
 // (ARROW_STAT_*); change both together.
 const (
 	ArrowStatAllocated   = 0  // bytes in live buffers the reservation's allocator made
@@ -27,7 +27,7 @@ const (
 )
 
 // Indices of the processArrowStats0 array (jni/API.md). The other copy is
-// jni/java/src/main/java/org/nativepool/spark/NativeBridge.java
+// spark/src/main/java/org/nativepool/spark/NativeBridge.java
 // (ARROW_PSTAT_*); change both together.
 const (
 	ArrowPStatAllocated      = 0  // bytes in live buffers of every open allocator

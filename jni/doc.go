@@ -1,7 +1,7 @@
 // Package jni is the Go side of the bridge between nativepool's pools and
 // Spark's TaskMemoryManager: the natives of org.nativepool.spark.NativeBridge,
 // built into libnativepool.so by the command jni/libnativepool
-// (go build -buildmode=c-shared). The contract with the Java module jni/java/
+// (go build -buildmode=c-shared). The contract with the Java module spark/
 // is jni/API.md; this package implements it exactly. It is not for direct use
 // from Go: Go code uses pool and taskshared.
 //

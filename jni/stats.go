@@ -3,14 +3,14 @@ package jni
 import "github.com/nativepool/nativepool/pool"
 
 // Pool kinds of openPool0. The other copy is
-// jni/java/src/main/java/org/nativepool/spark/NativeBridge.java (KIND_*).
+// spark/src/main/java/org/nativepool/spark/NativeBridge.java (KIND_*).
 const (
 	KindFairUnified   = 0 // pool.NewFairUnified
 	KindGreedyUnified = 1 // pool.NewGreedyUnified
 )
 
 // Indices of the poolStats0 array (jni/API.md). The other copy is
-// jni/java/src/main/java/org/nativepool/spark/NativeBridge.java (STAT_*);
+// spark/src/main/java/org/nativepool/spark/NativeBridge.java (STAT_*);
 // change both together.
 const (
 	StatReserved        = 0  // bytes reserved by the pool's consumers
@@ -29,7 +29,7 @@ const (
 )
 
 // Indices of the processStats0 array (jni/API.md). The other copy is
-// jni/java/src/main/java/org/nativepool/spark/NativeBridge.java (PSTAT_*);
+// spark/src/main/java/org/nativepool/spark/NativeBridge.java (PSTAT_*);
 // change both together.
 const (
 	PStatLiveTasks       = 0  // task pools open now

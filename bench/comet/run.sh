@@ -24,8 +24,8 @@ if [[ ! -s "$OUT/classpath.txt" || "$DIR/pom.xml" -nt "$OUT/classpath.txt" ]]; t
   mvn -B -q -f "$DIR/pom.xml" dependency:build-classpath -Dmdep.outputFile="$OUT/classpath.txt" >&2
 fi
 
-# Spark's Java 17 module options: the one copy is jni/java/spark-jvm.args (a java @argfile).
-SPARK_JAVA_OPTS=("@$DIR/../../jni/java/spark-jvm.args")
+# Spark's Java 17 module options: the one copy is spark/spark-jvm.args (a java @argfile).
+SPARK_JAVA_OPTS=("@$DIR/../../spark/spark-jvm.args")
 
 echo "+ $JAVA ${SPARK_JAVA_OPTS[*]} -Xms$HEAP -Xmx$HEAP -XX:+AlwaysPreTouch -XX:NativeMemoryTracking=$NMT -cp \$(cat $OUT/classpath.txt) $DIR/CometSortBench.java $*" >&2
 exec "$JAVA" "${SPARK_JAVA_OPTS[@]}" \

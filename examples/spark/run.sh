@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Spark demo (`make example`): builds libnativesort.so (the Go sort plus every nativepool
-# native, one Go runtime) and the Java module, then runs org.nativepool.spark.example.SortDemo in
+# native, one Go runtime) and the Java modules, then runs org.nativepool.spark.example.SortDemo in
 # a local[2] Spark 4.1 with the nativepool plugin, prints the report, and draws the memory chart.
 #
 #   bash examples/spark/run.sh [--rows N] [--budget 64m] [--chunk 2m] [--pool fair_unified|greedy_unified] ...
@@ -24,20 +24,18 @@ heap=${DEMO_HEAP:-1g}
 out=build/demo
 lib=build/lib/libnativesort.so
 
-echo "run.sh: building $lib and the Java module..." >&2
+echo "run.sh: building $lib and the Java modules..." >&2
 mkdir -p build/lib "$out"
 go build -buildmode=c-shared -o "$lib" ./examples/spark/native
-mvn -B -q -f jni/java/pom.xml -DskipTests package
-# Spark and Arrow are 'provided' by the executor; the demo JVM needs them on its classpath.
-cp_file=build/demo/classpath.txt
-if [[ ! -s $cp_file || jni/java/pom.xml -nt $cp_file ]]; then
-	mvn -B -q -f jni/java/pom.xml dependency:build-classpath \
-		-Dmdep.includeScope=compile -Dmdep.outputFile="$root/$cp_file"
-fi
-jar=$(ls jni/java/target/nativepool-spark-*.jar | head -1)
+# The Maven reactor (pom.xml) builds the plugin (spark/) and the demo (examples/spark/) together;
+# the demo module's package phase also writes the demo JVM's classpath: the plugin jar, and Spark
+# and Arrow, which are 'provided' by an executor but must be on this JVM's classpath.
+mvn -B -q -f pom.xml -DskipTests package
+cp_file=examples/spark/target/classpath.txt
+jar=$(ls examples/spark/target/nativepool-spark-demo-*.jar | head -1)
 
-# Spark's Java 17 module options: the one copy is jni/java/spark-jvm.args (a java @argfile).
-opens=("@$root/jni/java/spark-jvm.args")
+# Spark's Java 17 module options: the one copy is spark/spark-jvm.args (a java @argfile).
+opens=("@$root/spark/spark-jvm.args")
 
 # Warnings and errors of the Go side (leaks, late releases, failed spillers) reach the output;
 # NATIVEPOOL_LOG_LEVEL=debug shows every spill request too.

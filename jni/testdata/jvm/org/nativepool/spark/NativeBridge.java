@@ -1,6 +1,6 @@
 // Test scaffolding for jni/jvm_test.go, not the real module: a minimal copy of the natives and
 // interfaces of jni/API.md, so that the Go side can be checked in a real JVM without building
-// jni/java/ (the real classes live in jni/java/src/main/java/org/nativepool/spark/).
+// spark/ (the real classes live in spark/src/main/java/org/nativepool/spark/).
 package org.nativepool.spark;
 final class NativeBridge {
   static native void init0();

@@ -23,7 +23,7 @@ import org.nativepool.spark.TaskPool;
 
 /**
  * A JMH-free benchmark of the JNI bridge with Spark's real {@code TaskMemoryManager}, run by
- * {@code mvn -f jni/java/pom.xml -Pbench test} (see README.md beside this tree). Each case runs in
+ * {@code mvn -pl spark -Pbench test} (see README.md beside this tree). Each case runs in
  * the same JVM, interleaved round by round, so the figures are side by side:
  *
  * <ul>

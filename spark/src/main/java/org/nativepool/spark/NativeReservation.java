@@ -240,7 +240,7 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
   /**
    * Grows by {@code n} bytes; never refuses (what Spark does not grant becomes the pool's
    * overcommit, repaid first on release). If Spark's {@code acquireMemory} throws, the grow is
-   * still recorded (it is overcommit) and the throwable is rethrown ({@code ../API.md}).
+   * still recorded (it is overcommit) and the throwable is rethrown ({@code jni/API.md}).
    *
    * @throws IllegalArgumentException if {@code n < 0}
    * @throws IllegalStateException if closed
