@@ -102,7 +102,7 @@ public final class DemoConfig implements Serializable {
           "  --chunk      spark.nativepool.chunkSize, bytes borrowed from Spark at a time (default 2m)",
           "  --pool       spark.nativepool.pool (default fair_unified)",
           "  --pool-size  spark.nativepool.poolSize, the fair_unified pool's own size per task",
-          "               (default 12m; 0 = the budget)",
+          "               (default 16m; 0 = the budget)",
           "  --batch      rows per Arrow batch, both directions (default 8192)",
           "  --groups     groups of the Spark aggregation, pmod(key, G) (default 175000)",
           "  --partitions tasks of the sort stage (default 2)",
@@ -122,7 +122,7 @@ public final class DemoConfig implements Serializable {
     long budget = JavaUtils.byteStringAsBytes("64m");
     long chunk = JavaUtils.byteStringAsBytes("2m");
     PoolKind pool = PoolKind.FAIR_UNIFIED;
-    long poolSize = JavaUtils.byteStringAsBytes("12m");
+    long poolSize = JavaUtils.byteStringAsBytes("16m");
     int batch = 8192;
     long groups = 175_000L;
     int partitions = 2;
