@@ -7,43 +7,102 @@ import "github.com/nativepool/nativepool/ffi"
 // closed allocators whose memory outlived their task ("lingering"), kept on
 // the books with their owner until it is freed.
 
-// Indices of the arrowStats0 array (jni/API.md). The other copy is
-// spark/src/main/java/org/nativepool/spark/NativeBridge.java
-// (ARROW_STAT_*); change both together.
+// Indices of the arrowStats0 array, in the order of arrowStatFields.
 const (
-	ArrowStatAllocated   = 0  // bytes in live buffers the reservation's allocator made
-	ArrowStatReserved    = 1  // the reservation's size
-	ArrowStatForced      = 2  // bytes charged past a refusal, cumulative
-	ArrowStatLiveBuffers = 3  // live buffers the allocator made
-	ArrowStatImported    = 4  // bytes imported from Java that Go still holds (tracked)
-	ArrowStatImportsLive = 5  // imported batches Go still holds
-	ArrowStatExported    = 6  // bytes exported to Java, not yet released by Java
-	ArrowStatExportsLive = 7  // exported batches not yet released by Java
-	ArrowStatPeak        = 8  // highest allocated figure
-	ArrowStatRefusals    = 9  // allocations the pool refused, cumulative
-	ArrowStatBatches     = 10 // batch handles of the reservation not yet released
-	ArrowStatClosed      = 11 // 1 once the allocator is closed
-	ArrowStatCount       = 12 // length of the array
+	ArrowStatAllocated = iota
+	ArrowStatReserved
+	ArrowStatForced
+	ArrowStatLiveBuffers
+	ArrowStatImported
+	ArrowStatImportsLive
+	ArrowStatExported
+	ArrowStatExportsLive
+	ArrowStatPeak
+	ArrowStatRefusals
+	ArrowStatBatches
+	ArrowStatClosed
+	ArrowStatCount // length of the array
 )
 
-// Indices of the processArrowStats0 array (jni/API.md). The other copy is
-// spark/src/main/java/org/nativepool/spark/NativeBridge.java
-// (ARROW_PSTAT_*); change both together.
+// arrowFigures is what arrowStats0 reports of one reservation: its
+// allocator's snapshot (zero but Reserved if it never used Arrow), its live
+// batch handles, and whether its allocator is closed.
+type arrowFigures struct {
+	ffi.Snapshot
+	batches int64
+	closed  bool
+}
+
+// arrowStatFields declares the arrowStats0 array (jni/API.md "Reservation
+// Arrow stats"). The Java copy is the enum
+// spark/src/main/java/org/nativepool/spark/arrow/ArrowStat.java, checked
+// against this table by TestStatTablesMatchJavaEnums.
+var arrowStatFields = [ArrowStatCount]statField[arrowFigures]{
+	ArrowStatAllocated:   {"ALLOCATED", "bytes in live buffers the reservation's allocator made", func(f arrowFigures) int64 { return f.Allocated }},
+	ArrowStatReserved:    {"RESERVED", "the reservation's size", func(f arrowFigures) int64 { return f.Reserved }},
+	ArrowStatForced:      {"FORCED", "bytes charged past a refusal, cumulative", func(f arrowFigures) int64 { return f.Forced }},
+	ArrowStatLiveBuffers: {"LIVE_BUFFERS", "live buffers the allocator made", func(f arrowFigures) int64 { return int64(f.LiveBuffers) }},
+	ArrowStatImported:    {"IMPORTED", "bytes imported from Java that Go still holds (tracked)", func(f arrowFigures) int64 { return f.Imported }},
+	ArrowStatImportsLive: {"IMPORTS_LIVE", "imported batches Go still holds", func(f arrowFigures) int64 { return int64(f.ImportsLive) }},
+	ArrowStatExported:    {"EXPORTED", "bytes exported to Java, not yet released by Java", func(f arrowFigures) int64 { return f.Exported }},
+	ArrowStatExportsLive: {"EXPORTS_LIVE", "exported batches not yet released by Java", func(f arrowFigures) int64 { return int64(f.ExportsLive) }},
+	ArrowStatPeak:        {"PEAK", "highest allocated figure", func(f arrowFigures) int64 { return f.Peak }},
+	ArrowStatRefusals:    {"REFUSALS", "allocations the pool refused, cumulative", func(f arrowFigures) int64 { return f.Refusals }},
+	ArrowStatBatches:     {"BATCHES", "batch handles of the reservation not yet released", func(f arrowFigures) int64 { return f.batches }},
+	ArrowStatClosed:      {"CLOSED", "1 once the allocator is closed", func(f arrowFigures) int64 { return b2i(f.closed) }},
+}
+
+// Indices of the processArrowStats0 array, in the order of
+// processArrowStatFields.
 const (
-	ArrowPStatAllocated      = 0  // bytes in live buffers of every open allocator
-	ArrowPStatLiveAllocators = 1  // open allocators
-	ArrowPStatLiveBatches    = 2  // batch handles not yet released
-	ArrowPStatExported       = 3  // bytes exported to Java, not yet released by Java
-	ArrowPStatImported       = 4  // bytes imported from Java that Go still holds
-	ArrowPStatRSS            = 5  // resident set of the process (-1 if unreadable)
-	ArrowPStatGoRuntime      = 6  // what the Go runtime holds mapped
-	ArrowPStatUnexplained    = 7  // RSS - GoRuntime - Allocated
-	ArrowPStatLeaks          = 8  // allocators closed with something held, cumulative
-	ArrowPStatLeakedBytes    = 9  // bytes those allocators held, cumulative
-	ArrowPStatLingering      = 10 // bytes closed allocators still hold (outlived their task)
-	ArrowPStatLingeringAlloc = 11 // closed allocators that still hold something
-	ArrowPStatCount          = 12 // length of the array
+	ArrowPStatAllocated = iota
+	ArrowPStatLiveAllocators
+	ArrowPStatLiveBatches
+	ArrowPStatExported
+	ArrowPStatImported
+	ArrowPStatRSS
+	ArrowPStatGoRuntime
+	ArrowPStatUnexplained
+	ArrowPStatLeaks
+	ArrowPStatLeakedBytes
+	ArrowPStatLingering
+	ArrowPStatLingeringAlloc
+	ArrowPStatCount // length of the array
 )
+
+// processArrowFigures is what processArrowStats0 reports of the process.
+type processArrowFigures struct {
+	allocated, liveAllocators, liveBatches, exported, imported int64
+	drift                                                      ffi.Drift // RSS figures, -1 each if unreadable
+	leaks, leakedBytes, lingering, lingeringAllocators         int64
+}
+
+// processArrowStatFields declares the processArrowStats0 array (jni/API.md
+// "Process Arrow stats"). The Java copy is the enum
+// spark/src/main/java/org/nativepool/spark/arrow/ArrowProcessStat.java,
+// checked against this table by TestStatTablesMatchJavaEnums.
+var processArrowStatFields = [ArrowPStatCount]statField[processArrowFigures]{
+	ArrowPStatAllocated:      {"ALLOCATED", "bytes in live buffers of every open allocator", func(f processArrowFigures) int64 { return f.allocated }},
+	ArrowPStatLiveAllocators: {"LIVE_ALLOCATORS", "open allocators", func(f processArrowFigures) int64 { return f.liveAllocators }},
+	ArrowPStatLiveBatches:    {"LIVE_BATCHES", "batch handles not yet released", func(f processArrowFigures) int64 { return f.liveBatches }},
+	ArrowPStatExported:       {"EXPORTED", "bytes exported to Java, not yet released by Java", func(f processArrowFigures) int64 { return f.exported }},
+	ArrowPStatImported:       {"IMPORTED", "bytes imported from Java that Go still holds", func(f processArrowFigures) int64 { return f.imported }},
+	ArrowPStatRSS:            {"RSS", "resident set of the process (-1 if unreadable)", func(f processArrowFigures) int64 { return f.drift.RSS }},
+	ArrowPStatGoRuntime:      {"GO_RUNTIME", "what the Go runtime holds mapped", func(f processArrowFigures) int64 { return f.drift.GoRuntime }},
+	ArrowPStatUnexplained:    {"UNEXPLAINED", "RSS - GoRuntime - Allocated", func(f processArrowFigures) int64 { return f.drift.Unexplained }},
+	ArrowPStatLeaks:          {"LEAKS", "allocators closed with something held, cumulative", func(f processArrowFigures) int64 { return f.leaks }},
+	ArrowPStatLeakedBytes:    {"LEAKED_BYTES", "bytes those allocators held, cumulative", func(f processArrowFigures) int64 { return f.leakedBytes }},
+	ArrowPStatLingering:      {"LINGERING", "bytes closed allocators still hold (outlived their task)", func(f processArrowFigures) int64 { return f.lingering }},
+	ArrowPStatLingeringAlloc: {"LINGERING_ALLOCATORS", "closed allocators that still hold something", func(f processArrowFigures) int64 { return f.lingeringAllocators }},
+}
+
+// b2i is 1 for true and 0 for false.
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // holds reports whether a closed allocator still holds memory: Go buffers
 // (pinned by exports), exports or imports.
@@ -96,27 +155,13 @@ func (b *Bridge) ArrowStats(res int64) ([]int64, error) {
 	s.mu.Lock()
 	a, closed, n := s.alloc, s.closed, len(s.batches)
 	s.mu.Unlock()
-	out := make([]int64, ArrowStatCount)
-	out[ArrowStatBatches] = int64(n)
-	if closed {
-		out[ArrowStatClosed] = 1
-	}
+	f := arrowFigures{batches: int64(n), closed: closed}
 	if a == nil {
-		out[ArrowStatReserved] = rh.r.Size()
-		return out, nil
+		f.Reserved = rh.r.Size()
+	} else {
+		f.Snapshot = a.Snapshot()
 	}
-	sn := a.Snapshot()
-	out[ArrowStatAllocated] = sn.Allocated
-	out[ArrowStatReserved] = sn.Reserved
-	out[ArrowStatForced] = sn.Forced
-	out[ArrowStatLiveBuffers] = int64(sn.LiveBuffers)
-	out[ArrowStatImported] = sn.Imported
-	out[ArrowStatImportsLive] = int64(sn.ImportsLive)
-	out[ArrowStatExported] = sn.Exported
-	out[ArrowStatExportsLive] = int64(sn.ExportsLive)
-	out[ArrowStatPeak] = sn.Peak
-	out[ArrowStatRefusals] = sn.Refusals
-	return out, nil
+	return statsArray(arrowStatFields[:], f), nil
 }
 
 // ProcessArrowStats returns the process's Arrow figures laid out as
@@ -131,27 +176,25 @@ func (b *Bridge) ProcessArrowStats() []int64 {
 		allocs = append(allocs, a)
 	}
 	b.arrow.mu.Unlock()
-	out := make([]int64, ArrowPStatCount)
+	var f processArrowFigures
 	var reserved int64
 	for _, a := range allocs {
 		sn := a.Snapshot()
-		out[ArrowPStatAllocated] += sn.Allocated
-		out[ArrowPStatExported] += sn.Exported
-		out[ArrowPStatImported] += sn.Imported
+		f.allocated += sn.Allocated
+		f.exported += sn.Exported
+		f.imported += sn.Imported
 		reserved += sn.Reserved
 	}
-	out[ArrowPStatLiveAllocators] = int64(len(allocs))
-	out[ArrowPStatLiveBatches] = int64(b.arrow.table().Len())
-	out[ArrowPStatLeaks] = b.arrow.leaks.Load()
-	out[ArrowPStatLeakedBytes] = b.arrow.leakedBytes.Load()
+	f.liveAllocators = int64(len(allocs))
+	f.liveBatches = int64(b.arrow.table().Len())
+	f.leaks = b.arrow.leaks.Load()
+	f.leakedBytes = b.arrow.leakedBytes.Load()
 	lb, ln := b.lingerSweep()
-	out[ArrowPStatLingering], out[ArrowPStatLingeringAlloc] = lb, int64(ln)
-	if d, err := ffi.MeasureDrift(reserved, out[ArrowPStatAllocated]); err == nil {
-		out[ArrowPStatRSS] = d.RSS
-		out[ArrowPStatGoRuntime] = d.GoRuntime
-		out[ArrowPStatUnexplained] = d.Unexplained
+	f.lingering, f.lingeringAllocators = lb, int64(ln)
+	if d, err := ffi.MeasureDrift(reserved, f.allocated); err == nil {
+		f.drift = d
 	} else {
-		out[ArrowPStatRSS], out[ArrowPStatGoRuntime], out[ArrowPStatUnexplained] = -1, -1, -1
+		f.drift.RSS, f.drift.GoRuntime, f.drift.Unexplained = -1, -1, -1
 	}
-	return out
+	return statsArray(processArrowStatFields[:], f)
 }

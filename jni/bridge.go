@@ -499,7 +499,7 @@ func (b *Bridge) Reclaim(h, target int64) (int64, error) {
 	return ph.tp.unified.Reclaim(target)
 }
 
-// PoolStats returns the pool's statistics laid out as poolStats0 (STAT_*).
+// PoolStats returns the pool's statistics laid out as poolStats0 (poolStatFields).
 func (b *Bridge) PoolStats(h int64) ([]int64, error) {
 	ph, err := b.pool(h)
 	if err != nil {

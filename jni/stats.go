@@ -9,60 +9,103 @@ const (
 	KindGreedyUnified = 1 // pool.NewGreedyUnified
 )
 
-// Indices of the poolStats0 array (jni/API.md). The other copy is
-// spark/src/main/java/org/nativepool/spark/NativeBridge.java (STAT_*);
-// change both together.
+// A statField is one figure of a stats array that the bridge hands to Java:
+// its name (upper snake case, as in jni/API.md and the Java enum constant),
+// what it counts, and how it is read from the Go value the array is built
+// from. A table of statFields indexed by the Stat* constants is the one
+// declaration of an array: the builder (statsArray), jni/API.md and the Java
+// enum (checked by TestStatTablesMatchJavaEnums and
+// TestStatTablesMatchAPIMD) all follow it.
+type statField[S any] struct {
+	name string
+	doc  string
+	get  func(S) int64
+}
+
+// statsArray lays s out as the table says: element i is fields[i].get(s).
+func statsArray[S any](fields []statField[S], s S) []int64 {
+	a := make([]int64, len(fields))
+	for i, f := range fields {
+		a[i] = f.get(s)
+	}
+	return a
+}
+
+// Indices of the poolStats0 array, in the order of poolStatFields.
 const (
-	StatReserved        = 0  // bytes reserved by the pool's consumers
-	StatHeld            = 1  // bytes held from Spark (granted, not yet released)
-	StatSlack           = 2  // bytes held and not reserved (chunk remainder)
-	StatOvercommit      = 3  // bytes reserved that Spark did not grant
-	StatPeak            = 4  // high-water mark of reserved
-	StatAcquireCalls    = 5  // acquireMemory upcalls
-	StatReleaseCalls    = 6  // releaseMemory upcalls
-	StatShortGrants     = 7  // acquires granted less than asked
-	StatSpillRequests   = 8  // reclaim calls
-	StatSpillBytesFreed = 9  // bytes released to Spark by reclaim calls
-	StatSpillerFailures = 10 // spillers that threw, failed or freed nothing
-	StatLateReleases    = 11 // shrinks after the pool closed (counted, not forwarded)
-	StatCount           = 12 // length of the array
+	StatReserved = iota
+	StatHeld
+	StatSlack
+	StatOvercommit
+	StatPeak
+	StatAcquireCalls
+	StatReleaseCalls
+	StatShortGrants
+	StatSpillRequests
+	StatSpillBytesFreed
+	StatSpillerFailures
+	StatLateReleases
+	StatCount // length of the array
 )
 
-// Indices of the processStats0 array (jni/API.md). The other copy is
-// spark/src/main/java/org/nativepool/spark/NativeBridge.java (PSTAT_*);
-// change both together.
+// poolStatFields declares the poolStats0 array (jni/API.md "Pool stats").
+// The Java copy is the enum
+// spark/src/main/java/org/nativepool/spark/PoolStat.java, checked against
+// this table by TestStatTablesMatchJavaEnums.
+var poolStatFields = [StatCount]statField[pool.UnifiedStats]{
+	StatReserved:        {"RESERVED", "bytes reserved by the pool's consumers", func(s pool.UnifiedStats) int64 { return s.Reserved }},
+	StatHeld:            {"HELD", "bytes held from Spark (granted, not yet released)", func(s pool.UnifiedStats) int64 { return s.Held }},
+	StatSlack:           {"SLACK", "bytes held and not reserved (chunk remainder)", func(s pool.UnifiedStats) int64 { return s.Slack }},
+	StatOvercommit:      {"OVERCOMMIT", "bytes reserved that Spark did not grant", func(s pool.UnifiedStats) int64 { return s.Overcommit }},
+	StatPeak:            {"PEAK", "high-water mark of reserved", func(s pool.UnifiedStats) int64 { return s.Peak }},
+	StatAcquireCalls:    {"ACQUIRE_CALLS", "acquireMemory upcalls", func(s pool.UnifiedStats) int64 { return s.AcquireCalls }},
+	StatReleaseCalls:    {"RELEASE_CALLS", "releaseMemory upcalls", func(s pool.UnifiedStats) int64 { return s.ReleaseCalls }},
+	StatShortGrants:     {"SHORT_GRANTS", "acquires granted less than asked", func(s pool.UnifiedStats) int64 { return s.ShortGrants }},
+	StatSpillRequests:   {"SPILL_REQUESTS", "reclaim calls (Spark's spill requests)", func(s pool.UnifiedStats) int64 { return s.ReclaimRequests }},
+	StatSpillBytesFreed: {"SPILL_BYTES_FREED", "bytes released to Spark by reclaim calls", func(s pool.UnifiedStats) int64 { return s.ReclaimedBytes }},
+	StatSpillerFailures: {"SPILLER_FAILURES", "spillers that threw, failed or freed nothing", func(s pool.UnifiedStats) int64 { return s.SpillerFailures }},
+	StatLateReleases:    {"LATE_RELEASES", "shrinks after the pool closed (counted, not forwarded)", func(s pool.UnifiedStats) int64 { return s.LateReleases }},
+}
+
+// Indices of the processStats0 array, in the order of processStatFields.
 const (
-	PStatLiveTasks       = 0  // task pools open now
-	PStatReserved        = 1  // bytes reserved, open pools
-	PStatHeld            = 2  // bytes held from Spark, open pools
-	PStatSlack           = 3  // slack, open pools
-	PStatOvercommit      = 4  // overcommit, open pools
-	PStatPeak            = 5  // highest reserved figure of any pool, ever
-	PStatUpstreamCalls   = 6  // acquire + release upcalls, cumulative
-	PStatSpillRequests   = 7  // reclaim calls, cumulative
-	PStatSpillBytesFreed = 8  // bytes released to Spark by reclaim calls, cumulative
-	PStatLateReleases    = 9  // late releases, cumulative
-	PStatLeaks           = 10 // pools closed with bytes reserved, cumulative
-	PStatLeakedBytes     = 11 // bytes those pools still had reserved, cumulative
-	PStatCount           = 12 // length of the array
+	PStatLiveTasks = iota
+	PStatReserved
+	PStatHeld
+	PStatSlack
+	PStatOvercommit
+	PStatPeak
+	PStatUpstreamCalls
+	PStatSpillRequests
+	PStatSpillBytesFreed
+	PStatLateReleases
+	PStatLeaks
+	PStatLeakedBytes
+	PStatCount // length of the array
 )
+
+// processStatFields declares the processStats0 array (jni/API.md "Process
+// stats"). The Java copy is the enum
+// spark/src/main/java/org/nativepool/spark/ProcessStat.java, checked against
+// this table by TestStatTablesMatchJavaEnums.
+var processStatFields = [PStatCount]statField[ProcessStats]{
+	PStatLiveTasks:       {"LIVE_TASKS", "task pools open now", func(s ProcessStats) int64 { return s.LiveTasks }},
+	PStatReserved:        {"RESERVED", "bytes reserved, open pools", func(s ProcessStats) int64 { return s.Reserved }},
+	PStatHeld:            {"HELD", "bytes held from Spark, open pools", func(s ProcessStats) int64 { return s.Held }},
+	PStatSlack:           {"SLACK", "slack, open pools", func(s ProcessStats) int64 { return s.Slack }},
+	PStatOvercommit:      {"OVERCOMMIT", "overcommit, open pools", func(s ProcessStats) int64 { return s.Overcommit }},
+	PStatPeak:            {"PEAK", "highest reserved figure of any pool, ever", func(s ProcessStats) int64 { return s.Peak }},
+	PStatUpstreamCalls:   {"UPSTREAM_CALLS", "acquire + release upcalls, cumulative", func(s ProcessStats) int64 { return s.UpstreamCalls }},
+	PStatSpillRequests:   {"SPILL_REQUESTS", "reclaim calls, cumulative", func(s ProcessStats) int64 { return s.SpillRequests }},
+	PStatSpillBytesFreed: {"SPILL_BYTES_FREED", "bytes released to Spark by reclaim calls, cumulative", func(s ProcessStats) int64 { return s.SpillBytesFreed }},
+	PStatLateReleases:    {"LATE_RELEASES", "late releases, cumulative", func(s ProcessStats) int64 { return s.LateReleases }},
+	PStatLeaks:           {"LEAKS", "pools closed with bytes reserved, cumulative", func(s ProcessStats) int64 { return s.Leaks }},
+	PStatLeakedBytes:     {"LEAKED_BYTES", "bytes those pools still had reserved, cumulative", func(s ProcessStats) int64 { return s.LeakedBytes }},
+}
 
 // poolStatsArray lays out a unified pool's snapshot as poolStats0 returns it.
 func poolStatsArray(s pool.UnifiedStats) []int64 {
-	a := make([]int64, StatCount)
-	a[StatReserved] = s.Reserved
-	a[StatHeld] = s.Held
-	a[StatSlack] = s.Slack
-	a[StatOvercommit] = s.Overcommit
-	a[StatPeak] = s.Peak
-	a[StatAcquireCalls] = s.AcquireCalls
-	a[StatReleaseCalls] = s.ReleaseCalls
-	a[StatShortGrants] = s.ShortGrants
-	a[StatSpillRequests] = s.ReclaimRequests
-	a[StatSpillBytesFreed] = s.ReclaimedBytes
-	a[StatSpillerFailures] = s.SpillerFailures
-	a[StatLateReleases] = s.LateReleases
-	return a
+	return statsArray(poolStatFields[:], s)
 }
 
 // ProcessStats is the process-wide view processStats0 returns: gauges over
@@ -87,18 +130,5 @@ type ProcessStats struct {
 
 // array lays the stats out as processStats0 returns them.
 func (s ProcessStats) array() []int64 {
-	a := make([]int64, PStatCount)
-	a[PStatLiveTasks] = s.LiveTasks
-	a[PStatReserved] = s.Reserved
-	a[PStatHeld] = s.Held
-	a[PStatSlack] = s.Slack
-	a[PStatOvercommit] = s.Overcommit
-	a[PStatPeak] = s.Peak
-	a[PStatUpstreamCalls] = s.UpstreamCalls
-	a[PStatSpillRequests] = s.SpillRequests
-	a[PStatSpillBytesFreed] = s.SpillBytesFreed
-	a[PStatLateReleases] = s.LateReleases
-	a[PStatLeaks] = s.Leaks
-	a[PStatLeakedBytes] = s.LeakedBytes
-	return a
+	return statsArray(processStatFields[:], s)
 }
