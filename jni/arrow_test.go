@@ -3,9 +3,6 @@ package jni
 import (
 	"context"
 	"fmt"
-	"os"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 	"unsafe"
@@ -419,38 +416,4 @@ func TestProcessArrowStatsSamplesRSS(t *testing.T) {
 	assert.Positive(t, s[ArrowPStatRSS])
 	assert.Positive(t, s[ArrowPStatGoRuntime])
 	assert.Equal(t, s[ArrowPStatRSS]-s[ArrowPStatGoRuntime]-s[ArrowPStatAllocated], s[ArrowPStatUnexplained])
-}
-
-// TestArrowConstantsMatchNativeBridgeJava reads the other copy of the
-// ARROW_STAT_* and ARROW_PSTAT_* constants (NativeBridge.java) and checks
-// every one against ours.
-func TestArrowConstantsMatchNativeBridgeJava(t *testing.T) {
-	src, err := os.ReadFile("../spark/src/main/java/org/nativepool/spark/NativeBridge.java")
-	if os.IsNotExist(err) {
-		t.Skip("spark/ (the Java module) not present")
-	}
-	require.NoError(t, err)
-	java := map[string]int{}
-	for _, m := range regexp.MustCompile(`static final int (ARROW_P?STAT_[A-Z_]+) = (\d+);`).FindAllStringSubmatch(string(src), -1) {
-		v, err := strconv.Atoi(m[2])
-		require.NoError(t, err)
-		java[m[1]] = v
-	}
-	ours := map[string]int{
-		"ARROW_STAT_ALLOCATED": ArrowStatAllocated, "ARROW_STAT_RESERVED": ArrowStatReserved,
-		"ARROW_STAT_FORCED": ArrowStatForced, "ARROW_STAT_LIVE_BUFFERS": ArrowStatLiveBuffers,
-		"ARROW_STAT_IMPORTED": ArrowStatImported, "ARROW_STAT_IMPORTS_LIVE": ArrowStatImportsLive,
-		"ARROW_STAT_EXPORTED": ArrowStatExported, "ARROW_STAT_EXPORTS_LIVE": ArrowStatExportsLive,
-		"ARROW_STAT_PEAK": ArrowStatPeak, "ARROW_STAT_REFUSALS": ArrowStatRefusals,
-		"ARROW_STAT_BATCHES": ArrowStatBatches, "ARROW_STAT_CLOSED": ArrowStatClosed,
-		"ARROW_STAT_COUNT":      ArrowStatCount,
-		"ARROW_PSTAT_ALLOCATED": ArrowPStatAllocated, "ARROW_PSTAT_LIVE_ALLOCATORS": ArrowPStatLiveAllocators,
-		"ARROW_PSTAT_LIVE_BATCHES": ArrowPStatLiveBatches, "ARROW_PSTAT_EXPORTED": ArrowPStatExported,
-		"ARROW_PSTAT_IMPORTED": ArrowPStatImported, "ARROW_PSTAT_RSS": ArrowPStatRSS,
-		"ARROW_PSTAT_GO_RUNTIME": ArrowPStatGoRuntime, "ARROW_PSTAT_UNEXPLAINED": ArrowPStatUnexplained,
-		"ARROW_PSTAT_LEAKS": ArrowPStatLeaks, "ARROW_PSTAT_LEAKED_BYTES": ArrowPStatLeakedBytes,
-		"ARROW_PSTAT_LINGERING": ArrowPStatLingering, "ARROW_PSTAT_LINGERING_ALLOCATORS": ArrowPStatLingeringAlloc,
-		"ARROW_PSTAT_COUNT": ArrowPStatCount,
-	}
-	assert.Equal(t, ours, java)
 }

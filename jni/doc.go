@@ -12,9 +12,10 @@
 // shrink0, free0, size0, closeReservation0, reclaim0, poolStats0,
 // processStats0 and configure0. Each one converts its JNI arguments and calls
 // a method of the process Bridge (bridge.go), the pure-Go core, which tests
-// drive without a JVM. Pool kinds and the stats array indices live in
-// stats.go; their other copy is NativeBridge.java, and a test compares the
-// two.
+// drive without a JVM. Pool kinds live in stats.go, with their other copy in
+// NativeBridge.java; each stats array is declared once, as a table in
+// stats.go or arrow_stats.go, and tests check the Java enums (PoolStat, …)
+// and API.md against the tables.
 //
 // # Layout
 //
@@ -33,10 +34,11 @@
 //	exception.go   JavaException and the exception router
 //	failure.go     which Java exception an export throws
 //	arrow.go       Arrow batches across the C Data Interface: one ffi.Allocator
-//	               per reservation handle, batch handles, ARROW_STAT_* (API.md)
+//	               per reservation handle, batch handles (API.md)
 //	arrow_exports.go, arrow_jni.go
 //	               the Arrow natives and their JNI helpers
-//	arrow_stats.go ARROW_STAT_*, ARROW_PSTAT_* and the lingering allocators
+//	arrow_stats.go the tables of arrowStats0 and processArrowStats0, and the
+//	               lingering allocators
 //	arrow_validate.go, arrow_probe.go
 //	               C Data addresses from Java checked before anything
 //	               dereferences them, read without faulting (process_vm_readv)

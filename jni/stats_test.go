@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,24 +42,108 @@ func TestSharedConstantsMatchNativeBridgeJava(t *testing.T) {
 	}
 	require.NoError(t, err)
 	java := map[string]int{}
-	for _, m := range regexp.MustCompile(`static final int ((?:P?STAT|KIND)_[A-Z_]+) = (\d+);`).FindAllStringSubmatch(string(src), -1) {
+	for _, m := range regexp.MustCompile(`static final int ([A-Z][A-Z_]+) = (\d+);`).FindAllStringSubmatch(string(src), -1) {
 		v, err := strconv.Atoi(m[2])
 		require.NoError(t, err)
 		java[m[1]] = v
 	}
-	ours := map[string]int{
-		"KIND_FAIR_UNIFIED": KindFairUnified, "KIND_GREEDY_UNIFIED": KindGreedyUnified,
-		"STAT_RESERVED": StatReserved, "STAT_HELD": StatHeld, "STAT_SLACK": StatSlack,
-		"STAT_OVERCOMMIT": StatOvercommit, "STAT_PEAK": StatPeak, "STAT_ACQUIRE_CALLS": StatAcquireCalls,
-		"STAT_RELEASE_CALLS": StatReleaseCalls, "STAT_SHORT_GRANTS": StatShortGrants,
-		"STAT_SPILL_REQUESTS": StatSpillRequests, "STAT_SPILL_BYTES_FREED": StatSpillBytesFreed,
-		"STAT_SPILLER_FAILURES": StatSpillerFailures, "STAT_LATE_RELEASES": StatLateReleases,
-		"STAT_COUNT":       StatCount,
-		"PSTAT_LIVE_TASKS": PStatLiveTasks, "PSTAT_RESERVED": PStatReserved, "PSTAT_HELD": PStatHeld,
-		"PSTAT_SLACK": PStatSlack, "PSTAT_OVERCOMMIT": PStatOvercommit, "PSTAT_PEAK": PStatPeak,
-		"PSTAT_UPSTREAM_CALLS": PStatUpstreamCalls, "PSTAT_SPILL_REQUESTS": PStatSpillRequests,
-		"PSTAT_SPILL_BYTES_FREED": PStatSpillBytesFreed, "PSTAT_LATE_RELEASES": PStatLateReleases,
-		"PSTAT_LEAKS": PStatLeaks, "PSTAT_LEAKED_BYTES": PStatLeakedBytes, "PSTAT_COUNT": PStatCount,
+	ours := map[string]int{"KIND_FAIR_UNIFIED": KindFairUnified, "KIND_GREEDY_UNIFIED": KindGreedyUnified}
+	assert.Equal(t, ours, java, "NativeBridge.java declares the pool kinds and no other int constant")
+}
+
+// statTable is one stats array's declaration as the checks below see it.
+type statTable struct {
+	native string   // the JNI native that returns the array
+	names  []string // the table's names, in index order
+	java   string   // the Java enum that mirrors the table
+	apiMD  string   // the line of jni/API.md that introduces its list
+}
+
+func names[S any](fields []statField[S]) []string {
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		out[i] = f.name
 	}
-	assert.Equal(t, ours, java)
+	return out
+}
+
+func statTables() []statTable {
+	const dir = "../spark/src/main/java/org/nativepool/spark/"
+	return []statTable{
+		{"poolStats0", names(poolStatFields[:]), dir + "PoolStat.java", "Pool stats (`poolStats0`)"},
+		{"processStats0", names(processStatFields[:]), dir + "ProcessStat.java", "Process stats (`processStats0`)"},
+		{"arrowStats0", names(arrowStatFields[:]), dir + "arrow/ArrowStat.java", "Reservation Arrow stats (`arrowStats0`)"},
+		{"processArrowStats0", names(processArrowStatFields[:]), dir + "arrow/ArrowProcessStat.java", "Process Arrow stats (`processArrowStats0`)"},
+	}
+}
+
+func TestStatTablesHaveEveryRowFilled(t *testing.T) {
+	check := func(name string, i int, doc string, get bool) {
+		assert.Regexp(t, `^[A-Z][A-Z0-9_]*$`, name, "row %d", i)
+		assert.NotEmpty(t, doc, "row %d (%s) has no doc", i, name)
+		assert.True(t, get, "row %d (%s) has no getter", i, name)
+	}
+	for i, f := range poolStatFields {
+		check(f.name, i, f.doc, f.get != nil)
+	}
+	for i, f := range processStatFields {
+		check(f.name, i, f.doc, f.get != nil)
+	}
+	for i, f := range arrowStatFields {
+		check(f.name, i, f.doc, f.get != nil)
+	}
+	for i, f := range processArrowStatFields {
+		check(f.name, i, f.doc, f.get != nil)
+	}
+}
+
+// javaEnumConstant matches a constant of the stats enums: two spaces of
+// indent, the name, optional constructor arguments, then ',' or ';'.
+var javaEnumConstant = regexp.MustCompile(`(?m)^  ([A-Z][A-Z0-9_]*)(?:\(.*\))?[,;]$`)
+
+// TestStatTablesMatchJavaEnums reads each Java stats enum and checks its
+// constants, in order, against the Go table: the enum's ordinal is the
+// array index.
+func TestStatTablesMatchJavaEnums(t *testing.T) {
+	for _, tab := range statTables() {
+		t.Run(tab.native, func(t *testing.T) {
+			src, err := os.ReadFile(tab.java)
+			if os.IsNotExist(err) {
+				t.Skip("spark/ (the Java module) not present")
+			}
+			require.NoError(t, err)
+			var java []string
+			for _, m := range javaEnumConstant.FindAllStringSubmatch(string(src), -1) {
+				java = append(java, m[1])
+			}
+			assert.Equal(t, tab.names, java, tab.java)
+		})
+	}
+}
+
+// TestStatTablesMatchAPIMD checks the lists of jni/API.md ("0 RESERVED, 1
+// HELD (from Spark), …; length 12.") against the Go tables.
+func TestStatTablesMatchAPIMD(t *testing.T) {
+	src, err := os.ReadFile("API.md")
+	require.NoError(t, err)
+	doc := string(src)
+	item := regexp.MustCompile("(?:`|, )(\\d+) ([A-Z][A-Z0-9_]*)")
+	length := regexp.MustCompile("`; length (\\d+)")
+	for _, tab := range statTables() {
+		t.Run(tab.native, func(t *testing.T) {
+			i := strings.Index(doc, tab.apiMD)
+			require.GreaterOrEqual(t, i, 0, "API.md has no %q", tab.apiMD)
+			para := doc[i:]
+			para = para[:strings.Index(para, "\n\n")]
+			var got []string
+			for j, m := range item.FindAllStringSubmatch(para, -1) {
+				assert.Equal(t, strconv.Itoa(j), m[1], "index of %s", m[2])
+				got = append(got, m[2])
+			}
+			assert.Equal(t, tab.names, got)
+			n := length.FindStringSubmatch(para)
+			require.NotNil(t, n, "no length in %q", para)
+			assert.Equal(t, strconv.Itoa(len(tab.names)), n[1])
+		})
+	}
 }

@@ -2,12 +2,17 @@ package org.nativepool.spark;
 
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
+import java.util.function.Supplier;
 import org.apache.spark.api.plugin.DriverPlugin;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
 import org.apache.spark.api.plugin.SparkPlugin;
+import org.nativepool.spark.arrow.ArrowProcessStat;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,31 +32,17 @@ public final class NativePoolPlugin implements SparkPlugin {
   /** The settings of the initialised executor plugin of this JVM, or null. */
   private static final AtomicReference<NativePoolSettings> SETTINGS = new AtomicReference<>();
 
-  /** Gauge name → {@code PSTAT_*} index; every gauge reads {@code processStats0}. */
-  static final Map<String, Integer> GAUGES =
-      Map.ofEntries(
-          Map.entry("reserved", NativeBridge.PSTAT_RESERVED),
-          Map.entry("heldFromSpark", NativeBridge.PSTAT_HELD),
-          Map.entry("slack", NativeBridge.PSTAT_SLACK),
-          Map.entry("overcommit", NativeBridge.PSTAT_OVERCOMMIT),
-          Map.entry("peak", NativeBridge.PSTAT_PEAK),
-          Map.entry("liveTasks", NativeBridge.PSTAT_LIVE_TASKS),
-          Map.entry("upstreamCalls", NativeBridge.PSTAT_UPSTREAM_CALLS),
-          Map.entry("sparkSpillRequests", NativeBridge.PSTAT_SPILL_REQUESTS),
-          Map.entry("sparkSpillBytesFreed", NativeBridge.PSTAT_SPILL_BYTES_FREED),
-          Map.entry("lateReleases", NativeBridge.PSTAT_LATE_RELEASES),
-          Map.entry("leaks", NativeBridge.PSTAT_LEAKS));
+  /** Gauge name → figure of {@code processStats0}: one gauge per {@link ProcessStat}. */
+  static final Map<String, ProcessStat> GAUGES =
+      gaugeTable(ProcessStat.values(), ProcessStat::gaugeName);
 
   /**
-   * Gauge name → {@code ARROW_PSTAT_*} index of {@code processArrowStats0}: the Go Arrow
-   * allocators' live bytes ({@code nativeAllocated}), how many are open, and the process's resident
-   * set. See {@link #DRIFT_GAUGE} for the drift check.
+   * Gauge name → figure of {@code processArrowStats0}: the {@link ArrowProcessStat}s that have a
+   * gauge name (the Go Arrow allocators' live bytes, {@code nativeAllocated}, how many are open,
+   * and the process's resident set). See {@link #DRIFT_GAUGE} for the drift check.
    */
-  static final Map<String, Integer> ARROW_GAUGES =
-      Map.of(
-          "nativeAllocated", NativeBridge.ARROW_PSTAT_ALLOCATED,
-          "arrowLiveAllocators", NativeBridge.ARROW_PSTAT_LIVE_ALLOCATORS,
-          "rssBytes", NativeBridge.ARROW_PSTAT_RSS);
+  static final Map<String, ArrowProcessStat> ARROW_GAUGES =
+      gaugeTable(ArrowProcessStat.values(), ArrowProcessStat::gaugeName);
 
   /**
    * {@code rssDrift} = RSS now − RSS when the plugin initialised − bytes the pools hold from Spark
@@ -100,12 +91,31 @@ public final class NativePoolPlugin implements SparkPlugin {
     return new Executor();
   }
 
+  /** Gauge name → figure, for the figures {@code name} gives a name (non-null), in enum order. */
+  private static <E extends Enum<E>> Map<String, E> gaugeTable(
+      E[] stats, Function<E, String> name) {
+    Map<String, E> m = new LinkedHashMap<>();
+    for (E s : stats) {
+      String g = name.apply(s);
+      if (g != null) {
+        m.put(g, s);
+      }
+    }
+    return Collections.unmodifiableMap(m);
+  }
+
+  /** Registers one gauge per entry of {@code gauges}, each reading its figure from {@code read}. */
+  private static <E extends Enum<E>> void register(
+      MetricRegistry registry, Map<String, E> gauges, Supplier<long[]> read) {
+    for (Map.Entry<String, E> e : gauges.entrySet()) {
+      int index = e.getValue().ordinal();
+      registry.register(e.getKey(), (Gauge<Long>) () -> read.get()[index]);
+    }
+  }
+
   /** Registers the {@link #GAUGES} in {@code registry}. */
   static void registerGauges(MetricRegistry registry) {
-    for (Map.Entry<String, Integer> e : GAUGES.entrySet()) {
-      int index = e.getValue();
-      registry.register(e.getKey(), (Gauge<Long>) () -> NativeBridge.processStats0()[index]);
-    }
+    register(registry, GAUGES, NativeBridge::processStats0);
   }
 
   /**
@@ -114,26 +124,23 @@ public final class NativePoolPlugin implements SparkPlugin {
    * baselineRss} is the RSS at init (-1: unknown, the drift gauge then reads -1).
    */
   static void registerArrowGauges(MetricRegistry registry, long baselineRss) {
-    for (Map.Entry<String, Integer> e : ARROW_GAUGES.entrySet()) {
-      int index = e.getValue();
-      registry.register(e.getKey(), (Gauge<Long>) () -> NativeBridge.processArrowStats0()[index]);
-    }
+    register(registry, ARROW_GAUGES, NativeBridge::processArrowStats0);
     registry.register(
         DRIFT_GAUGE,
         (Gauge<Long>)
             () -> {
-              long rss = NativeBridge.processArrowStats0()[NativeBridge.ARROW_PSTAT_RSS];
+              long rss = NativeBridge.processArrowStats0()[ArrowProcessStat.RSS.ordinal()];
               if (rss < 0 || baselineRss < 0) {
                 return -1L;
               }
-              return rss - baselineRss - NativeBridge.processStats0()[NativeBridge.PSTAT_HELD];
+              return rss - baselineRss - NativeBridge.processStats0()[ProcessStat.HELD.ordinal()];
             });
     registry.register(
         GAP_GAUGE,
         (Gauge<Long>)
             () ->
-                NativeBridge.processStats0()[NativeBridge.PSTAT_RESERVED]
-                    - NativeBridge.processArrowStats0()[NativeBridge.ARROW_PSTAT_ALLOCATED]);
+                NativeBridge.processStats0()[ProcessStat.RESERVED.ordinal()]
+                    - NativeBridge.processArrowStats0()[ArrowProcessStat.ALLOCATED.ordinal()]);
   }
 
   /** The executor side; see the class comment. */
@@ -148,7 +155,7 @@ public final class NativePoolPlugin implements SparkPlugin {
       NativeBridge.configureArrow0(s.allocationSites());
       registerGauges(ctx.metricRegistry());
       registerArrowGauges(
-          ctx.metricRegistry(), NativeBridge.processArrowStats0()[NativeBridge.ARROW_PSTAT_RSS]);
+          ctx.metricRegistry(), NativeBridge.processArrowStats0()[ArrowProcessStat.RSS.ordinal()]);
       settings = s;
       SETTINGS.set(s);
       LOG.info("nativepool: executor {} uses {} ({})", ctx.executorID(), s, source);

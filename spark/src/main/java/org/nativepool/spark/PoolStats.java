@@ -1,133 +1,73 @@
 package org.nativepool.spark;
 
-import java.util.Arrays;
-
 /**
- * An immutable snapshot of one task pool's figures ({@code poolStats0}, {@code STAT_*} indices of
- * {@link NativeBridge}). All values are bytes or call counts; the snapshot is taken in one native
- * call but the figures are not read under one lock, so they need not be mutually consistent while
- * other threads use the pool.
+ * An immutable snapshot of one task pool's figures ({@code poolStats0}), named by {@link PoolStat}.
+ * All values are bytes or call counts; the snapshot is taken in one native call but the figures
+ * are not read under one lock, so they need not be mutually consistent while other threads use the
+ * pool. The accessors below are shorthands for {@link #get(Enum) get(PoolStat.…)}.
  */
-public final class PoolStats {
-  private final long[] values;
-
+public final class PoolStats extends NativeStats<PoolStat> {
   PoolStats(long[] values) {
-    if (values == null || values.length < NativeBridge.STAT_COUNT) {
-      throw new IllegalStateException(
-          "nativepool: poolStats0 returned "
-              + (values == null ? "null" : values.length + " values")
-              + ", expected "
-              + NativeBridge.STAT_COUNT);
-    }
-    this.values = values.clone();
+    super(PoolStat.class, "poolStats0", values);
   }
 
-  /** The figure at a {@code STAT_*} index. */
-  public long get(int statIndex) {
-    return values[statIndex];
-  }
-
-  /** Bytes reserved by the pool's consumers. */
+  /** {@link PoolStat#RESERVED}. */
   public long reserved() {
-    return values[NativeBridge.STAT_RESERVED];
+    return get(PoolStat.RESERVED);
   }
 
-  /** Bytes held from Spark. */
+  /** {@link PoolStat#HELD}. */
   public long held() {
-    return values[NativeBridge.STAT_HELD];
+    return get(PoolStat.HELD);
   }
 
-  /** Bytes held from Spark and not reserved. */
+  /** {@link PoolStat#SLACK}. */
   public long slack() {
-    return values[NativeBridge.STAT_SLACK];
+    return get(PoolStat.SLACK);
   }
 
-  /** Bytes reserved that Spark did not grant. */
+  /** {@link PoolStat#OVERCOMMIT}. */
   public long overcommit() {
-    return values[NativeBridge.STAT_OVERCOMMIT];
+    return get(PoolStat.OVERCOMMIT);
   }
 
-  /** The highest reserved figure so far. */
+  /** {@link PoolStat#PEAK}. */
   public long peak() {
-    return values[NativeBridge.STAT_PEAK];
+    return get(PoolStat.PEAK);
   }
 
-  /** Upcalls to {@link NativeUpstream#acquireMemory}. */
+  /** {@link PoolStat#ACQUIRE_CALLS}. */
   public long acquireCalls() {
-    return values[NativeBridge.STAT_ACQUIRE_CALLS];
+    return get(PoolStat.ACQUIRE_CALLS);
   }
 
-  /** Upcalls to {@link NativeUpstream#releaseMemory}. */
+  /** {@link PoolStat#RELEASE_CALLS}. */
   public long releaseCalls() {
-    return values[NativeBridge.STAT_RELEASE_CALLS];
+    return get(PoolStat.RELEASE_CALLS);
   }
 
-  /** Acquires Spark answered with less than asked. */
+  /** {@link PoolStat#SHORT_GRANTS}. */
   public long shortGrants() {
-    return values[NativeBridge.STAT_SHORT_GRANTS];
+    return get(PoolStat.SHORT_GRANTS);
   }
 
-  /** Reclaim calls (Spark's spill requests). */
+  /** {@link PoolStat#SPILL_REQUESTS}. */
   public long spillRequests() {
-    return values[NativeBridge.STAT_SPILL_REQUESTS];
+    return get(PoolStat.SPILL_REQUESTS);
   }
 
-  /** Bytes released to Spark by reclaim calls. */
+  /** {@link PoolStat#SPILL_BYTES_FREED}. */
   public long spillBytesFreed() {
-    return values[NativeBridge.STAT_SPILL_BYTES_FREED];
+    return get(PoolStat.SPILL_BYTES_FREED);
   }
 
-  /** Spillers that threw or failed. */
+  /** {@link PoolStat#SPILLER_FAILURES}. */
   public long spillerFailures() {
-    return values[NativeBridge.STAT_SPILLER_FAILURES];
+    return get(PoolStat.SPILLER_FAILURES);
   }
 
-  /** Releases after the task's upstream was closed. */
+  /** {@link PoolStat#LATE_RELEASES}. */
   public long lateReleases() {
-    return values[NativeBridge.STAT_LATE_RELEASES];
-  }
-
-  /** A copy of all figures, {@code STAT_*} indices. */
-  public long[] toArray() {
-    return values.clone();
-  }
-
-  @Override
-  public boolean equals(Object o) {
-    return o instanceof PoolStats && Arrays.equals(values, ((PoolStats) o).values);
-  }
-
-  @Override
-  public int hashCode() {
-    return Arrays.hashCode(values);
-  }
-
-  @Override
-  public String toString() {
-    return "PoolStats(reserved="
-        + reserved()
-        + ", held="
-        + held()
-        + ", slack="
-        + slack()
-        + ", overcommit="
-        + overcommit()
-        + ", peak="
-        + peak()
-        + ", acquireCalls="
-        + acquireCalls()
-        + ", releaseCalls="
-        + releaseCalls()
-        + ", shortGrants="
-        + shortGrants()
-        + ", spillRequests="
-        + spillRequests()
-        + ", spillBytesFreed="
-        + spillBytesFreed()
-        + ", spillerFailures="
-        + spillerFailures()
-        + ", lateReleases="
-        + lateReleases()
-        + ")";
+    return get(PoolStat.LATE_RELEASES);
   }
 }

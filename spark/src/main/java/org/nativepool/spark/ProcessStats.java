@@ -1,132 +1,72 @@
 package org.nativepool.spark;
 
-import java.util.Arrays;
-
 /**
- * An immutable snapshot of the process-wide figures of the Go side ({@code processStats0},
- * {@code PSTAT_*} indices of {@link NativeBridge}): totals over all task pools, and cumulative
- * counters since the library was loaded.
+ * An immutable snapshot of the process-wide figures of the Go side ({@code processStats0}), named
+ * by {@link ProcessStat}: totals over all task pools, and cumulative counters since the library
+ * was loaded. The accessors below are shorthands for {@link #get(Enum) get(ProcessStat.…)}.
  */
-public final class ProcessStats {
-  private final long[] values;
-
+public final class ProcessStats extends NativeStats<ProcessStat> {
   ProcessStats(long[] values) {
-    if (values == null || values.length < NativeBridge.PSTAT_COUNT) {
-      throw new IllegalStateException(
-          "nativepool: processStats0 returned "
-              + (values == null ? "null" : values.length + " values")
-              + ", expected "
-              + NativeBridge.PSTAT_COUNT);
-    }
-    this.values = values.clone();
+    super(ProcessStat.class, "processStats0", values);
   }
 
-  /** The figure at a {@code PSTAT_*} index. */
-  public long get(int pstatIndex) {
-    return values[pstatIndex];
-  }
-
-  /** Task pools open now. */
+  /** {@link ProcessStat#LIVE_TASKS}. */
   public long liveTasks() {
-    return values[NativeBridge.PSTAT_LIVE_TASKS];
+    return get(ProcessStat.LIVE_TASKS);
   }
 
-  /** Bytes reserved, all pools. */
+  /** {@link ProcessStat#RESERVED}. */
   public long reserved() {
-    return values[NativeBridge.PSTAT_RESERVED];
+    return get(ProcessStat.RESERVED);
   }
 
-  /** Bytes held from Spark, all pools. */
+  /** {@link ProcessStat#HELD}. */
   public long held() {
-    return values[NativeBridge.PSTAT_HELD];
+    return get(ProcessStat.HELD);
   }
 
-  /** Slack, all pools. */
+  /** {@link ProcessStat#SLACK}. */
   public long slack() {
-    return values[NativeBridge.PSTAT_SLACK];
+    return get(ProcessStat.SLACK);
   }
 
-  /** Overcommit, all pools. */
+  /** {@link ProcessStat#OVERCOMMIT}. */
   public long overcommit() {
-    return values[NativeBridge.PSTAT_OVERCOMMIT];
+    return get(ProcessStat.OVERCOMMIT);
   }
 
-  /** The highest reserved figure of any pool. */
+  /** {@link ProcessStat#PEAK}. */
   public long peak() {
-    return values[NativeBridge.PSTAT_PEAK];
+    return get(ProcessStat.PEAK);
   }
 
-  /** Acquire plus release upcalls, cumulative. */
+  /** {@link ProcessStat#UPSTREAM_CALLS}. */
   public long upstreamCalls() {
-    return values[NativeBridge.PSTAT_UPSTREAM_CALLS];
+    return get(ProcessStat.UPSTREAM_CALLS);
   }
 
-  /** Reclaim calls, cumulative. */
+  /** {@link ProcessStat#SPILL_REQUESTS}. */
   public long spillRequests() {
-    return values[NativeBridge.PSTAT_SPILL_REQUESTS];
+    return get(ProcessStat.SPILL_REQUESTS);
   }
 
-  /** Bytes released to Spark by reclaim calls, cumulative. */
+  /** {@link ProcessStat#SPILL_BYTES_FREED}. */
   public long spillBytesFreed() {
-    return values[NativeBridge.PSTAT_SPILL_BYTES_FREED];
+    return get(ProcessStat.SPILL_BYTES_FREED);
   }
 
-  /** Late releases, cumulative. */
+  /** {@link ProcessStat#LATE_RELEASES}. */
   public long lateReleases() {
-    return values[NativeBridge.PSTAT_LATE_RELEASES];
+    return get(ProcessStat.LATE_RELEASES);
   }
 
-  /** Pools closed with bytes still reserved, cumulative. */
+  /** {@link ProcessStat#LEAKS}. */
   public long leaks() {
-    return values[NativeBridge.PSTAT_LEAKS];
+    return get(ProcessStat.LEAKS);
   }
 
-  /** Bytes those pools still had reserved, cumulative. */
+  /** {@link ProcessStat#LEAKED_BYTES}. */
   public long leakedBytes() {
-    return values[NativeBridge.PSTAT_LEAKED_BYTES];
-  }
-
-  /** A copy of all figures, {@code PSTAT_*} indices. */
-  public long[] toArray() {
-    return values.clone();
-  }
-
-  @Override
-  public boolean equals(Object o) {
-    return o instanceof ProcessStats && Arrays.equals(values, ((ProcessStats) o).values);
-  }
-
-  @Override
-  public int hashCode() {
-    return Arrays.hashCode(values);
-  }
-
-  @Override
-  public String toString() {
-    return "ProcessStats(liveTasks="
-        + liveTasks()
-        + ", reserved="
-        + reserved()
-        + ", held="
-        + held()
-        + ", slack="
-        + slack()
-        + ", overcommit="
-        + overcommit()
-        + ", peak="
-        + peak()
-        + ", upstreamCalls="
-        + upstreamCalls()
-        + ", spillRequests="
-        + spillRequests()
-        + ", spillBytesFreed="
-        + spillBytesFreed()
-        + ", lateReleases="
-        + lateReleases()
-        + ", leaks="
-        + leaks()
-        + ", leakedBytes="
-        + leakedBytes()
-        + ")";
+    return get(ProcessStat.LEAKED_BYTES);
   }
 }

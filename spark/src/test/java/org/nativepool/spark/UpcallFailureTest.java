@@ -96,8 +96,8 @@ class UpcallFailureTest {
     assertSame(boom, thrown, "the original throwable, not a copy");
     assertEquals(MIB, NativeBridge.size0(res), "reservation unchanged after the failed tryGrow");
     long[] s = NativeBridge.poolStats0(poolHandle);
-    assertEquals(MIB, s[NativeBridge.STAT_HELD]);
-    assertEquals(scripted.held.get(), s[NativeBridge.STAT_HELD]);
+    assertEquals(MIB, s[PoolStat.HELD.ordinal()]);
+    assertEquals(scripted.held.get(), s[PoolStat.HELD.ordinal()]);
 
     scripted.throwOnAcquire = null;
     assertEquals(null, NativeBridge.tryGrow0(res, MIB), "the pool still works");
@@ -119,7 +119,7 @@ class UpcallFailureTest {
 
     assertSame(boom, thrown, "the original throwable, not a copy");
     long[] s = NativeBridge.poolStats0(poolHandle);
-    assertEquals(scripted.held.get(), s[NativeBridge.STAT_HELD], "HELD equals what upstream holds");
+    assertEquals(scripted.held.get(), s[PoolStat.HELD.ordinal()], "HELD equals what upstream holds");
     scripted.throwOnRelease = null;
     NativeBridge.closeReservation0(res);
     NativeBridge.closePool0(poolHandle);

@@ -1,73 +1,51 @@
 package org.nativepool.spark.arrow;
 
-import java.util.Arrays;
-import org.nativepool.spark.NativeBridge;
+import org.nativepool.spark.NativeStats;
 
 /**
  * An immutable snapshot of the Go side's Arrow figures over the whole process ({@code
- * processArrowStats0}, {@code ARROW_PSTAT_*} indices of {@link NativeBridge}), with the
- * resident-set sample that backs the drift check. RSS is a check to watch, never a gate: it lags
- * allocation, counts pages, and in an executor includes the JVM (Comet #5983).
+ * processArrowStats0}), named by {@link ArrowProcessStat}, with the resident-set sample that backs
+ * the drift check. RSS is a check to watch, never a gate: it lags allocation, counts pages, and in
+ * an executor includes the JVM (Comet #5983). The accessors below are shorthands for {@link
+ * #get(Enum) get(ArrowProcessStat.…)}.
  */
-public final class ArrowProcessStats {
-  private final long[] values;
-
+public final class ArrowProcessStats extends NativeStats<ArrowProcessStat> {
   ArrowProcessStats(long[] values) {
-    if (values == null || values.length < NativeBridge.ARROW_PSTAT_COUNT) {
-      throw new IllegalStateException(
-          "nativepool: processArrowStats0 returned "
-              + (values == null ? "null" : values.length + " values")
-              + ", expected "
-              + NativeBridge.ARROW_PSTAT_COUNT);
-    }
-    this.values = values.clone();
+    super(ArrowProcessStat.class, "processArrowStats0", values);
   }
 
-  /** The figure at an {@code ARROW_PSTAT_*} index. */
-  public long get(int index) {
-    return values[index];
-  }
-
-  /** Bytes in live buffers of every open Go allocator. */
+  /** {@link ArrowProcessStat#ALLOCATED}. */
   public long allocated() {
-    return values[NativeBridge.ARROW_PSTAT_ALLOCATED];
+    return get(ArrowProcessStat.ALLOCATED);
   }
 
-  /** Open Go allocators. */
+  /** {@link ArrowProcessStat#LIVE_ALLOCATORS}. */
   public long liveAllocators() {
-    return values[NativeBridge.ARROW_PSTAT_LIVE_ALLOCATORS];
+    return get(ArrowProcessStat.LIVE_ALLOCATORS);
   }
 
-  /** Batch handles not yet released. */
+  /** {@link ArrowProcessStat#LIVE_BATCHES}. */
   public long liveBatches() {
-    return values[NativeBridge.ARROW_PSTAT_LIVE_BATCHES];
+    return get(ArrowProcessStat.LIVE_BATCHES);
   }
 
-  /** The process's resident set in bytes, or -1 if it could not be read. */
+  /** {@link ArrowProcessStat#RSS}. */
   public long rss() {
-    return values[NativeBridge.ARROW_PSTAT_RSS];
+    return get(ArrowProcessStat.RSS);
   }
 
-  /** Allocators closed with something still held, cumulative. */
+  /** {@link ArrowProcessStat#LEAKS}. */
   public long leaks() {
-    return values[NativeBridge.ARROW_PSTAT_LEAKS];
+    return get(ArrowProcessStat.LEAKS);
   }
 
-  /**
-   * Bytes Go allocators that closed with their task still hold (exports Java has not released),
-   * until they are freed; {@link #lingeringAllocators()} of them.
-   */
+  /** {@link ArrowProcessStat#LINGERING}. */
   public long lingering() {
-    return values[NativeBridge.ARROW_PSTAT_LINGERING];
+    return get(ArrowProcessStat.LINGERING);
   }
 
-  /** Closed Go allocators that still hold something; see {@link #lingering()}. */
+  /** {@link ArrowProcessStat#LINGERING_ALLOCATORS}. */
   public long lingeringAllocators() {
-    return values[NativeBridge.ARROW_PSTAT_LINGERING_ALLOCATORS];
-  }
-
-  @Override
-  public String toString() {
-    return "ArrowProcessStats" + Arrays.toString(values);
+    return get(ArrowProcessStat.LINGERING_ALLOCATORS);
   }
 }

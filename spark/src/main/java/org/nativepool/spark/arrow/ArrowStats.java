@@ -1,84 +1,65 @@
 package org.nativepool.spark.arrow;
 
-import java.util.Arrays;
-import org.nativepool.spark.NativeBridge;
+import org.nativepool.spark.NativeStats;
 
 /**
- * An immutable snapshot of one reservation's Go Arrow allocator ({@code arrowStats0}, {@code
- * ARROW_STAT_*} indices of {@link NativeBridge}). Figures are read one by one, not under one lock:
- * while other threads use the allocator they need not be mutually consistent.
+ * An immutable snapshot of one reservation's Go Arrow allocator ({@code arrowStats0}), named by
+ * {@link ArrowStat}. Figures are read one by one, not under one lock: while other threads use the
+ * allocator they need not be mutually consistent. The accessors below are shorthands for {@link
+ * #get(Enum) get(ArrowStat.…)}.
  */
-public final class ArrowStats {
-  private final long[] values;
-
+public final class ArrowStats extends NativeStats<ArrowStat> {
   ArrowStats(long[] values) {
-    if (values == null || values.length < NativeBridge.ARROW_STAT_COUNT) {
-      throw new IllegalStateException(
-          "nativepool: arrowStats0 returned "
-              + (values == null ? "null" : values.length + " values")
-              + ", expected "
-              + NativeBridge.ARROW_STAT_COUNT);
-    }
-    this.values = values.clone();
+    super(ArrowStat.class, "arrowStats0", values);
   }
 
-  /** The figure at an {@code ARROW_STAT_*} index. */
-  public long get(int index) {
-    return values[index];
-  }
-
-  /** Bytes in live buffers the Go allocator made (Go-charged). */
+  /** {@link ArrowStat#ALLOCATED}. */
   public long allocated() {
-    return values[NativeBridge.ARROW_STAT_ALLOCATED];
+    return get(ArrowStat.ALLOCATED);
   }
 
-  /** The reservation's size. */
+  /** {@link ArrowStat#RESERVED}. */
   public long reserved() {
-    return values[NativeBridge.ARROW_STAT_RESERVED];
+    return get(ArrowStat.RESERVED);
   }
 
-  /** Bytes charged past a refusal, cumulative. */
+  /** {@link ArrowStat#FORCED}. */
   public long forced() {
-    return values[NativeBridge.ARROW_STAT_FORCED];
+    return get(ArrowStat.FORCED);
   }
 
-  /** Live buffers the Go allocator made. */
+  /** {@link ArrowStat#LIVE_BUFFERS}. */
   public long liveBuffers() {
-    return values[NativeBridge.ARROW_STAT_LIVE_BUFFERS];
+    return get(ArrowStat.LIVE_BUFFERS);
   }
 
-  /** Bytes imported from Java that Go holds: tracked, charged to Java's allocator, not here. */
+  /** {@link ArrowStat#IMPORTED}. */
   public long imported() {
-    return values[NativeBridge.ARROW_STAT_IMPORTED];
+    return get(ArrowStat.IMPORTED);
   }
 
-  /** Imported batches Go holds. */
+  /** {@link ArrowStat#IMPORTS_LIVE}. */
   public long importsLive() {
-    return values[NativeBridge.ARROW_STAT_IMPORTS_LIVE];
+    return get(ArrowStat.IMPORTS_LIVE);
   }
 
-  /** Bytes exported to Java and not yet released by Java. */
+  /** {@link ArrowStat#EXPORTED}. */
   public long exported() {
-    return values[NativeBridge.ARROW_STAT_EXPORTED];
+    return get(ArrowStat.EXPORTED);
   }
 
-  /** Exported batches Java has not released. */
+  /** {@link ArrowStat#EXPORTS_LIVE}. */
   public long exportsLive() {
-    return values[NativeBridge.ARROW_STAT_EXPORTS_LIVE];
+    return get(ArrowStat.EXPORTS_LIVE);
   }
 
-  /** Batch handles of the reservation not yet released. */
+  /** {@link ArrowStat#BATCHES}. */
   public long batches() {
-    return values[NativeBridge.ARROW_STAT_BATCHES];
+    return get(ArrowStat.BATCHES);
   }
 
-  /** Whether the allocator is closed. */
+  /** Whether the allocator is closed ({@link ArrowStat#CLOSED}). */
   public boolean closed() {
-    return values[NativeBridge.ARROW_STAT_CLOSED] != 0;
-  }
-
-  @Override
-  public String toString() {
-    return "ArrowStats" + Arrays.toString(values);
+    return get(ArrowStat.CLOSED) != 0;
   }
 }

@@ -301,7 +301,7 @@ class ArrowBatchAccountingTest {
           e.getMessage());
       assertEquals(before, task.sparkFigure(), "a refused copy charges nothing");
       assertEquals(0, NativeArrow.stats(op).allocated());
-      assertEquals(1, NativeArrow.stats(op).get(NativeBridge.ARROW_STAT_REFUSALS));
+      assertEquals(1, NativeArrow.stats(op).get(ArrowStat.REFUSALS));
       check("after the refusal", op);
     }
     check("released", op);

@@ -29,6 +29,7 @@ import org.nativepool.spark.NativeLoader;
 import org.nativepool.spark.NativePoolPlugin;
 import org.nativepool.spark.NativePoolSettings;
 import org.nativepool.spark.PoolKind;
+import org.nativepool.spark.PoolStat;
 import org.nativepool.spark.ProcessStats;
 
 /**
@@ -308,12 +309,12 @@ public final class SortDemo {
       peakSorterReserved = Math.max(peakSorterReserved, s[SortBridge.SORT_STAT_PEAK_RESERVED]);
       peakAllocated = Math.max(peakAllocated, s[SortBridge.SORT_STAT_PEAK_ALLOCATED]);
       long[] p = t.pool;
-      poolPeak = Math.max(poolPeak, p[NativeBridge.STAT_PEAK]);
-      acquires += p[NativeBridge.STAT_ACQUIRE_CALLS];
-      releases += p[NativeBridge.STAT_RELEASE_CALLS];
-      reclaims += p[NativeBridge.STAT_SPILL_REQUESTS];
-      reclaimedBytes += p[NativeBridge.STAT_SPILL_BYTES_FREED];
-      shortGrants += p[NativeBridge.STAT_SHORT_GRANTS];
+      poolPeak = Math.max(poolPeak, p[PoolStat.PEAK.ordinal()]);
+      acquires += p[PoolStat.ACQUIRE_CALLS.ordinal()];
+      releases += p[PoolStat.RELEASE_CALLS.ordinal()];
+      reclaims += p[PoolStat.SPILL_REQUESTS.ordinal()];
+      reclaimedBytes += p[PoolStat.SPILL_BYTES_FREED.ordinal()];
+      shortGrants += p[PoolStat.SHORT_GRANTS.ordinal()];
       long[] m = metrics.tasks.get(t.taskAttemptId);
       if (m != null) {
         sparkMemSpilled += m[0];

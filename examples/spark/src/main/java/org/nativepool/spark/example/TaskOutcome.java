@@ -19,7 +19,7 @@ public final class TaskOutcome implements Serializable {
   public final Fingerprint out;
   /** The sorter's figures ({@code SORT_STAT_*}). */
   public final long[] sort;
-  /** The task pool's figures ({@code NativeBridge.STAT_*}). */
+  /** The task pool's figures (indexed by {@link org.nativepool.spark.PoolStat}). */
   public final long[] pool;
 
   TaskOutcome(

@@ -1,0 +1,94 @@
+package org.nativepool.spark;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.LongStream;
+import org.junit.jupiter.api.Test;
+import org.nativepool.spark.arrow.ArrowProcessStat;
+
+/** The stats snapshots over their enums, and the plugin's gauge tables; no native library needed. */
+class NativeStatsTest {
+
+  private static long[] oneToTwelve() {
+    return LongStream.rangeClosed(1, 12).toArray();
+  }
+
+  @Test
+  void poolStatsReadsEachFigureAtItsEnumOrdinal() {
+    PoolStats s = new PoolStats(oneToTwelve());
+    for (PoolStat st : PoolStat.values()) {
+      assertEquals(st.ordinal() + 1, s.get(st), st.name());
+      assertEquals(st.ordinal() + 1, s.get(st.ordinal()), st.name());
+    }
+    assertEquals(1, s.reserved());
+    assertEquals(2, s.held());
+    assertEquals(12, s.lateReleases());
+    assertArrayEquals(oneToTwelve(), s.toArray());
+  }
+
+  @Test
+  void toStringNamesEveryFigureAfterItsConstantInCamelCase() {
+    assertEquals(
+        "PoolStats(reserved=1, held=2, slack=3, overcommit=4, peak=5, acquireCalls=6,"
+            + " releaseCalls=7, shortGrants=8, spillRequests=9, spillBytesFreed=10,"
+            + " spillerFailures=11, lateReleases=12)",
+        new PoolStats(oneToTwelve()).toString());
+    assertEquals(
+        "ProcessStats(liveTasks=1, reserved=2, held=3, slack=4, overcommit=5, peak=6,"
+            + " upstreamCalls=7, spillRequests=8, spillBytesFreed=9, lateReleases=10, leaks=11,"
+            + " leakedBytes=12)",
+        new ProcessStats(oneToTwelve()).toString());
+  }
+
+  @Test
+  void snapshotsAreEqualOnlyToTheSameTypeWithTheSameFigures() {
+    assertEquals(new PoolStats(oneToTwelve()), new PoolStats(oneToTwelve()));
+    assertEquals(new PoolStats(oneToTwelve()).hashCode(), new PoolStats(oneToTwelve()).hashCode());
+    assertNotEquals(new PoolStats(oneToTwelve()), new ProcessStats(oneToTwelve()));
+    long[] other = oneToTwelve();
+    other[11] = 0;
+    assertNotEquals(new PoolStats(oneToTwelve()), new PoolStats(other));
+  }
+
+  @Test
+  void aShortArrayIsRejectedNamingTheNativeAndTheExpectedLength() {
+    IllegalStateException e =
+        assertThrows(IllegalStateException.class, () -> new PoolStats(new long[3]));
+    assertEquals("nativepool: poolStats0 returned 3 values, expected 12", e.getMessage());
+    e = assertThrows(IllegalStateException.class, () -> new ProcessStats(null));
+    assertEquals("nativepool: processStats0 returned null, expected 12", e.getMessage());
+  }
+
+  @Test
+  void theSnapshotCopiesTheArrayItWasGiven() {
+    long[] a = oneToTwelve();
+    PoolStats s = new PoolStats(a);
+    a[0] = 99;
+    s.toArray()[1] = 99;
+    assertEquals(1, s.reserved());
+    assertEquals(2, s.held());
+  }
+
+  @Test
+  void everyProcessFigureIsAGaugeNamedByItsConstantInEnumOrder() {
+    List<String> names = new ArrayList<>();
+    for (ProcessStat s : ProcessStat.values()) {
+      names.add(s.gaugeName());
+      assertEquals(s, NativePoolPlugin.GAUGES.get(s.gaugeName()));
+    }
+    assertEquals(names, new ArrayList<>(NativePoolPlugin.GAUGES.keySet()));
+  }
+
+  @Test
+  void arrowGaugesAreTheArrowProcessFiguresThatHaveAName() {
+    assertEquals(
+        List.of("nativeAllocated", "arrowLiveAllocators", "rssBytes"),
+        new ArrayList<>(NativePoolPlugin.ARROW_GAUGES.keySet()));
+    assertEquals(ArrowProcessStat.RSS, NativePoolPlugin.ARROW_GAUGES.get("rssBytes"));
+  }
+}
