@@ -22,7 +22,7 @@
 //	push0(sorter, arrayAddr, schemaAddr)                    import a batch, copy it in, release it
 //	finish0(sorter)                                         end of input
 //	next0(sorter, outArrayAddr, outSchemaAddr) boolean      export the next sorted batch; false at the end
-//	stats0(sorter) long[]                                   SORT_STAT_* (sorts.go)
+//	stats0(sorter) long[]                                   SortStat (sorts.go)
 //	close0(sorter)                                          release everything; a leaked output batch throws
 //	sample0() long[]                                        SAMPLE_*: live sorters' books, Go runtime, RSS
 //

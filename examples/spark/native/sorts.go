@@ -15,28 +15,50 @@ import (
 	"github.com/nativepool/nativepool/pool"
 )
 
-// Indices of the array stats0 returns. The other copy is SortBridge.java
-// (SORT_STAT_*); change both together.
+// Indices of the array stats0 returns, in the order of sortStatFields.
 const (
-	statRowsIn          = 0  // rows pushed
-	statRowsOut         = 1  // rows returned by next0
-	statSelfSpills      = 2  // spills the sorter started when the pool refused a buffer
-	statRequestedSpills = 3  // spills Spark asked for (reclaim → Spill) that freed bytes
-	statSpillRequests   = 4  // every Spill call, including those that found nothing to free
-	statSpilledRows     = 5  // rows written to run files
-	statSpilledBytes    = 6  // bytes of run files written
-	statRuns            = 7  // run files written
-	statMergePasses     = 8  // multi-pass merges
-	statReserved        = 9  // the sorter's reservation now
-	statPeakReserved    = 10 // its high-water mark
-	statAllocated       = 11 // bytes in live buffers of the sorter's allocator (exports included)
-	statPeakAllocated   = 12 // high-water mark of allocated, exact
-	statChecks          = 13 // allocated ≤ reserved checks made (after every call, and by sample0)
-	statViolations      = 14 // checks that found allocated > reserved
-	statBatchesIn       = 15 // batches imported from Java
-	statBatchesOut      = 16 // batches exported to Java
-	statCount           = 17 // length of the array
+	statRowsIn = iota
+	statRowsOut
+	statSelfSpills
+	statRequestedSpills
+	statSpillRequests
+	statSpilledRows
+	statSpilledBytes
+	statRuns
+	statMergePasses
+	statReserved
+	statPeakReserved
+	statAllocated
+	statPeakAllocated
+	statChecks
+	statViolations
+	statBatchesIn
+	statBatchesOut
+	statCount // length of the array
 )
+
+// sortStatFields declares the stats0 array: each figure's name and what it
+// counts. The Java copy is the enum SortStat.java (the ordinal is the index),
+// checked against this table by TestSortStatFieldsMatchJavaEnum.
+var sortStatFields = [statCount]struct{ name, doc string }{
+	statRowsIn:          {"ROWS_IN", "rows pushed"},
+	statRowsOut:         {"ROWS_OUT", "rows returned by next0"},
+	statSelfSpills:      {"SELF_SPILLS", "spills the sorter started when the pool refused a buffer"},
+	statRequestedSpills: {"REQUESTED_SPILLS", "spills Spark asked for (reclaim → Spill) that freed bytes"},
+	statSpillRequests:   {"SPILL_REQUESTS", "every Spill call, including those that found nothing to free"},
+	statSpilledRows:     {"SPILLED_ROWS", "rows written to run files"},
+	statSpilledBytes:    {"SPILLED_BYTES", "bytes of run files written"},
+	statRuns:            {"RUNS", "run files written"},
+	statMergePasses:     {"MERGE_PASSES", "multi-pass merges"},
+	statReserved:        {"RESERVED", "the sorter's reservation now"},
+	statPeakReserved:    {"PEAK_RESERVED", "high-water mark of reserved"},
+	statAllocated:       {"ALLOCATED", "bytes in live buffers of the sorter's allocator (exports included)"},
+	statPeakAllocated:   {"PEAK_ALLOCATED", "high-water mark of allocated, exact"},
+	statChecks:          {"CHECKS", "allocated ≤ reserved checks made (after every call, and by sample0)"},
+	statViolations:      {"VIOLATIONS", "checks that found allocated > reserved"},
+	statBatchesIn:       {"BATCHES_IN", "batches imported from Java"},
+	statBatchesOut:      {"BATCHES_OUT", "batches exported to Java"},
+}
 
 // Indices of the array sample0 returns. The other copy is SortBridge.java
 // (SAMPLE_*); change both together.
@@ -207,7 +229,7 @@ func (e *engine) stats(h int64) ([]int64, error) {
 		return nil, fmt.Errorf("stats0: %w", err)
 	}
 	st := sh.sorter.Stats()
-	a := make([]int64, statCount)
+	a := make([]int64, len(sortStatFields))
 	a[statRowsIn] = st.RowsIn
 	a[statRowsOut] = st.RowsOut
 	a[statSelfSpills] = st.SelfSpills

@@ -281,3 +281,20 @@ func TestConcurrentDriverCallsOnOneSorterAreIllegalState(t *testing.T) {
 	require.NoError(t, e.close(h))
 	require.False(t, errors.Is(e.close(h), jni.ErrIllegalArgument))
 }
+
+// TestSortStatFieldsMatchJavaEnum reads the Java copy of the stats0 table
+// (the enum SortStat) and checks its constants, in order, against
+// sortStatFields: the enum's ordinal is the array index.
+func TestSortStatFieldsMatchJavaEnum(t *testing.T) {
+	src, err := os.ReadFile("../src/main/java/org/nativepool/spark/example/SortStat.java")
+	require.NoError(t, err)
+	var java, ours []string
+	for _, m := range regexp.MustCompile(`(?m)^  ([A-Z][A-Z0-9_]*)[,;]$`).FindAllStringSubmatch(string(src), -1) {
+		java = append(java, m[1])
+	}
+	for i, f := range sortStatFields {
+		assert.NotEmpty(t, f.doc, "row %d (%s) has no doc", i, f.name)
+		ours = append(ours, f.name)
+	}
+	assert.Equal(t, ours, java)
+}

@@ -11,7 +11,7 @@ import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 import org.nativepool.spark.arrow.ArrowProcessStat;
 
-/** The stats snapshots over their enums, and the plugin's gauge tables; no native library needed. */
+/** The stats snapshots over their enums and the plugin's gauge tables; no native library needed. */
 class NativeStatsTest {
 
   private static long[] oneToTwelve() {

@@ -119,7 +119,8 @@ class UpcallFailureTest {
 
     assertSame(boom, thrown, "the original throwable, not a copy");
     long[] s = NativeBridge.poolStats0(poolHandle);
-    assertEquals(scripted.held.get(), s[PoolStat.HELD.ordinal()], "HELD equals what upstream holds");
+    assertEquals(
+        scripted.held.get(), s[PoolStat.HELD.ordinal()], "HELD equals what upstream holds");
     scripted.throwOnRelease = null;
     NativeBridge.closeReservation0(res);
     NativeBridge.closePool0(poolHandle);

@@ -17,44 +17,9 @@ import org.nativepool.spark.NativeBridge;
  */
 public final class SortBridge {
 
-  // The other copy of these constants is examples/spark/native/sorts.go; change both together.
-
-  /** {@link #stats0} index: rows pushed. */
-  public static final int SORT_STAT_ROWS_IN = 0;
-  /** {@link #stats0} index: rows returned by {@link #next0}. */
-  public static final int SORT_STAT_ROWS_OUT = 1;
-  /** {@link #stats0} index: spills the sorter started because the pool refused a buffer. */
-  public static final int SORT_STAT_SELF_SPILLS = 2;
-  /** {@link #stats0} index: spills Spark asked for (its spill → reclaim) that freed bytes. */
-  public static final int SORT_STAT_REQUESTED_SPILLS = 3;
-  /** {@link #stats0} index: every spill request, including those that found nothing to free. */
-  public static final int SORT_STAT_SPILL_REQUESTS = 4;
-  /** {@link #stats0} index: rows written to run files. */
-  public static final int SORT_STAT_SPILLED_ROWS = 5;
-  /** {@link #stats0} index: bytes of run files written. */
-  public static final int SORT_STAT_SPILLED_BYTES = 6;
-  /** {@link #stats0} index: run files written. */
-  public static final int SORT_STAT_RUNS = 7;
-  /** {@link #stats0} index: multi-pass merges. */
-  public static final int SORT_STAT_MERGE_PASSES = 8;
-  /** {@link #stats0} index: the sorter's reservation now. */
-  public static final int SORT_STAT_RESERVED = 9;
-  /** {@link #stats0} index: its high-water mark. */
-  public static final int SORT_STAT_PEAK_RESERVED = 10;
-  /** {@link #stats0} index: bytes in live buffers of the sorter's Go allocator. */
-  public static final int SORT_STAT_ALLOCATED = 11;
-  /** {@link #stats0} index: high-water mark of allocated, exact. */
-  public static final int SORT_STAT_PEAK_ALLOCATED = 12;
-  /** {@link #stats0} index: allocated ≤ reserved checks made. */
-  public static final int SORT_STAT_CHECKS = 13;
-  /** {@link #stats0} index: checks that found allocated > reserved. */
-  public static final int SORT_STAT_VIOLATIONS = 14;
-  /** {@link #stats0} index: batches imported from Java. */
-  public static final int SORT_STAT_BATCHES_IN = 15;
-  /** {@link #stats0} index: batches exported to Java. */
-  public static final int SORT_STAT_BATCHES_OUT = 16;
-  /** Length of the {@link #stats0} array. */
-  public static final int SORT_STAT_COUNT = 17;
+  // The other copy of the SAMPLE_* constants is examples/spark/native/sorts.go; change both
+  // together. The stats0 array is named by the enum SortStat, which a Go test checks against the
+  // table in sorts.go.
 
   /** {@link #sample0} index: sorters open now. */
   public static final int SAMPLE_LIVE_SORTERS = 0;
@@ -131,7 +96,7 @@ public final class SortBridge {
   /** Exports the next sorted batch into the two (empty) structs; false after the last. */
   static native boolean next0(long sorter, long outArrayAddr, long outSchemaAddr);
 
-  /** The sorter's figures, {@code SORT_STAT_*}. */
+  /** The sorter's figures, indexed by {@link SortStat}. */
   static native long[] stats0(long sorter);
 
   /** Releases everything the sorter holds; a leaked output batch throws after releasing. */

@@ -297,17 +297,17 @@ public final class SortDemo {
     long sparkMemSpilled = 0, sparkDiskSpilled = 0, sparkSpillingTasks = 0, peakTaskOffHeap = 0;
     for (TaskOutcome t : job.tasks) {
       long[] s = t.sort;
-      rowsIn += s[SortBridge.SORT_STAT_ROWS_IN];
-      rowsOut += s[SortBridge.SORT_STAT_ROWS_OUT];
-      self += s[SortBridge.SORT_STAT_SELF_SPILLS];
-      requested += s[SortBridge.SORT_STAT_REQUESTED_SPILLS];
-      requests += s[SortBridge.SORT_STAT_SPILL_REQUESTS];
-      spilledBytes += s[SortBridge.SORT_STAT_SPILLED_BYTES];
-      runs += s[SortBridge.SORT_STAT_RUNS];
-      batchesIn += s[SortBridge.SORT_STAT_BATCHES_IN];
-      batchesOut += s[SortBridge.SORT_STAT_BATCHES_OUT];
-      peakSorterReserved = Math.max(peakSorterReserved, s[SortBridge.SORT_STAT_PEAK_RESERVED]);
-      peakAllocated = Math.max(peakAllocated, s[SortBridge.SORT_STAT_PEAK_ALLOCATED]);
+      rowsIn += s[SortStat.ROWS_IN.ordinal()];
+      rowsOut += s[SortStat.ROWS_OUT.ordinal()];
+      self += s[SortStat.SELF_SPILLS.ordinal()];
+      requested += s[SortStat.REQUESTED_SPILLS.ordinal()];
+      requests += s[SortStat.SPILL_REQUESTS.ordinal()];
+      spilledBytes += s[SortStat.SPILLED_BYTES.ordinal()];
+      runs += s[SortStat.RUNS.ordinal()];
+      batchesIn += s[SortStat.BATCHES_IN.ordinal()];
+      batchesOut += s[SortStat.BATCHES_OUT.ordinal()];
+      peakSorterReserved = Math.max(peakSorterReserved, s[SortStat.PEAK_RESERVED.ordinal()]);
+      peakAllocated = Math.max(peakAllocated, s[SortStat.PEAK_ALLOCATED.ordinal()]);
       long[] p = t.pool;
       poolPeak = Math.max(poolPeak, p[PoolStat.PEAK.ordinal()]);
       acquires += p[PoolStat.ACQUIRE_CALLS.ordinal()];

@@ -17,7 +17,7 @@ public final class TaskOutcome implements Serializable {
   public final Fingerprint in;
   /** The rows as the sorter returned them, with their order check. */
   public final Fingerprint out;
-  /** The sorter's figures ({@code SORT_STAT_*}). */
+  /** The sorter's figures (indexed by {@link SortStat}). */
   public final long[] sort;
   /** The task pool's figures (indexed by {@link org.nativepool.spark.PoolStat}). */
   public final long[] pool;
