@@ -122,11 +122,14 @@ final class LocalSlackAccount {
    * Shrinks by {@code n}: the bytes go into the slack, and what exceeds {@code 2Q} comes out.
    *
    * @return the bytes the caller must give back to Go (0 if none)
-   * @throws IllegalArgumentException if {@code n > used()}; nothing changes
+   * @throws IllegalArgumentException if {@code n > used()}, with the text of the Go pool's own
+   *     refusal (DataFusion's, {@code pool/reservation.go}), so every mode reports it alike;
+   *     nothing changes
    */
   long shrink(long n) {
     if (n > used) {
-      throw new IllegalArgumentException("exceeds the reserved size " + used);
+      throw new IllegalArgumentException(
+          "Cannot free the capacity " + n + " out of allocated size " + used + ": invalid size");
     }
     used -= n;
     slack += n;

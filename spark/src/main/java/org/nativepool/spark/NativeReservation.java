@@ -267,8 +267,9 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
    * Shrinks by {@code n} bytes. With local slack, the bytes go to the slack, and to Go only when
    * the slack exceeds {@code 2Q}.
    *
-   * @throws IllegalArgumentException if {@code n < 0} or {@code n} exceeds {@link #size()};
-   *     nothing changes
+   * @throws IllegalArgumentException if {@code n < 0}, or if {@code n} exceeds {@link #size()}
+   *     (DataFusion's "Cannot free the capacity n out of allocated size m: invalid size", in every
+   *     mode); nothing changes
    * @throws IllegalStateException if closed
    */
   public void shrink(long n) {
@@ -276,16 +277,7 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
     long excess;
     synchronized (lock) {
       checkOpen();
-      if (n > account.used()) {
-        throw new IllegalArgumentException(
-            "nativepool: "
-                + describe()
-                + " shrink("
-                + n
-                + "): exceeds the reserved size "
-                + account.used());
-      }
-      excess = account.shrink(n);
+      excess = account.shrink(n); // throws DataFusion's text if n > size(), changing nothing
     }
     giveBack(excess);
   }

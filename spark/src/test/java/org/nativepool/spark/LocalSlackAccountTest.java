@@ -120,7 +120,9 @@ class LocalSlackAccountTest {
     assertTrue(grow(a, 10, false));
     long used = a.used();
     long slack = a.slack();
-    assertThrows(IllegalArgumentException.class, () -> a.shrink(11));
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> a.shrink(11));
+    assertEquals(
+        "Cannot free the capacity 11 out of allocated size 10: invalid size", e.getMessage());
     assertEquals(used, a.used());
     assertEquals(slack, a.slack());
   }
