@@ -301,8 +301,9 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
   }
 
   /**
-   * The current size in bytes: what the caller reserved through this object. Without local slack
-   * this is the Go reservation's size (one native call); with it, a local read.
+   * The current size in bytes: what the caller reserved through this object, read from the Java
+   * ledger without crossing. It equals the Go reservation's size ({@link #nativeSize()}) whenever
+   * the local slack is 0, which quantum 0 (exact mode) keeps always.
    *
    * @throws IllegalStateException if closed
    */

@@ -141,10 +141,10 @@ public final class NativeBatch implements AutoCloseable {
   }
 
   /**
-   * Deep-copies this batch into buffers made by {@code res}'s Go allocator, charged to {@code res}'s
-   * consumer until the copy is released (and, if exported, Java has released the export). The
-   * charge is on the allocator's own Go reservation, not on {@code res}: {@code res.size()} and its
-   * Go size do not change.
+   * Deep-copies this batch into buffers made by {@code res}'s Go allocator, charged to the
+   * consumer of {@code res} until the copy is released (and, if exported, Java has released the
+   * export). The charge is on the allocator's own Go reservation, not on {@code res}: {@code
+   * res.size()} and {@code res.nativeSize()} do not change.
    *
    * @throws ArrowMemoryExhaustedException if the pool refuses the copy (nothing is charged)
    * @throws IllegalStateException if this batch, the reservation or its allocator is closed

@@ -60,7 +60,8 @@ class ReservationLedgerTest {
     PoolStats ps = task.pool.stats();
     // The Java producer's reservation in Go, its own local slack included (chunked pools).
     long java = task.arrows.javaReservation().nativeSize();
-    assertEquals(java + r.size() + arrowReserved, ps.reserved(), () -> step + ": pool RESERVED; " + ps);
+    assertEquals(
+        java + r.size() + arrowReserved, ps.reserved(), () -> step + ": pool RESERVED; " + ps);
     assertEquals(task.sparkFigure(), ps.held(), () -> step + ": Spark's figure vs HELD; " + ps);
   }
 
