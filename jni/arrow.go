@@ -22,10 +22,15 @@ import (
 // arrowStats0, processArrowStats0, configureArrow0 and closeArrow0. The
 // exports are in arrow_exports.go.
 //
-// Every reservation handle gets one ffi.Allocator over its reservation, made
-// on first use (arrowSlot) and closed — its leak report logged, its charge
-// given back — before the reservation or the task's pool closes, or by
-// closeArrow0. The charge follows ffi's rule (ffi/doc.go): the producer pays
+// Every reservation handle gets one ffi.Allocator, made on first use
+// (arrowSlot) and closed — its leak report logged, its charge given back —
+// before the reservation or the task's pool closes, or by closeArrow0. The
+// allocator charges a reservation of its own (arrowSlot.res), a sibling of
+// the handle's reservation in the same registration (pool.Reservation's
+// NewEmpty): the bytes count for the same consumer in the pool (its share,
+// its spill order, TrackConsumers), but the handle's reservation holds only
+// what Java grew through it, so Java's NativeReservation.size() and Go's
+// Size() are one ledger (issue 10 item 4). The charge follows ffi's rule (ffi/doc.go): the producer pays
 // while the buffers live, the importer only tracks.
 //
 //   - importBatch0 (Java → Go): ffi.ProducerCharges. The Java allocator that
@@ -33,7 +38,7 @@ import (
 //     release callback fires the Java listener's onRelease); Go counts the
 //     bytes in Snapshot.Imported and reports them if still held at close.
 //   - copyBatch0: a deep copy into buffers the reservation's allocator makes
-//     (C memory), Go-charged to that reservation until the last reference
+//     (C memory), Go-charged to its Arrow reservation until the last reference
 //     (the batch handle, and any export of it) is released.
 //   - exportBatch0 (Go → Java): the Go charge stays until Java releases the
 //     exported struct, even after the batch handle is released.
@@ -110,10 +115,14 @@ func (s *arrowState) removeLive(rh *reservationHandle) {
 // Go lock is never held across those calls: they reach Spark (TryGrow).
 // The zero value is an open slot without an allocator.
 type arrowSlot struct {
-	mu      sync.Mutex
-	alloc   *ffi.Allocator // nil until first use
-	closed  bool           // no new use; set once
-	pending bool           // closed while in use: the last user finishes the close
+	mu    sync.Mutex
+	alloc *ffi.Allocator // nil until first use
+	// res is what alloc charges: a sibling of the handle's reservation
+	// (NewEmpty), made with alloc and closed right after alloc closes
+	// (finishArrowClose), when alloc has given its charge back.
+	res     *pool.Reservation
+	closed  bool // no new use; set once
+	pending bool // closed while in use: the last user finishes the close
 	users   int
 	batches map[int64]*batchHandle // live batch handles this allocator owns
 }
@@ -166,11 +175,29 @@ func (b *Bridge) enterArrow(op string, rh *reservationHandle) (*ffi.Allocator, e
 		if b.arrow.sites.Load() {
 			opts = append(opts, ffi.WithAllocationSites(true))
 		}
-		s.alloc = ffi.NewAllocator(nil, rh.r, opts...)
+		res := newArrowReservation(rh.r)
+		if res == nil {
+			rh.tp.calls.exit()
+			return nil, arrowClosedErr(op, rh)
+		}
+		s.res = res
+		s.alloc = ffi.NewAllocator(nil, res, opts...)
 		b.arrow.addLive(rh, s.alloc)
 	}
 	s.users++
 	return s.alloc, nil
+}
+
+// newArrowReservation returns a new empty reservation of r's registration
+// for an Arrow allocator, or nil if r was closed meanwhile (NewEmpty's panic
+// on a closed reservation).
+func newArrowReservation(r *pool.Reservation) (res *pool.Reservation) {
+	defer func() {
+		if recover() != nil {
+			res = nil
+		}
+	}()
+	return r.NewEmpty()
 }
 
 // exitArrow ends a call begun by enterArrow; the last user of a slot closed
@@ -318,8 +345,10 @@ func (b *Bridge) ExportBatchAt(batch int64, outAddr, outSchemaAddr uintptr) erro
 }
 
 // CopyBatch deep-copies a batch into buffers made by the allocator of
-// reservation handle res (C memory, charged to res until the copy's last
-// reference is released) and returns the copy's handle.
+// reservation handle res (C memory, charged to res's Arrow reservation, a
+// sibling of res in the same registration, until the copy's last reference
+// is released) and returns the copy's handle. res's own reservation is not
+// charged: its Size stays what Java grew.
 //
 // Errors: the pool's refusal wraps pool.ErrResourcesExhausted (and an
 // *ffi.AllocationError naming the consumer); nothing stays charged, and the
@@ -482,7 +511,7 @@ func (b *Bridge) closeArrowOfPool(tp *taskPool) {
 // finishArrowClose closes rh's allocator (marked closed, no user left): the
 // allocator reports what it still holds (ffi logs it at error level, naming
 // the consumer and, when recorded, the allocation sites) and gives its charge
-// back to the reservation; then the batch handles it still owns are released,
+// back to its Arrow reservation, which then closes; then the batch handles it still owns are released,
 // which frees their memory (late frees, charge already returned) and calls
 // the producers of imported batches back. What is still held after that
 // (exports Java has not released) lingers: counted by ProcessArrowStats
@@ -491,7 +520,7 @@ func (b *Bridge) closeArrowOfPool(tp *taskPool) {
 func (b *Bridge) finishArrowClose(rh *reservationHandle) *ffi.LeakError {
 	s := &rh.arrow
 	s.mu.Lock()
-	a, batches := s.alloc, s.batches
+	a, res, batches := s.alloc, s.res, s.batches
 	s.batches = nil
 	s.mu.Unlock()
 	var leak *ffi.LeakError
@@ -501,6 +530,9 @@ func (b *Bridge) finishArrowClose(rh *reservationHandle) *ffi.LeakError {
 			b.arrow.leaks.Add(1)
 			b.arrow.leakedBytes.Add(leak.Bytes + leak.ImportedBytes)
 		}
+		// The allocator gave its charge back; its later frees (batches
+		// released below, lingering exports) charge nothing.
+		res.Close()
 	}
 	released := 0
 	for h, bh := range batches {

@@ -39,7 +39,7 @@ type arrowFigures struct {
 // against this table by TestStatTablesMatchJavaEnums.
 var arrowStatFields = [ArrowStatCount]statField[arrowFigures]{
 	ArrowStatAllocated:   {"ALLOCATED", "bytes in live buffers the reservation's allocator made", func(f arrowFigures) int64 { return f.Allocated }},
-	ArrowStatReserved:    {"RESERVED", "the reservation's size", func(f arrowFigures) int64 { return f.Reserved }},
+	ArrowStatReserved:    {"RESERVED", "the Arrow reservation's size once the allocator exists, else the reservation's", func(f arrowFigures) int64 { return f.Reserved }},
 	ArrowStatForced:      {"FORCED", "bytes charged past a refusal, cumulative", func(f arrowFigures) int64 { return f.Forced }},
 	ArrowStatLiveBuffers: {"LIVE_BUFFERS", "live buffers the allocator made", func(f arrowFigures) int64 { return int64(f.LiveBuffers) }},
 	ArrowStatImported:    {"IMPORTED", "bytes imported from Java that Go still holds (tracked)", func(f arrowFigures) int64 { return f.Imported }},

@@ -156,6 +156,43 @@ func TestCopyBatchChargesTheReservationUntilTheCopyIsReleased(t *testing.T) {
 	f.up.requireSane(t)
 }
 
+// TestCopyBatchChargesItsOwnReservationAndLeavesTheHandlesSizeAlone pins
+// issue 10 item 4: the copy is charged to the Arrow reservation (a sibling
+// of the same consumer), so Size of the handle stays what Java grew (Java's
+// NativeReservation.size()), while Spark still holds both.
+func TestCopyBatchChargesItsOwnReservationAndLeavesTheHandlesSizeAlone(t *testing.T) {
+	f := newArrowFixture(t, 1<<30)
+	p := newProducer()
+	res := mustReserve(t, f.b, f.pool, "owner", false, nil)
+	require.NoError(t, f.b.TryGrow(res, 100))
+	arr, sc := p.export(t, 1, 1000)
+	in, err := f.b.ImportBatch(res, arr, sc)
+	require.NoError(t, err)
+	cp, err := f.b.CopyBatch(res, in)
+	require.NoError(t, err)
+
+	size, err := f.b.Size(res)
+	require.NoError(t, err)
+	assert.Equal(t, int64(100), size, "the copy is not in the handle's reservation")
+	s := f.stats(t, res)
+	assert.GreaterOrEqual(t, s[ArrowStatAllocated], int64(8000))
+	assert.Equal(t, s[ArrowStatAllocated], s[ArrowStatReserved], "the Arrow reservation holds the copy")
+	assert.Equal(t, 100+s[ArrowStatAllocated], f.up.Held(), "Spark holds both ledgers")
+
+	freed, err := f.b.Free(res)
+	require.NoError(t, err)
+	assert.Equal(t, int64(100), freed, "Free gives back what Java grew, never the copy")
+	assert.Equal(t, s[ArrowStatAllocated], f.up.Held(), "the copy stays charged")
+
+	require.NoError(t, f.b.ReleaseBatch(cp))
+	require.NoError(t, f.b.ReleaseBatch(in))
+	assert.Equal(t, int64(0), f.stats(t, res)[ArrowStatReserved])
+	assert.Equal(t, int64(0), f.up.Held())
+	require.NoError(t, f.b.CloseReservation(res))
+	require.NoError(t, f.b.ClosePool(f.pool))
+	f.up.requireSane(t)
+}
+
 func TestReleaseBatchTwiceIsIllegalStateAndReleasesNothingTwice(t *testing.T) {
 	f := newArrowFixture(t, 1<<30)
 	p := newProducer()

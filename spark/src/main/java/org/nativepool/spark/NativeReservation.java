@@ -15,14 +15,14 @@ package org.nativepool.spark;
  *
  * <h2>Local slack (chunked pools)</h2>
  *
- * <p>In exact mode (the pool's chunk size is 0) every {@code tryGrow}, {@code grow}, {@code
- * shrink}, {@code free} and {@code size} is one Java→Go call, as in Comet. In chunked mode a call
- * costs at least one JNI crossing (≈ 67 ns) even though the Go pool answers it from its chunk
- * slack, so a small {@code tryGrow}+{@code shrink} pair can never be much cheaper than two
- * crossings. The reservation therefore keeps an <em>account-local slack</em>, as CockroachDB's
- * {@code BoundAccount} keeps a reserved buffer of up to one chunk: with quantum {@code Q}
- * ({@link TaskPool#reservationSlack()}, {@code spark.nativepool.reservationSlack}, default 64 KiB;
- * 0 disables it, and so does exact mode):
+ * <p>A call costs at least one JNI crossing (≈ 67 ns) even when the Go pool answers it from its
+ * chunk slack, so a small {@code tryGrow}+{@code shrink} pair can never be much cheaper than two
+ * crossings. The reservation therefore keeps its Java-side ledger in one {@link
+ * LocalSlackAccount}, as CockroachDB's {@code BoundAccount} keeps a reserved buffer of up to one
+ * chunk, with quantum {@code Q} ({@link TaskPool#reservationSlack()}, {@code
+ * spark.nativepool.reservationSlack}, default 64 KiB). Exact mode (the pool's chunk size is 0) and
+ * {@code reservationSlack} 0 are the same account with {@code Q = 0}: every grow and shrink of
+ * {@code n > 0} is one Java→Go call, as in Comet, and nothing stays local.
  *
  * <ul>
  *   <li>the Go reservation holds {@code granted = used + localSlack}, where {@code used} is what
@@ -36,7 +36,7 @@ package org.nativepool.spark;
  *   <li>{@code shrink(n)} moves {@code n} bytes into the slack; when the slack exceeds {@code 2Q}
  *       it gives back all but {@code Q} to Go in one call;
  *   <li>{@link #free()} and {@link #close()} give back everything, slack included; {@link
- *       #size()} reads {@code used} without crossing;
+ *       #size()} reads {@code used} without crossing, in every mode;
  *   <li>when Spark asks the pool for memory back and the pool calls this reservation's spiller,
  *       the slack goes back first; the user's spiller is called only if the slack did not cover
  *       the target, and whatever it shrank goes back in full (none stays local) before the spill
@@ -45,16 +45,18 @@ package org.nativepool.spark;
  * </ul>
  *
  * <p>Accounting stays exact where it matters: Spark's figure for the task and the pool's HELD are
- * still one number, and the Go reservation is exactly {@code used + localSlack}. The Go-side
- * figures include each Java reservation's local slack, as HELD includes the pool's chunk slack:
- * the pool's RESERVED, its per-consumer bytes in TrackConsumers reports, the fair_unified pool's
- * share of the consumer, and its spill order. So the pool may refuse a grow of another consumer
- * up to {@code 2Q} bytes per open Java reservation sooner than without the slack.
+ * still one number, and the Go reservation is exactly {@code used + localSlack}; with {@code Q =
+ * 0}, or once the slack is given back, Java's {@link #size()} equals the Go reservation's size.
+ * The Go-side figures include each Java reservation's local slack, as HELD includes the pool's
+ * chunk slack: the pool's RESERVED, its per-consumer bytes in TrackConsumers reports, the
+ * fair_unified pool's share of the consumer, and its spill order. So the pool may refuse a grow of
+ * another consumer up to {@code 2Q} bytes per open Java reservation sooner than without the slack.
  *
- * <p>Bytes the Go side charges to this reservation itself (Arrow copies through {@code
- * NativeBatch.copy}) are not part of {@code used}: {@link #size()} does not count them, {@link
- * #shrink(long)} cannot give them back and, in chunked mode with slack, {@link #free()} leaves
- * them to their Go buffers; {@code NativeArrow.stats(res).reserved()} reads the Go total.
+ * <p>Arrow memory the Go side allocates for this reservation ({@code NativeBatch.copy}) is charged
+ * to a Go reservation of its own, of the same consumer ({@code jni/arrow.go}), not to this one: it
+ * counts for the consumer in the pool, but never in {@link #size()}, and {@link #free()} leaves it
+ * to its Go buffers; {@code NativeArrow.stats(res).reserved()} reads that Arrow reservation once
+ * the allocator exists.
  *
  * <p>The local counters are guarded by a private monitor held only for a few field updates,
  * never across a native call: a native call may block in Spark's {@code acquireExecutionMemory}
@@ -69,17 +71,14 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
   /** Kept reachable while native code may call it back. The user's spiller, or null. */
   private final NativeSpiller spiller;
 
-  /** The local-slack quantum Q; 0 = no local slack (every call crosses, as in exact mode). */
-  private final long quantum;
-
-  /** Guards {@link #used} and {@link #localSlack}; never held across a native call. */
+  /** Guards {@link #account}; never held across a native call. */
   private final Object lock = new Object();
 
-  /** Bytes the caller reserved through this object (local-slack mode only). */
-  private long used;
-
-  /** Bytes the Go reservation holds beyond {@link #used} (local-slack mode only). */
-  private long localSlack;
+  /**
+   * This reservation's Java-side ledger (used bytes and local slack); quantum 0 without local
+   * slack. Guarded by {@link #lock}.
+   */
+  private final LocalSlackAccount account;
 
   /** The refusal text of the last tryGrow, or null if it succeeded. */
   private volatile String lastRefusal;
@@ -97,7 +96,7 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
     this.name = name;
     this.canSpill = canSpill;
     this.spiller = spiller;
-    this.quantum = quantum;
+    this.account = new LocalSlackAccount(quantum);
   }
 
   /** The consumer name given at creation (it appears in the pool's refusal and leak reports). */
@@ -125,7 +124,7 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
    * {@code reservationSlack} 0): then every call crosses into Go.
    */
   public long slackQuantum() {
-    return quantum;
+    return account.quantum();
   }
 
   long handle() {
@@ -135,7 +134,7 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
   /** The bytes held in Go beyond {@link #size()} (0 without local slack). For tests. */
   long localSlack() {
     synchronized (lock) {
-      return localSlack;
+      return account.slack();
     }
   }
 
@@ -178,28 +177,17 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
 
   /** One tryGrow: null on success, else the pool's refusal text. */
   private String tryGrowOnce(long n) {
-    if (quantum == 0) {
-      enter();
-      try {
-        return NativeBridge.tryGrow0(handle, n);
-      } finally {
-        exit();
-      }
-    }
     long taken;
     synchronized (lock) {
       checkOpen();
-      if (n <= localSlack) {
-        localSlack -= n;
-        used += n;
+      if (account.growLocally(n)) {
         return null;
       }
       // The slack goes into this grow; a spill meanwhile cannot give it back twice.
-      taken = localSlack;
-      localSlack = 0;
+      taken = account.takeSlack();
     }
     long need = n - taken;
-    long ask = roundUp(need);
+    long ask = account.ask(need);
     boolean done = false;
     enter();
     try {
@@ -211,12 +199,11 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
       long excess;
       synchronized (lock) {
         if (refusal == null) {
-          used += n;
-          localSlack += taken + ask - n;
+          account.commitGrow(n, taken, ask);
         } else {
-          localSlack += taken;
+          account.abortGrow(taken);
         }
-        excess = trimLocked();
+        excess = account.trim();
         done = true;
       }
       giveBack(excess);
@@ -225,7 +212,7 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
       if (!done) {
         // tryGrow0 threw (an upcall's exception): the reservation is unchanged.
         synchronized (lock) {
-          localSlack += taken;
+          account.abortGrow(taken);
         }
       }
       exit();
@@ -247,27 +234,15 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
    */
   public void grow(long n) {
     checkSize("grow", n);
-    if (quantum == 0) {
-      enter();
-      try {
-        NativeBridge.grow0(handle, n);
-      } finally {
-        exit();
-      }
-      return;
-    }
     long taken;
     synchronized (lock) {
       checkOpen();
-      if (n <= localSlack) {
-        localSlack -= n;
-        used += n;
+      if (account.growLocally(n)) {
         return;
       }
-      taken = localSlack;
-      localSlack = 0;
+      taken = account.takeSlack();
     }
-    long ask = roundUp(n - taken);
+    long ask = account.ask(n - taken);
     long excess = 0;
     boolean recorded = false;
     enter();
@@ -278,10 +253,9 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
       // grow0 records its bytes even when an upcall throws (API.md), so book them either way;
       // only a normal return may give an excess (from concurrent shrinks) back.
       synchronized (lock) {
-        used += n;
-        localSlack += taken + ask - n;
+        account.commitGrow(n, taken, ask);
         if (recorded) {
-          excess = trimLocked();
+          excess = account.trim();
         }
       }
       exit();
@@ -293,36 +267,17 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
    * Shrinks by {@code n} bytes. With local slack, the bytes go to the slack, and to Go only when
    * the slack exceeds {@code 2Q}.
    *
-   * @throws IllegalArgumentException if {@code n < 0} or {@code n} exceeds {@link #size()};
-   *     nothing changes
+   * @throws IllegalArgumentException if {@code n < 0}, or if {@code n} exceeds {@link #size()}
+   *     (DataFusion's "Cannot free the capacity n out of allocated size m: invalid size", in every
+   *     mode); nothing changes
    * @throws IllegalStateException if closed
    */
   public void shrink(long n) {
     checkSize("shrink", n);
-    if (quantum == 0) {
-      enter();
-      try {
-        NativeBridge.shrink0(handle, n);
-      } finally {
-        exit();
-      }
-      return;
-    }
     long excess;
     synchronized (lock) {
       checkOpen();
-      if (n > used) {
-        throw new IllegalArgumentException(
-            "nativepool: "
-                + describe()
-                + " shrink("
-                + n
-                + "): exceeds the reserved size "
-                + used);
-      }
-      used -= n;
-      localSlack += n;
-      excess = trimLocked();
+      excess = account.shrink(n); // throws DataFusion's text if n > size(), changing nothing
     }
     giveBack(excess);
   }
@@ -334,45 +289,45 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
    * @throws IllegalStateException if closed
    */
   public long free() {
-    if (quantum == 0) {
-      enter();
-      try {
-        return NativeBridge.free0(handle);
-      } finally {
-        exit();
-      }
-    }
     long freed;
     long all;
     synchronized (lock) {
       checkOpen();
-      freed = used;
-      all = used + localSlack;
-      used = 0;
-      localSlack = 0;
+      freed = account.used();
+      all = account.clear();
     }
     giveBack(all);
     return freed;
   }
 
   /**
-   * The current size in bytes: what the caller reserved through this object. Without local slack
-   * this is the Go reservation's size (one native call); with it, a local read.
+   * The current size in bytes: what the caller reserved through this object, read from the Java
+   * ledger without crossing. It equals the Go reservation's size ({@link #nativeSize()}) whenever
+   * the local slack is 0, which quantum 0 (exact mode) keeps always.
    *
    * @throws IllegalStateException if closed
    */
   public long size() {
-    if (quantum == 0) {
-      enter();
-      try {
-        return NativeBridge.size0(handle);
-      } finally {
-        exit();
-      }
-    }
     synchronized (lock) {
       checkOpen();
-      return used;
+      return account.used();
+    }
+  }
+
+  /**
+   * The Go reservation's size in bytes, read with one native call: {@link #size()} plus the local
+   * slack, and never any Arrow memory (that has its own Go reservation). For diagnostics and tests:
+   * with no call in flight on this reservation, {@code nativeSize() == size()} whenever the local
+   * slack is 0 (always with quantum 0).
+   *
+   * @throws IllegalStateException if closed
+   */
+  public long nativeSize() {
+    enter();
+    try {
+      return NativeBridge.size0(handle);
+    } finally {
+      exit();
     }
   }
 
@@ -404,8 +359,7 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
       NativeBridge.closeReservation0(handle);
     } finally {
       synchronized (lock) {
-        used = 0;
-        localSlack = 0;
+        account.clear();
       }
       pool.forget(this);
     }
@@ -426,8 +380,7 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
   long returnSlack() {
     long s;
     synchronized (lock) {
-      s = localSlack;
-      localSlack = 0;
+      s = account.takeSlack();
     }
     if (s == 0) {
       return 0;
@@ -445,16 +398,6 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
     return s;
   }
 
-  /** Takes what exceeds {@code 2Q} out of the slack, leaving {@code Q}; call under the lock. */
-  private long trimLocked() {
-    if (localSlack <= 2 * quantum) {
-      return 0;
-    }
-    long excess = localSlack - quantum;
-    localSlack = quantum;
-    return excess;
-  }
-
   /** Shrinks the Go reservation by bytes already taken out of the local counters. */
   private void giveBack(long bytes) {
     if (bytes == 0) {
@@ -466,15 +409,6 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
     } finally {
       exit();
     }
-  }
-
-  /** {@code need} rounded up to a multiple of Q (unchanged if that would overflow). */
-  private long roundUp(long need) {
-    long rem = need % quantum;
-    if (rem == 0 || need > Long.MAX_VALUE - quantum) {
-      return need;
-    }
-    return need + quantum - rem;
   }
 
   private void checkOpen() {

@@ -9,7 +9,10 @@ package org.nativepool.spark.arrow;
 public enum ArrowStat {
   /** Bytes in live buffers the Go allocator made (Go-charged). */
   ALLOCATED,
-  /** The reservation's size (what the pool counts for it). */
+  /**
+   * The size of the Go reservation that pays for the Arrow allocator (a sibling of the
+   * reservation, of the same consumer) once the allocator exists; before, the reservation's own.
+   */
   RESERVED,
   /** Bytes charged past a refusal (imports that existed), cumulative. */
   FORCED,

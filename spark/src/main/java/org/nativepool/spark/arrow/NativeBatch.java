@@ -22,8 +22,9 @@ import org.nativepool.spark.NativeReservation;
  *       releases the batch, which runs Java's release callback; Go tracks the bytes and charges
  *       nothing.
  *   <li>{@link #copy}: a deep copy into buffers the Go allocator of a reservation makes: Go-made
- *       and Go-charged to that reservation until the last reference (this handle, and any export)
- *       is released. This is how a native operator takes ownership of data.
+ *       and Go-charged, to the same consumer as that reservation but on a Go reservation of its
+ *       own (so the reservation's {@code size()} does not change), until the last reference (this
+ *       handle, and any export) is released. This is how a native operator takes ownership of data.
  *   <li>{@link #exportTo}: Go → Java, zero-copy. The Go charge stays until Java closes the returned
  *       root (its release callback), even after this handle is closed. The importer must not charge
  *       the pool again: use {@link TaskArrowAllocators#importer()}.
@@ -140,8 +141,10 @@ public final class NativeBatch implements AutoCloseable {
   }
 
   /**
-   * Deep-copies this batch into buffers made by {@code res}'s Go allocator, charged to {@code res}
-   * until the copy is released (and, if exported, Java has released the export).
+   * Deep-copies this batch into buffers made by {@code res}'s Go allocator, charged to the
+   * consumer of {@code res} until the copy is released (and, if exported, Java has released the
+   * export). The charge is on the allocator's own Go reservation, not on {@code res}: {@code
+   * res.size()} and {@code res.nativeSize()} do not change.
    *
    * @throws ArrowMemoryExhaustedException if the pool refuses the copy (nothing is charged)
    * @throws IllegalStateException if this batch, the reservation or its allocator is closed

@@ -27,6 +27,11 @@ final class ArrowTask {
   final TaskArrowAllocators arrows;
 
   ArrowTask(long taskAttemptId, long offHeapBytes) {
+    this(taskAttemptId, offHeapBytes, 0);
+  }
+
+  /** A task whose pool takes {@code chunk}-byte chunks from Spark (0: exact mode). */
+  ArrowTask(long taskAttemptId, long offHeapBytes, long chunk) {
     SparkConf conf =
         new SparkConf(false)
             .set("spark.memory.offHeap.enabled", "true")
@@ -35,7 +40,7 @@ final class ArrowTask {
     umm = new UnifiedMemoryManager(conf, heap, heap / 2, 1);
     tmm = new TaskMemoryManager(umm, taskAttemptId);
     up = new SparkTaskUpstream(tmm, taskAttemptId);
-    pool = TaskPool.open(up, taskAttemptId, PoolKind.GREEDY_UNIFIED, 0, 0);
+    pool = TaskPool.open(up, taskAttemptId, PoolKind.GREEDY_UNIFIED, 0, chunk);
     arrows = TaskArrowAllocators.open(pool);
   }
 
