@@ -16,18 +16,16 @@ func (p *unifiedPool) giveBack(n int64, e *consumerBytes, part int64) error {
 		return nil
 	}
 	p.counters.releaseCalls.Add(1)
-	settled := false
+	released := false // stays false if Release fails or panics
 	defer func() {
-		if !settled {
+		if !released {
 			p.counters.upstreamErrors.Add(1)
-			p.settleReturn(n, e, part, false)
 		}
+		p.settleReturn(n, e, part, released)
 	}()
 	err := p.up.Release(n)
-	settled = true
-	p.settleReturn(n, e, part, err == nil)
+	released = err == nil
 	if err != nil {
-		p.counters.upstreamErrors.Add(1)
 		p.logger.Error("pool: upstream Release failed; the bytes stay charged and go back at the next sweep",
 			"pool", p.label, "bytes", n, "err", err)
 		return fmt.Errorf("pool: %s: releasing %d bytes upstream: %w", p.label, n, err)
@@ -157,17 +155,16 @@ func (p *unifiedPool) growSlow(e *consumerBytes, n, need, now int64) {
 
 	p.mu.Lock()
 	p.mu.pending -= need
+	p.mu.held += got
 	var rel int64
 	if p.mu.closed {
 		// Close swept the ledger (reporting n as leaked) while we waited:
 		// the grant goes straight back and the grow counts as late.
-		p.mu.held += got
 		rel = p.bookReturnLocked(got)
 		p.counters.lateGrows.Add(1)
 		p.logger.Error("pool: Grow completed after Close; its grant goes back",
 			"pool", p.label, "consumer", e.c.String(), "bytes", n, "granted", got)
 	} else {
-		p.mu.held += got
 		if got < need {
 			p.mu.overcommit += need - got
 		}
@@ -280,8 +277,7 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64) error {
 	}
 	// Roll back: the bytes leave the reservation, and whatever was granted
 	// repays the debt before any of it goes back upstream.
-	p.addLocked(e, -n)
-	p.dropIfIdleLocked(e)
+	p.unbookLocked(e, n)
 	rel := p.trimLocked()
 	var out error
 	if err != nil {
@@ -356,9 +352,8 @@ func (p *unifiedPool) Shrink(r *Reservation, n int64) {
 		p.mu.Unlock()
 		panic(releaseOverflow(n, held, c))
 	}
-	p.addLocked(e, -n)
+	p.unbookLocked(e, n)
 	now := p.commitLocked(-n)
-	p.dropIfIdleLocked(e)
 	rel := p.trimLocked() // the freed bytes are slack now: they repay overcommit first
 	part := min(rel, n)
 	e.returning += part
