@@ -42,6 +42,15 @@ type fairSpiller struct {
 	reserved int64
 }
 
+// held is what the pool recorded for the consumer (0 for no entry). The
+// caller holds fairPool.mu.
+func (s *fairSpiller) held() int64 {
+	if s == nil {
+		return 0
+	}
+	return s.reserved
+}
+
 // NewFair returns DataFusion's FairSpillPool: a pool of size bytes in which
 // unspillable consumers are served first come, first served, and each
 // spillable consumer may hold at most an equal share of what the
@@ -146,11 +155,7 @@ func (p *fairPool) Shrink(r *Reservation, n int64) {
 		p.mu.unspillable -= n
 	} else {
 		s := p.lookupLocked(c)
-		if s == nil || n > s.reserved {
-			var held int64
-			if s != nil {
-				held = s.reserved
-			}
+		if held := s.held(); n > held {
 			p.mu.Unlock()
 			panic(releaseOverflow(n, held, c))
 		}

@@ -344,11 +344,7 @@ func (p *unifiedPool) Shrink(r *Reservation, n int64) {
 		return
 	}
 	e := p.lookupLocked(c)
-	if e == nil || e.bytes < n {
-		var held int64
-		if e != nil {
-			held = e.bytes
-		}
+	if held := e.held(); held < n {
 		p.mu.Unlock()
 		panic(releaseOverflow(n, held, c))
 	}

@@ -119,6 +119,15 @@ type consumerBytes struct {
 	regs   int // open registrations
 }
 
+// held is what the pool recorded for the consumer (0 for no entry). The
+// caller holds unifiedPool.mu.
+func (e *consumerBytes) held() int64 {
+	if e == nil {
+		return 0
+	}
+	return e.bytes
+}
+
 // unifiedCounters are the monotonic counters of UnifiedStats, atomics so that
 // the upstream helpers can count without the lock.
 type unifiedCounters struct {
