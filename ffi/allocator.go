@@ -325,17 +325,24 @@ func (a *Allocator) reserve(g int64) error {
 
 // reserveForced charges g bytes that already exist: TryGrow, and if the pool
 // refuses, Grow past its limit and count the bytes as forced (CockroachDB's
-// limited-then-unlimited account). It fails only if the allocator or the
-// reservation is closed.
+// limited-then-unlimited account). It fails, changing nothing, if the
+// allocator or the reservation is closed, or if upstream fails during the
+// Grow.
 func (a *Allocator) reserveForced(g int64) error {
 	err := a.reserve(g)
 	if err == nil || !errors.Is(err, pool.ErrResourcesExhausted) {
 		return err
 	}
-	if a.res.Closed() {
-		return a.closedErr()
+	if err := a.res.GrowReporting(g); err != nil {
+		if errors.Is(err, pool.ErrClosed) { // nothing was recorded
+			return a.closedErr()
+		}
+		// Recorded, but upstream failed (a Java exception for pools
+		// bridged to Spark, such as a task kill): the bytes go back and the
+		// caller fails with that failure, leaving nothing charged.
+		_, _ = a.res.TryShrink(g)
+		return err
 	}
-	a.res.Grow(g)
 	if a.charged.Add(g) < 0 {
 		a.charged.Add(-g)
 		_, _ = a.res.TryShrink(g)

@@ -63,7 +63,7 @@ func Java_org_nativepool_spark_NativeBridge_releaseBatch0(env *jniEnv, _ jclass,
 //export Java_org_nativepool_spark_NativeBridge_arrowStats0
 func Java_org_nativepool_spark_NativeBridge_arrowStats0(env *jniEnv, _ jclass, res jlong) (stats jlongArray) {
 	var err error
-	c := beginLocal()
+	c := begin()
 	defer func() { c.end(env, recover(), err) }()
 	a, err := process.ArrowStats(int64(res))
 	if err != nil {
@@ -75,7 +75,7 @@ func Java_org_nativepool_spark_NativeBridge_arrowStats0(env *jniEnv, _ jclass, r
 //export Java_org_nativepool_spark_NativeBridge_processArrowStats0
 func Java_org_nativepool_spark_NativeBridge_processArrowStats0(env *jniEnv, _ jclass) (stats jlongArray) {
 	var err error
-	c := beginLocal()
+	c := begin()
 	defer func() { c.end(env, recover(), err) }()
 	return goLongsToJava(env, process.ProcessArrowStats())
 }
@@ -83,7 +83,7 @@ func Java_org_nativepool_spark_NativeBridge_processArrowStats0(env *jniEnv, _ jc
 //export Java_org_nativepool_spark_NativeBridge_configureArrow0
 func Java_org_nativepool_spark_NativeBridge_configureArrow0(env *jniEnv, _ jclass, allocationSites jboolean) {
 	var err error
-	c := beginLocal()
+	c := begin()
 	defer func() { c.end(env, recover(), err) }()
 	process.ConfigureArrow(ArrowSettings{AllocationSites: allocationSites != 0})
 }

@@ -34,7 +34,6 @@ type Bridge struct {
 	pools        *handleTable[*poolHandle]
 	reservations *handleTable[*reservationHandle]
 	registry     *taskshared.Registry
-	exceptions   exceptionRouter
 	logger       *slog.Logger
 	settings     atomic.Pointer[Settings]
 	arrow        arrowState // Arrow batches and allocators (arrow.go); zero value ready
@@ -160,10 +159,10 @@ func (tp *taskPool) Unwrap() pool.Pool { return tp.top }
 // with the consumers' names, and the Bridge counts it), stops the threshold
 // watches, and releases the upstream's global ref once no upcall uses it.
 //
-// It always returns nil: the leak has been logged by the pool already (the
-// registry would log it a second time), and a failed release has been
-// logged by the pool and, if releaseMemory threw, is rethrown by closePool0
-// through the exception router.
+// It returns a failed final release (a *JavaException when releaseMemory
+// threw), which closePool0 rethrows; not the leak, which the pool has
+// logged already (the registry would log it a second time) and the Bridge
+// counts.
 func (tp *taskPool) Close() error {
 	tp.calls.closeAndWait()
 	tp.bridge.closeArrowOfPool(tp) // before the pool takes the reservations' bytes back
@@ -175,7 +174,25 @@ func (tp *taskPool) Close() error {
 	var leak *pool.LeakError
 	errors.As(err, &leak)
 	tp.bridge.markClosed(tp, leak)
-	return nil
+	return withoutLeak(err)
+}
+
+// withoutLeak is a unified pool's Close error without its *pool.LeakError.
+func withoutLeak(err error) error {
+	if _, ok := err.(*pool.LeakError); ok {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	var rest []error
+	for _, e := range j.Unwrap() {
+		if _, leak := e.(*pool.LeakError); !leak {
+			rest = append(rest, e)
+		}
+	}
+	return errors.Join(rest...)
 }
 
 // poolHandle is one openPool0 result: a reference to the task's pool.
@@ -309,15 +326,14 @@ func (b *Bridge) retireLocked(tp *taskPool) {
 // pool (taskPool.Close): everything still held goes back through the
 // upstream, leaks are logged with consumer names and counted, the upstream
 // is released. A second close of the same handle fails with errStaleHandle.
-// A Java exception thrown by the final releaseMemory reaches the caller
-// through the exception router, not as the error.
+// A failed final release (a *JavaException when releaseMemory threw) is
+// returned by the close that closed the pool.
 func (b *Bridge) ClosePool(h int64) error {
 	ph, err := b.pools.Remove(h)
 	if err != nil {
 		return err
 	}
-	ph.shared.Close()
-	return nil
+	return ph.shared.CloseReporting()
 }
 
 // pool looks up a pool handle.
@@ -353,7 +369,7 @@ func (b *Bridge) NewReservation(h int64, name string, canSpill bool, spiller own
 	rh := &reservationHandle{r: c.Register(tp.top), tp: tp, spiller: spiller}
 	id, err := b.reservations.Insert(rh)
 	if err != nil {
-		b.closeReservation(rh)
+		_ = b.closeReservation(rh) // empty: nothing to release
 		return 0, err
 	}
 	return id, nil
@@ -379,43 +395,27 @@ func (b *Bridge) TryGrow(h, n int64) error {
 	return rh.r.TryGrow(n)
 }
 
-// Grow reserves n more bytes unconditionally: a short grant (or a failed
-// acquire, rethrown by the export) becomes overcommit. A negative n wraps
+// Grow reserves n more bytes unconditionally: a short grant becomes
+// overcommit, and so does a failed acquire, whose *JavaException is then
+// returned (the bytes are recorded all the same, API.md). A negative n wraps
 // pool.ErrInvalidSize and a closed reservation pool.ErrClosed; the
 // reservation is then unchanged.
-func (b *Bridge) Grow(h, n int64) (err error) {
+func (b *Bridge) Grow(h, n int64) error {
 	rh, err := b.reservation(h)
 	if err != nil {
 		return err
 	}
-	if n < 0 {
-		return fmt.Errorf("pool: Grow(%d): negative size: %w", n, pool.ErrInvalidSize)
-	}
-	r := rh.r
 	if !rh.tp.calls.enterAcquire() {
-		return rh.tp.closingError("Grow", n, r)
+		return rh.tp.closingError("Grow", n, rh.r)
 	}
 	defer rh.tp.calls.exit()
-	defer func() {
-		// Grow panics on a reservation closed by a concurrent
-		// closeReservation0 after our lookup: report that as closed.
-		if p := recover(); p != nil {
-			if !r.Closed() {
-				panic(p)
-			}
-			err = fmt.Errorf("pool: Grow(%d) on %s: %w", n, r, pool.ErrClosed)
-		}
-	}()
-	if r.Closed() {
-		return fmt.Errorf("pool: Grow(%d) on %s: %w", n, r, pool.ErrClosed)
-	}
-	r.Grow(n)
-	return nil
+	return rh.r.GrowReporting(n)
 }
 
 // Shrink gives back n bytes. n > size or n < 0 wraps pool.ErrInvalidSize
 // (with DataFusion's "Cannot free the capacity" text), a closed reservation
-// pool.ErrClosed; the reservation is then unchanged.
+// pool.ErrClosed; the reservation is then unchanged. A failed release is
+// returned after the shrink took effect (the pool keeps the bytes owed).
 func (b *Bridge) Shrink(h, n int64) error {
 	rh, err := b.reservation(h)
 	if err != nil {
@@ -424,11 +424,11 @@ func (b *Bridge) Shrink(h, n int64) error {
 	if rh.tp.calls.enterRelease() {
 		defer rh.tp.calls.exit()
 	}
-	_, err = rh.r.TryShrink(n)
-	return err
+	return rh.r.ShrinkReporting(n)
 }
 
-// Free gives back every byte of the reservation and returns how many.
+// Free gives back every byte of the reservation and returns how many, and
+// a failed release as Shrink does.
 func (b *Bridge) Free(h int64) (int64, error) {
 	rh, err := b.reservation(h)
 	if err != nil {
@@ -437,7 +437,7 @@ func (b *Bridge) Free(h int64) (int64, error) {
 	if rh.tp.calls.enterRelease() {
 		defer rh.tp.calls.exit()
 	}
-	return rh.r.Free(), nil
+	return rh.r.FreeReporting()
 }
 
 // Size is the reservation's current size.
@@ -451,17 +451,20 @@ func (b *Bridge) Size(h int64) (int64, error) {
 
 // CloseReservation frees and closes the reservation; its handle becomes
 // stale (a second close fails with errStaleHandle) and its spiller is
-// released once no reclaim is calling it.
+// released once no reclaim is calling it. A failed final release is
+// returned after the close.
 func (b *Bridge) CloseReservation(h int64) error {
 	rh, err := b.reservations.Remove(h)
 	if err != nil {
 		return err
 	}
-	b.closeReservation(rh)
-	return nil
+	return b.closeReservation(rh)
 }
 
-func (b *Bridge) closeReservation(rh *reservationHandle) {
+// closeReservation closes rh's Arrow allocator and reservation and
+// releases its spiller; it returns a failed final release (the close has
+// happened all the same).
+func (b *Bridge) closeReservation(rh *reservationHandle) error {
 	if rh.tp.calls.enterRelease() {
 		defer rh.tp.calls.exit()
 	}
@@ -478,15 +481,16 @@ func (b *Bridge) closeReservation(rh *reservationHandle) {
 		b.mu.Unlock()
 	}()
 	b.closeArrow(rh) // the allocator gives its charge back before the reservation closes
-	rh.r.Close()
+	return rh.r.CloseReporting()
 }
 
 // Reclaim is Spark's spill of the task's consumer: it returns the pool's
 // slack, then asks spillable consumers (largest first) to spill, and
 // returns exactly the bytes released to Spark during the call. A closed or
-// closing pool reclaims nothing (its close returns everything). Spiller
-// failures are counted; a failed release is returned (a *JavaException when
-// releaseMemory threw).
+// closing pool reclaims nothing (its close returns everything). A failed
+// spiller is counted and skipped, and its error returned with any failed
+// release, joined, after the reclaim has finished (a *JavaException when
+// spill or releaseMemory threw).
 func (b *Bridge) Reclaim(h, target int64) (int64, error) {
 	ph, err := b.pool(h)
 	if err != nil {
@@ -496,7 +500,7 @@ func (b *Bridge) Reclaim(h, target int64) (int64, error) {
 		return 0, nil
 	}
 	defer ph.tp.calls.exit()
-	return ph.tp.unified.Reclaim(target)
+	return ph.tp.unified.ReclaimReporting(target)
 }
 
 // PoolStats returns the pool's statistics laid out as poolStats0 (poolStatFields).

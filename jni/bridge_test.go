@@ -292,11 +292,13 @@ func TestReclaimSpillsThroughReentrantShrinks(t *testing.T) {
 	up.requireSane(t)
 }
 
-// TestUpcallExceptionSwallowedByGrowIsRoutedToTheExport shows why the
-// exception router exists: Grow cannot fail, so the pool records a failed
-// acquire as overcommit and only logs the error; the export claims the
-// JavaException its goroutine raised and rethrows it.
-func TestUpcallExceptionSwallowedByGrowIsRoutedToTheExport(t *testing.T) {
+// An upcall's Java exception comes back from every Bridge call as its
+// error, by return value, also where the pool records the operation anyway:
+// Grow records a failed acquire as overcommit and returns the exception;
+// Shrink, Free, CloseReservation and ClosePool return a failed release after
+// shrinking; Reclaim returns a failed spiller after the reclaim. No
+// exception is left behind for another call to find.
+func TestUpcallExceptionsReachTheCallThatRaisedThemAsItsError(t *testing.T) {
 	b, logs := newTestBridge(t)
 	refs := &refLog{}
 	up := newFakeUpstream(1000)
@@ -304,47 +306,80 @@ func TestUpcallExceptionSwallowedByGrowIsRoutedToTheExport(t *testing.T) {
 	r := mustReserve(t, b, p, "r", false, nil)
 
 	killed := newJavaException("java.lang.InterruptedException", "killed", "acquireMemory", 0xbeef, refs.delete)
-	up.setBefore(func(op string, _ int64) {
-		if op == "acquire" {
-			b.exceptions.record(killed) // what jvmUpstream does on the calling goroutine
-			up.failNextAcquire(killed)
-		}
-	})
-	mark := b.exceptions.mark()
-	require.NoError(t, b.Grow(r, 100))
-	claimed := b.exceptions.claim(mark)
-	f := settle(nil, claimed)
+	up.failNextAcquire(killed)
+	err := b.Grow(r, 100)
+	f := settle(err)
 	assert.Equal(t, throwJava, f.kind)
 	assert.Same(t, killed, f.java)
 	assert.Equal(t, "java.lang.InterruptedException: killed (in acquireMemory)", f.msg)
 	assert.Len(t, logs.lines("upstream Acquire failed during Grow"), 1)
-
 	stats, _ := b.PoolStats(p)
 	assert.Equal(t, int64(100), stats[StatOvercommit], "the grow is recorded; Spark granted nothing")
 	assert.Equal(t, int64(0), stats[StatHeld])
+	assert.Equal(t, uintptr(0xbeef), f.java.take())
 
-	// TryGrow returns it as its error: the same exception, thrown once.
-	up.setBefore(nil)
+	// TryGrow returns it as its error and records nothing.
 	oom := newJavaException("org.apache.spark.memory.SparkOutOfMemoryError", "no", "acquireMemory", 0xf00d, refs.delete)
-	up.setBefore(func(op string, _ int64) {
-		if op == "acquire" {
-			b.exceptions.record(oom)
-			up.failNextAcquire(oom)
-		}
-	})
-	mark = b.exceptions.mark()
-	err := b.TryGrow(r, 10)
-	claimed = b.exceptions.claim(mark)
-	f = settle(err, claimed)
+	up.failNextAcquire(oom)
+	err = b.TryGrow(r, 10)
+	f = settle(err)
 	assert.Same(t, oom, f.java)
 	assert.Empty(t, refs.list(), "the chosen exception is not discarded")
 	assert.Equal(t, uintptr(0xf00d), f.java.take())
-	assert.Zero(t, b.exceptions.unclaimed())
+	size, _ := b.Size(r)
+	assert.Equal(t, int64(100), size)
 
-	up.setBefore(nil)
-	require.NoError(t, b.Shrink(r, 100))
-	require.NoError(t, b.CloseReservation(r))
+	// A failed release: the shrink happened, the bytes stay owed, and the
+	// exception is the call's error.
+	require.NoError(t, b.TryGrow(r, 900)) // repays the overcommit, holds 1000 from Spark
+	relFailed := newJavaException("java.lang.IllegalStateException", "refused", "releaseMemory", 0xabc, refs.delete)
+	up.FailReleases(relFailed)
+	err = b.Shrink(r, 500)
+	assert.Same(t, relFailed, settle(err).java)
+	size, _ = b.Size(r)
+	assert.Equal(t, int64(500), size, "the shrink took effect")
+	assert.Equal(t, int64(1000), up.Held(), "Spark released nothing")
+	relFailed.take()
+
+	closeFailed := newJavaException("java.lang.IllegalStateException", "refused again", "releaseMemory", 0xdef, refs.delete)
+	up.FailReleases(closeFailed)
+	err = b.CloseReservation(r)
+	assert.Same(t, closeFailed, settle(err).java)
+	closeFailed.take()
+
+	lastFailed := newJavaException("java.lang.IllegalStateException", "last", "releaseMemory", 0x123, refs.delete)
+	up.FailReleases(lastFailed)
+	err = b.ClosePool(p)
+	assert.Same(t, lastFailed, settle(err).java, "the close that closed the pool returns its failed release")
+	lastFailed.take()
+	up.FailReleases(nil)
+	assert.Empty(t, refs.list())
+}
+
+func TestReclaimReturnsTheSpillersJavaExceptionAfterReclaimingTheRest(t *testing.T) {
+	b, _ := newTestBridge(t)
+	refs := &refLog{}
+	up := newFakeUpstream(1 << 20)
+	p := mustOpen(t, b, 2, KindGreedyUnified, 0, 0, up)
+	ioErr := newJavaException("java.io.IOException", "disk full", "spill", 0x10, refs.delete)
+	broken := mustReserve(t, b, p, "broken", true, &fakeSpiller{spill: func(int64) (int64, error) { return 0, ioErr }})
+	require.NoError(t, b.TryGrow(broken, 500))
+	var good int64
+	good = mustReserve(t, b, p, "good", true, &fakeSpiller{spill: func(target int64) (int64, error) {
+		return target, b.Shrink(good, target)
+	}})
+	require.NoError(t, b.TryGrow(good, 100))
+
+	freed, err := b.Reclaim(p, 100)
+
+	assert.Equal(t, int64(100), freed, "the failed spiller is skipped, the next one spills")
+	f := settle(err)
+	assert.Same(t, ioErr, f.java)
+	f.java.take()
+	require.NoError(t, b.CloseReservation(broken))
+	require.NoError(t, b.CloseReservation(good))
 	require.NoError(t, b.ClosePool(p))
+	assert.Empty(t, refs.list())
 }
 
 func TestThresholdCrossingsAreLoggedAsWarnings(t *testing.T) {

@@ -31,7 +31,7 @@
 //	upstream.go    jvmUpstream: pool.Upstream over NativeUpstream
 //	spiller.go     jvmSpiller: pool.Spiller over NativeSpiller
 //	globalref.go   sharedRef: a global ref that upcalls use while it may close
-//	exception.go   JavaException and the exception router
+//	exception.go   JavaException: a Java throwable as a Go error
 //	failure.go     which Java exception an export throws
 //	arrow.go       Arrow batches across the C Data Interface: one ffi.Allocator
 //	               per reservation handle, batch handles (API.md)
@@ -96,13 +96,20 @@
 //
 // A Java exception raised by an upcall becomes a *JavaException, a Go error
 // that is not pool.ErrResourcesExhausted and that keeps a global ref to the
-// original throwable. The export whose call raised it rethrows exactly that
-// throwable (Throw, then DeleteGlobalRef), so an InterruptedException from
-// Spark's task kill or a SparkOutOfMemoryError reaches Java unchanged. The
-// exception router (exception.go) makes this hold even when the pool had to
-// swallow the error (Grow turns a failed acquire into overcommit; a failed
-// release or spiller is logged and counted). Refs that are not rethrown are
-// deleted.
+// original throwable. It travels back to the export as (part of) the error
+// of the Bridge call that made the upcall, by return value only: where the
+// pool's plain forms would swallow it (Grow turns a failed acquire into
+// overcommit; a failed release is kept owed; a failed spiller is skipped),
+// the Bridge calls the reporting forms (pool.Reservation.GrowReporting,
+// ShrinkReporting, FreeReporting, CloseReporting,
+// pool.Unified.ReclaimReporting, taskshared.Handle.CloseReporting), which
+// move the bytes exactly as the plain forms and return the failure. The
+// export rethrows exactly that throwable (Throw, then DeleteGlobalRef), so
+// an InterruptedException from Spark's task kill or a SparkOutOfMemoryError
+// reaches Java unchanged; other exceptions in the same error are discarded,
+// and one dropped on the way (the pool logs a failed release of surplus
+// slack after a successful tryGrow0 and goes on) has its ref deleted by a
+// cleanup once unreachable.
 //
 // Every export begins with a deferred recover: a Go panic becomes
 // RuntimeException("nativepool: panic: …") (and a slog error with the
@@ -120,8 +127,8 @@
 // Goroutine-local storage (timandy/routine) is not used at the JNI
 // boundary: a value set there would survive the call and leak into
 // unrelated Java threads that later reuse the same Go M. No export sets
-// taskshared's current task; the only per-goroutine bookkeeping, the
-// exception router's entries, is claimed before each export returns.
+// taskshared's current task, and nothing is kept per goroutine or per call
+// between calls.
 //
 // The process registry (process.go) is the only package-level state: the
 // handle tables, the task-shared registry, the configure0 settings and the

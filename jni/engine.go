@@ -90,12 +90,13 @@ func (b *Bridge) JoinTaskPool(taskAttemptID int64) (*taskshared.Handle, error) {
 // becomes RuntimeException("nativepool: panic: …") and never crosses into
 // the JVM; a Java exception raised by an upcall made during the call
 // (acquireMemory, releaseMemory, a spiller; an InterruptedException when
-// Spark kills the task) is rethrown as the original throwable, even when
-// the pool swallowed it; and err is thrown as the exception it maps to
+// Spark kills the task) is rethrown as the original throwable when it is
+// inside err (return the error of the pool call that raised it: TryGrow,
+// or the reporting forms such as pool.Reservation.GrowReporting and
+// pool.Unified.ReclaimReporting); and err is thrown as the exception it maps to
 // (ErrIllegalArgument, ErrIllegalState, pool.ErrInvalidSize, pool.ErrClosed;
 // else RuntimeException). An EngineCall is a value used by one goroutine;
-// the zero EngineCall claims no upcall exceptions (a call that never
-// reaches the pool may use it).
+// the zero EngineCall is ready to use.
 type EngineCall struct{ c call }
 
 // BeginEngineCall starts an engine's native method that may reach the pool

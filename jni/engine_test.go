@@ -41,7 +41,7 @@ func TestJoinTaskPoolWithoutAnOpenPoolIsIllegalStateAndCreatesNothing(t *testing
 	_, err := b.JoinTaskPool(5)
 	require.ErrorIs(t, err, ErrIllegalState)
 	assert.Equal(t, "jni: JoinTaskPool(task 5): the task has no open pool (open it from Java with TaskPool first): illegal state", err.Error())
-	assert.Equal(t, throwIllegalState, settle(engineError(err), nil).kind)
+	assert.Equal(t, throwIllegalState, settle(engineError(err)).kind)
 	assert.Zero(t, b.registry.Len(), "a failed join leaves no entry behind")
 
 	// After the task's last handle closed, a join fails the same way: it
@@ -106,7 +106,7 @@ func TestEngineErrorsThrowTheirJavaExceptionWithTheErrorText(t *testing.T) {
 		{"java exception wins over the sentinel", fmt.Errorf("sort: %w: %w", ErrIllegalState, java), throwJava, java.Error()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := settle(engineError(tc.err), nil)
+			f := settle(engineError(tc.err))
 			assert.Equal(t, tc.kind, f.kind)
 			assert.Equal(t, tc.msg, f.msg)
 		})

@@ -25,7 +25,7 @@ import (
 //export Java_org_nativepool_spark_NativeBridge_init0
 func Java_org_nativepool_spark_NativeBridge_init0(env *jniEnv, _ jclass) {
 	var err error
-	c := beginLocal()
+	c := begin()
 	defer func() { c.end(env, recover(), err) }()
 	if rc := C.np_init(env); rc != npOK && !exceptionPending(env) {
 		err = npStatusError("init0", rc)
@@ -35,10 +35,10 @@ func Java_org_nativepool_spark_NativeBridge_init0(env *jniEnv, _ jclass) {
 //export Java_org_nativepool_spark_NativeBridge_openPool0
 func Java_org_nativepool_spark_NativeBridge_openPool0(env *jniEnv, _ jclass, taskAttemptID jlong, kind jint, poolSize, chunkSize jlong, upstream jobject) (h jlong) {
 	var err error
-	c := beginLocal()
+	c := begin()
 	defer func() { c.end(env, recover(), err) }()
 	var up *jvmUpstream
-	if up, err = newJVMUpstream(env, upstream, &process.exceptions); err != nil {
+	if up, err = newJVMUpstream(env, upstream); err != nil {
 		return 0
 	}
 	id, err := process.OpenPool(int64(taskAttemptID), int32(kind), int64(poolSize), int64(chunkSize), up)
@@ -56,7 +56,7 @@ func Java_org_nativepool_spark_NativeBridge_closePool0(env *jniEnv, _ jclass, po
 //export Java_org_nativepool_spark_NativeBridge_newReservation0
 func Java_org_nativepool_spark_NativeBridge_newReservation0(env *jniEnv, _ jclass, poolHandle jlong, consumerName jstring, canSpill jboolean, spiller jobject) (h jlong) {
 	var err error
-	c := beginLocal()
+	c := begin()
 	defer func() { c.end(env, recover(), err) }()
 	name, ok, err := javaStringToGo(env, consumerName)
 	if err != nil {
@@ -66,7 +66,7 @@ func Java_org_nativepool_spark_NativeBridge_newReservation0(env *jniEnv, _ jclas
 		err = fmt.Errorf("nativepool: newReservation: consumer name is null: %w", errInvalidArgument)
 		return 0
 	}
-	s, err := newJVMSpiller(env, spiller, &process.exceptions)
+	s, err := newJVMSpiller(env, spiller)
 	if err != nil {
 		return 0
 	}
@@ -121,7 +121,7 @@ func Java_org_nativepool_spark_NativeBridge_free0(env *jniEnv, _ jclass, res jlo
 //export Java_org_nativepool_spark_NativeBridge_size0
 func Java_org_nativepool_spark_NativeBridge_size0(env *jniEnv, _ jclass, res jlong) (size jlong) {
 	var err error
-	c := beginLocal()
+	c := begin()
 	defer func() { c.end(env, recover(), err) }()
 	n, err := process.Size(int64(res))
 	return jlong(n)
@@ -147,7 +147,7 @@ func Java_org_nativepool_spark_NativeBridge_reclaim0(env *jniEnv, _ jclass, pool
 //export Java_org_nativepool_spark_NativeBridge_poolStats0
 func Java_org_nativepool_spark_NativeBridge_poolStats0(env *jniEnv, _ jclass, poolHandle jlong) (stats jlongArray) {
 	var err error
-	c := beginLocal()
+	c := begin()
 	defer func() { c.end(env, recover(), err) }()
 	a, err := process.PoolStats(int64(poolHandle))
 	if err != nil {
@@ -159,7 +159,7 @@ func Java_org_nativepool_spark_NativeBridge_poolStats0(env *jniEnv, _ jclass, po
 //export Java_org_nativepool_spark_NativeBridge_processStats0
 func Java_org_nativepool_spark_NativeBridge_processStats0(env *jniEnv, _ jclass) (stats jlongArray) {
 	var err error
-	c := beginLocal()
+	c := begin()
 	defer func() { c.end(env, recover(), err) }()
 	return goLongsToJava(env, process.ProcessStats().array())
 }
@@ -167,7 +167,7 @@ func Java_org_nativepool_spark_NativeBridge_processStats0(env *jniEnv, _ jclass)
 //export Java_org_nativepool_spark_NativeBridge_configure0
 func Java_org_nativepool_spark_NativeBridge_configure0(env *jniEnv, _ jclass, logging jboolean, thresholds jlongArray) {
 	var err error
-	c := beginLocal()
+	c := begin()
 	defer func() { c.end(env, recover(), err) }()
 	th, err := javaLongsToGo(env, thresholds)
 	if err != nil {

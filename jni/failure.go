@@ -76,23 +76,20 @@ type failure struct {
 	java *JavaException
 }
 
-// settle decides what an export throws, given the error its call returned
-// and the Java exceptions its upcalls raised (claimed from the
-// exceptionRouter). A Java exception always wins, because it is what Spark
-// raised (a task kill, an OOM) and the Go error is only its consequence: the
-// one inside err if there is one, else the first one claimed (which the pool
-// swallowed: Grow, Shrink, a spiller). Every other claimed exception is
-// discarded (its global ref deleted). Without exceptions, err is classified.
-func settle(err error, claimed []*JavaException) failure {
-	if err == nil && len(claimed) == 0 {
+// settle decides what an export throws, given the error its call returned.
+// A Java exception inside err always wins, because it is what Spark raised
+// (a task kill, an OOM) and the rest of err is only its consequence: the
+// first one found (errors.As's order); every other one in err is discarded
+// (its global ref deleted). Without one, err is classified.
+func settle(err error) failure {
+	if err == nil {
 		return failure{}
 	}
 	var chosen *JavaException
-	if !errors.As(err, &chosen) && len(claimed) > 0 {
-		chosen = claimed[0]
-	}
-	for _, e := range claimed {
-		if e != chosen {
+	for _, e := range javaExceptions(err) {
+		if chosen == nil {
+			chosen = e
+		} else {
 			e.discard()
 		}
 	}

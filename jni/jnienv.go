@@ -175,11 +175,8 @@ func describeThrowable(ref uintptr) (class, message string) {
 }
 
 // newUpcallException wraps the global ref of a throwable raised by upcall
-// into a *JavaException and records it with router for the export running
-// on this goroutine.
-func newUpcallException(router *exceptionRouter, upcall string, ref uintptr) *JavaException {
+// into a *JavaException, which the upcall returns as its error.
+func newUpcallException(upcall string, ref uintptr) *JavaException {
 	class, message := describeThrowable(ref)
-	e := newJavaException(class, message, upcall, ref, deleteGlobalRef)
-	router.record(e)
-	return e
+	return newJavaException(class, message, upcall, ref, deleteGlobalRef)
 }

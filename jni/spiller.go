@@ -18,20 +18,19 @@ import (
 // reservation through shrink0 before returning, re-entering Go on the same
 // thread, so no Go lock is held here.
 //
-// A Java exception comes back as a *JavaException (recorded with the
-// exception router, so reclaim0 rethrows it). A negative result is reported
+// A Java exception comes back as a *JavaException, which the pool's
+// ReclaimReporting returns, so reclaim0 rethrows it. A negative result is reported
 // as an error. After close (the reservation was closed) Spill returns 0
 // without calling Java, and the global ref is deleted once the upcalls in
 // flight have returned. A jvmSpiller is safe for concurrent use; the zero
 // value is closed.
 type jvmSpiller struct {
-	ref    *sharedRef
-	router *exceptionRouter
+	ref *sharedRef
 }
 
 // newJVMSpiller makes a global ref to spiller, a local ref of the calling
 // native method; a null spiller gives nil, nil.
-func newJVMSpiller(env *jniEnv, spiller jobject, router *exceptionRouter) (*jvmSpiller, error) {
+func newJVMSpiller(env *jniEnv, spiller jobject) (*jvmSpiller, error) {
 	if spiller == 0 {
 		return nil, nil
 	}
@@ -39,7 +38,7 @@ func newJVMSpiller(env *jniEnv, spiller jobject, router *exceptionRouter) (*jvmS
 	if ref == 0 {
 		return nil, fmt.Errorf("nativepool: NewGlobalRef of the spiller failed")
 	}
-	return &jvmSpiller{ref: newSharedRef(ref, deleteGlobalRef), router: router}, nil
+	return &jvmSpiller{ref: newSharedRef(ref, deleteGlobalRef)}, nil
 }
 
 // Spill implements pool.Spiller: spill(target).
@@ -58,7 +57,7 @@ func (s *jvmSpiller) Spill(target int64) (int64, error) {
 		}
 		return int64(freed), nil
 	case npException:
-		return 0, newUpcallException(s.router, "spill", uintptr(exc))
+		return 0, newUpcallException("spill", uintptr(exc))
 	default:
 		return 0, npStatusError("spill", rc)
 	}

@@ -30,27 +30,20 @@ import (
 //export Java_org_nativepool_spark_NativeBridge_goroutineTryGrow0
 func Java_org_nativepool_spark_NativeBridge_goroutineTryGrow0(env *jniEnv, _ jclass, res, n jlong, exitThread jboolean) (refusal jstring) {
 	var err error
-	c := beginLocal()
+	c := begin()
 	defer func() { c.end(env, recover(), err) }()
-	type result struct {
-		err     error
-		claimed []*JavaException
-	}
-	done := make(chan result)
+	done := make(chan error)
 	go func() {
 		if exitThread != 0 {
 			runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
 		}
-		// A goroutine doing upcalls claims what it raised, like an export.
-		mark := process.exceptions.mark()
-		err := process.TryGrow(int64(res), int64(n))
-		done <- result{err, process.exceptions.claim(mark)}
+		done <- process.TryGrow(int64(res), int64(n))
 	}()
-	r := <-done
-	f := settle(r.err, r.claimed)
-	if f.kind == throwNone || (f.kind == throwRuntime && errors.Is(r.err, pool.ErrResourcesExhausted)) {
-		if r.err != nil {
-			return goStringToJava(env, r.err.Error())
+	got := <-done
+	f := settle(got)
+	if f.kind == throwNone || (f.kind == throwRuntime && errors.Is(got, pool.ErrResourcesExhausted)) {
+		if got != nil {
+			return goStringToJava(env, got.Error())
 		}
 		return 0
 	}

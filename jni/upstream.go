@@ -19,22 +19,21 @@ import (
 // Acquire may block in Spark (the 1/2N wait) and may re-enter Go on the same
 // thread (Spark's spill → reclaim0); no Go lock is held here. A Java
 // exception raised by the upcall comes back as a *JavaException holding the
-// original throwable, recorded with the exception router so that the export
-// running on this goroutine rethrows it even if the pool swallows the error
-// (Grow turns it into overcommit, a failed release is logged).
+// original throwable; the pool returns it through its reporting forms
+// (GrowReporting records the bytes as overcommit and returns it; a failed
+// release is owed and returned), and the export rethrows it.
 //
 // After close (the task pool was closed) Acquire and Release fail with an
 // error instead of calling Java; the global ref is deleted once the upcalls
 // in flight have returned. A jvmUpstream is safe for concurrent use; the
 // zero value is closed.
 type jvmUpstream struct {
-	ref    *sharedRef
-	router *exceptionRouter
+	ref *sharedRef
 }
 
 // newJVMUpstream makes a global ref to upstream, a local ref of the calling
 // native method. It fails if upstream is null.
-func newJVMUpstream(env *jniEnv, upstream jobject, router *exceptionRouter) (*jvmUpstream, error) {
+func newJVMUpstream(env *jniEnv, upstream jobject) (*jvmUpstream, error) {
 	if upstream == 0 {
 		return nil, fmt.Errorf("nativepool: upstream is null: %w", errInvalidArgument)
 	}
@@ -42,7 +41,7 @@ func newJVMUpstream(env *jniEnv, upstream jobject, router *exceptionRouter) (*jv
 	if ref == 0 {
 		return nil, fmt.Errorf("nativepool: NewGlobalRef of the upstream failed")
 	}
-	return &jvmUpstream{ref: newSharedRef(ref, deleteGlobalRef), router: router}, nil
+	return &jvmUpstream{ref: newSharedRef(ref, deleteGlobalRef)}, nil
 }
 
 // Acquire implements pool.Upstream: acquireMemory(n).
@@ -58,7 +57,7 @@ func (u *jvmUpstream) Acquire(n int64) (int64, error) {
 	case npOK:
 		return int64(granted), nil
 	case npException:
-		return 0, newUpcallException(u.router, "acquireMemory", uintptr(exc))
+		return 0, newUpcallException("acquireMemory", uintptr(exc))
 	default:
 		return 0, npStatusError("acquireMemory", rc)
 	}
@@ -78,7 +77,7 @@ func (u *jvmUpstream) Release(n int64) error {
 	case npOK:
 		return nil
 	case npException:
-		return newUpcallException(u.router, "releaseMemory", uintptr(exc))
+		return newUpcallException("releaseMemory", uintptr(exc))
 	default:
 		return npStatusError("releaseMemory", rc)
 	}

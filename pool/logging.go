@@ -65,18 +65,26 @@ func (p *loggingPool) Unregister(c *Consumer) {
 
 // Grow implements Pool.
 func (p *loggingPool) Grow(r *Reservation, n int64) {
-	p.log(slog.LevelInfo, "grow", r.Consumer(),
-		slog.Int64("bytes", n), slog.Int64("reservation", r.Size()))
+	p.logGrow(r, n)
 	p.inner.Grow(r, n)
 	p.afterIncrease()
 }
 
 // Shrink implements Pool.
 func (p *loggingPool) Shrink(r *Reservation, n int64) {
-	p.log(slog.LevelInfo, "shrink", r.Consumer(),
-		slog.Int64("bytes", n), slog.Int64("reservation", r.Size()))
+	p.logShrink(r, n)
 	p.inner.Shrink(r, n)
 	p.afterDecrease()
+}
+
+func (p *loggingPool) logGrow(r *Reservation, n int64) {
+	p.log(slog.LevelInfo, "grow", r.Consumer(),
+		slog.Int64("bytes", n), slog.Int64("reservation", r.Size()))
+}
+
+func (p *loggingPool) logShrink(r *Reservation, n int64) {
+	p.log(slog.LevelInfo, "shrink", r.Consumer(),
+		slog.Int64("bytes", n), slog.Int64("reservation", r.Size()))
 }
 
 // TryGrow implements Pool; the inner pool's error is returned unchanged.

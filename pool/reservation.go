@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 )
@@ -110,6 +111,29 @@ func (r *Reservation) Grow(n int64) {
 	}
 }
 
+// GrowReporting is Grow for a caller that must hand on what went wrong
+// upstream rather than leave it to the pool's log (the JNI bridge rethrows
+// the Java exception an upcall raised). The bytes are recorded exactly as
+// Grow records them, also when upstream fails (they are overcommit then),
+// and that failure is returned. Where Grow panics, it returns an error
+// instead and changes nothing: a negative n wraps ErrInvalidSize, a closed
+// reservation ErrClosed (also one closed while the pool booked the bytes,
+// which are then handed back).
+func (r *Reservation) GrowReporting(n int64) error {
+	if n < 0 {
+		return fmt.Errorf("pool: Grow(%d): negative size: %w", n, ErrInvalidSize)
+	}
+	if r.state.Load() == closedSize {
+		return fmt.Errorf("pool: Grow(%d) on %s: %w", n, r.describe(), ErrClosed)
+	}
+	err := growIn(r.pool, r, n)
+	if !r.add(n) {
+		return errors.Join(fmt.Errorf("pool: Grow(%d) on %s: closed while growing: %w", n, r.describe(), ErrClosed),
+			err, shrinkIn(r.pool, r, n))
+	}
+	return err
+}
+
 // Shrink gives back n bytes. It panics if n is negative, if n exceeds Size
 // (with DataFusion's message "Cannot free the capacity n out of allocated
 // size s"), or if the reservation is closed.
@@ -130,19 +154,40 @@ func (r *Reservation) Shrink(n int64) {
 // or exceeds Size, or the reservation is closed, it returns an error
 // (wrapping ErrInvalidSize or ErrClosed) and changes nothing.
 func (r *Reservation) TryShrink(n int64) (int64, error) {
+	prev, err := r.trySubtract("TryShrink", n)
+	if err != nil {
+		return prev, err
+	}
+	r.pool.Shrink(r, n)
+	return prev - n, nil
+}
+
+// ShrinkReporting is TryShrink for a caller that must hand on what went
+// wrong upstream (see GrowReporting). It fails as TryShrink does, changing
+// nothing; otherwise the shrink happens and a failed release is returned
+// (the pool keeps those bytes owed until its next sweep).
+func (r *Reservation) ShrinkReporting(n int64) error {
+	if _, err := r.trySubtract("Shrink", n); err != nil {
+		return err
+	}
+	return shrinkIn(r.pool, r, n)
+}
+
+// trySubtract takes n off the size for op, or returns the size and an
+// error (wrapping ErrInvalidSize or ErrClosed) and changes nothing.
+func (r *Reservation) trySubtract(op string, n int64) (int64, error) {
 	if n < 0 {
-		return r.Size(), fmt.Errorf("pool: TryShrink(%d): negative size: %w", n, ErrInvalidSize)
+		return r.Size(), fmt.Errorf("pool: %s(%d): negative size: %w", op, n, ErrInvalidSize)
 	}
 	prev, res := r.subtract(n)
 	switch res {
 	case subtractClosed:
-		return 0, fmt.Errorf("pool: TryShrink(%d) on %s: %w", n, r.describe(), ErrClosed)
+		return 0, fmt.Errorf("pool: %s(%d) on %s: %w", op, n, r.describe(), ErrClosed)
 	case subtractUnderflow:
 		//lint:ignore ST1005 DataFusion's exact wording, which users grep for.
 		return prev, fmt.Errorf("Cannot free the capacity %d out of allocated size %d: %w", n, prev, ErrInvalidSize)
 	}
-	r.pool.Shrink(r, n)
-	return prev - n, nil
+	return prev, nil
 }
 
 // Resize grows or shrinks the reservation to exactly n bytes (Grow or
@@ -188,16 +233,36 @@ func (r *Reservation) TryResize(n int64) error {
 // called only if the size was non-zero, and sees size 0 during that call.
 // Free on a closed reservation returns 0.
 func (r *Reservation) Free() int64 {
+	n, _ := r.free(false)
+	return n
+}
+
+// FreeReporting is Free that returns what went wrong upstream instead of
+// leaving it to the pool's log: a failed release (the bytes are freed from
+// the reservation all the same, and the pool keeps them owed until its
+// next sweep). See reporting.go.
+func (r *Reservation) FreeReporting() (int64, error) { return r.free(true) }
+
+func (r *Reservation) free(report bool) (int64, error) {
 	for {
 		old := r.state.Load()
 		if old <= 0 { // empty or closed
-			return 0
+			return 0, nil
 		}
 		if r.state.CompareAndSwap(old, 0) {
-			r.pool.Shrink(r, old)
-			return old
+			return old, r.giveBack(old, report)
 		}
 	}
+}
+
+// giveBack hands n bytes the reservation no longer holds to the pool,
+// reporting an upstream failure if report is set.
+func (r *Reservation) giveBack(n int64, report bool) error {
+	if report {
+		return shrinkIn(r.pool, r, n)
+	}
+	r.pool.Shrink(r, n)
+	return nil
 }
 
 // Split moves n bytes into a new reservation of the same registration and
@@ -255,17 +320,25 @@ func (r *Reservation) Take() *Reservation {
 // the pool, after that final free. A second Close is a no-op. Close may be
 // called from a threshold callback fired by this reservation's own grow;
 // that grow then fails with ErrClosed and hands its bytes back.
-func (r *Reservation) Close() {
+func (r *Reservation) Close() { _ = r.close(false) }
+
+// CloseReporting is Close that returns what went wrong upstream during the
+// final free: a failed release (the reservation is closed all the same, and
+// the pool keeps the bytes owed until its next sweep). See reporting.go.
+func (r *Reservation) CloseReporting() error { return r.close(true) }
+
+func (r *Reservation) close(report bool) error {
 	old := r.state.Swap(closedSize)
 	if old == closedSize {
-		return
+		return nil
 	}
 	// Even if the final free panics (a panicking upstream), the
 	// reservation is closed and its registration slot given up.
 	defer r.leaveRegistration()
-	if old != 0 {
-		r.pool.Shrink(r, old)
+	if old == 0 {
+		return nil
 	}
+	return r.giveBack(old, report)
 }
 
 // Closed reports whether Close has been called.

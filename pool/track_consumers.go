@@ -132,9 +132,7 @@ func (t *TrackConsumers) Grow(r *Reservation, n int64) {
 // Shrink implements Pool.
 func (t *TrackConsumers) Shrink(r *Reservation, n int64) {
 	t.inner.Shrink(r, n)
-	if v, ok := t.consumers.Load(r.Consumer()); ok {
-		v.(*trackedConsumer).reserved.Add(-n)
-	}
+	t.untrack(r.Consumer(), n)
 	t.afterDecrease()
 }
 
@@ -176,6 +174,13 @@ func (t *TrackConsumers) track(c *Consumer, n int64) {
 		if now <= p || tc.peak.CompareAndSwap(p, now) {
 			return
 		}
+	}
+}
+
+// untrack takes n off c's reserved bytes; untracked consumers are ignored.
+func (t *TrackConsumers) untrack(c *Consumer, n int64) {
+	if v, ok := t.consumers.Load(c); ok {
+		v.(*trackedConsumer).reserved.Add(-n)
 	}
 }
 

@@ -93,6 +93,9 @@ type Unified interface {
 	Pool
 	Watcher
 	Reclaimer
+	// ReclaimReporting is Reclaim that also returns the errors of the
+	// spillers it skipped, for a caller that must hand them on.
+	ReclaimReporting(target int64) (freed int64, err error)
 	// Stats returns a snapshot of the pool's accounting.
 	Stats() UnifiedStats
 	// Close releases everything the pool still holds upstream and returns a

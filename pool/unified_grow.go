@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"errors"
 	"fmt"
 )
 
@@ -95,8 +96,16 @@ func (p *unifiedPool) Grow(r *Reservation, n int64) {
 	if n < 0 {
 		panic(fmt.Sprintf("pool: Grow(%d): negative size", n))
 	}
+	_ = p.growReporting(r, n) // a failure upstream is logged and counted inside
+}
+
+// growReporting is Grow (n ≥ 0) returning what went wrong upstream: an
+// Acquire that failed (the bytes are recorded anyway, as overcommit) or a
+// Release of surplus slack that failed (the bytes stay owed). The grow
+// itself has happened either way.
+func (p *unifiedPool) growReporting(r *Reservation, n int64) error {
 	if n == 0 {
-		return
+		return nil
 	}
 	c := r.Consumer()
 	p.mu.Lock()
@@ -105,7 +114,7 @@ func (p *unifiedPool) Grow(r *Reservation, n int64) {
 		p.counters.lateGrows.Add(1)
 		p.logger.Error("pool: Grow after Close; nothing recorded or borrowed",
 			"pool", p.label, "consumer", c.String(), "bytes", n)
-		return
+		return nil
 	}
 	e := p.entryLocked(c)
 	slack := p.slackLocked()
@@ -116,16 +125,17 @@ func (p *unifiedPool) Grow(r *Reservation, n int64) {
 		if p.risesPast(now) {
 			p.riseUndoable(e, n, now)
 		}
-		return
+		return nil
 	}
-	p.growSlow(e, n, n-slack, now)
+	return p.growSlow(e, n, n-slack, now)
 }
 
 // growSlow borrows need bytes of Grow's n (booked and committed for e at
 // now) from upstream. It is called with p.mu held and returns with it
 // released. A panic in a threshold callback or in Acquire takes the grow
-// back out of the books before it goes on.
-func (p *unifiedPool) growSlow(e *consumerBytes, n, need, now int64) {
+// back out of the books before it goes on. It returns the upstream failures
+// (see growReporting).
+func (p *unifiedPool) growSlow(e *consumerBytes, n, need, now int64) error {
 	chunk := p.chunkLocked()
 	p.mu.pending += need
 	p.mu.Unlock()
@@ -151,6 +161,8 @@ func (p *unifiedPool) growSlow(e *consumerBytes, n, need, now int64) {
 	if err != nil {
 		p.logger.Warn("pool: upstream Acquire failed during Grow; recording overcommit",
 			"pool", p.label, "consumer", e.c.String(), "bytes", n, "err", err)
+		err = fmt.Errorf("pool: %s: acquiring %d bytes upstream for Grow(%d) of %s (recorded as overcommit): %w",
+			p.label, roundUp(need, chunk), n, e.c, err)
 	}
 
 	p.mu.Lock()
@@ -171,7 +183,7 @@ func (p *unifiedPool) growSlow(e *consumerBytes, n, need, now int64) {
 		rel = p.trimLocked()
 	}
 	p.mu.Unlock()
-	_ = p.giveBack(rel, nil, 0) // failures are logged inside
+	return errors.Join(err, p.giveBack(rel, nil, 0))
 }
 
 // TryGrow implements Pool: it records n bytes for r if the pool's limits
@@ -327,11 +339,17 @@ func (p *unifiedPool) unbookLocked(e *consumerBytes, n int64) {
 // and changes nothing. After Close it counts and logs a late release and
 // forwards nothing (Comet #2453).
 func (p *unifiedPool) Shrink(r *Reservation, n int64) {
-	if n <= 0 {
-		if n < 0 {
-			panic(fmt.Sprintf("pool: Shrink(%d): negative size", n))
-		}
-		return
+	if n < 0 {
+		panic(fmt.Sprintf("pool: Shrink(%d): negative size", n))
+	}
+	_ = p.shrinkReporting(r, n) // a failed Release is logged and counted inside
+}
+
+// shrinkReporting is Shrink (n ≥ 0) returning a failed Release: the shrink
+// has happened, and the bytes it could not hand back stay owed.
+func (p *unifiedPool) shrinkReporting(r *Reservation, n int64) error {
+	if n == 0 {
+		return nil
 	}
 	c := r.Consumer()
 	p.mu.Lock()
@@ -341,7 +359,7 @@ func (p *unifiedPool) Shrink(r *Reservation, n int64) {
 		p.counters.lateReleaseBytes.Add(n)
 		p.logger.Warn("pool: release after Close; not forwarded upstream",
 			"pool", p.label, "consumer", c.String(), "bytes", n)
-		return
+		return nil
 	}
 	e := p.lookupLocked(c)
 	if held := e.held(); held < n {
@@ -354,6 +372,7 @@ func (p *unifiedPool) Shrink(r *Reservation, n int64) {
 	part := min(rel, n)
 	e.returning += part
 	p.mu.Unlock()
-	_ = p.giveBack(rel, e, part) // failures are logged inside
+	err := p.giveBack(rel, e, part) // failures are logged inside too
 	p.fall(now)
+	return err
 }

@@ -16,8 +16,18 @@ import (
 // the spill was; that is why no minimum spill size is imposed (Gluten raises
 // every request to one block because its block listener would otherwise
 // keep sub-block frees local; our sweep does not). It returns exactly the
-// bytes this call released upstream.
-func (p *unifiedPool) Reclaim(target int64) (int64, error) {
+// bytes this call released upstream, and a failed release. A spiller that
+// fails is counted, logged and skipped: the reclaim goes on to the next
+// consumer (ReclaimReporting also returns its error).
+func (p *unifiedPool) Reclaim(target int64) (int64, error) { return p.reclaim(target, false) }
+
+// ReclaimReporting implements Unified: Reclaim, also returning the error of
+// every spiller it skipped, joined with any failed release (for a caller
+// that must hand them on, as the JNI bridge rethrows a spiller's Java
+// exception from Spark's spill()). The bytes move exactly as in Reclaim.
+func (p *unifiedPool) ReclaimReporting(target int64) (int64, error) { return p.reclaim(target, true) }
+
+func (p *unifiedPool) reclaim(target int64, reportSpillers bool) (int64, error) {
 	if target < 0 {
 		return 0, fmt.Errorf("pool: Reclaim(%d): negative size: %w", target, ErrInvalidSize)
 	}
@@ -47,7 +57,7 @@ func (p *unifiedPool) Reclaim(target int64) (int64, error) {
 	}()
 
 	var freed int64
-	var errs []error
+	var errs, spillErrs []error // failed releases; failed spillers, which do not stop the reclaim
 	if err := p.giveBack(rel, nil, 0); err != nil {
 		errs = append(errs, err)
 	} else {
@@ -67,6 +77,9 @@ func (p *unifiedPool) Reclaim(target int64) (int64, error) {
 				}
 				p.logger.Log(context.Background(), level, "pool: spiller failed or freed nothing; skipped",
 					"pool", p.label, "consumer", cand.c.String(), "target", want, "freed", got, "err", err)
+				if err != nil && reportSpillers {
+					spillErrs = append(spillErrs, fmt.Errorf("pool: %s: spiller of %s: %w", p.label, cand.c, err))
+				}
 			}
 			p.mu.Lock()
 			rel := int64(0)
@@ -100,7 +113,7 @@ func (p *unifiedPool) Reclaim(target int64) (int64, error) {
 		freed += rel
 	}
 	p.counters.reclaimedBytes.Add(freed)
-	return freed, errors.Join(errs...)
+	return freed, errors.Join(append(errs, spillErrs...)...)
 }
 
 type spillCandidate struct {

@@ -51,14 +51,20 @@ func (h *Handle) TaskAttemptID() int64 {
 // propagates. Close is idempotent: a second Close of the same handle does
 // nothing and is logged at debug level. A Close on the zero or nil Handle
 // does nothing.
-func (h *Handle) Close() {
+func (h *Handle) Close() { _ = h.CloseReporting() }
+
+// CloseReporting is Close that returns the pool's Close error (logged as by
+// Close) when this call was the last one and closed the pool, and nil
+// otherwise: for a caller that must hand that error on, as the JNI bridge
+// rethrows the Java exception the pool's final release raised.
+func (h *Handle) CloseReporting() error {
 	if h == nil || h.e == nil {
-		return
+		return nil
 	}
 	if !h.closed.CompareAndSwap(false, true) {
 		h.e.reg.logger.Debug("taskshared: handle closed twice; ignored", slog.Int64("task", h.e.id))
-		return
+		return nil
 	}
 	h.cleanup.Stop()
-	h.e.reg.unref(h.e)
+	return h.e.reg.unref(h.e)
 }

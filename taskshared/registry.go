@@ -252,14 +252,15 @@ func (r *Registry) removeLocked(e *entry) {
 // unref drops one reference of e; the last one closes e's pool outside the
 // lock and then removes e (compare-and-delete) and wakes the acquires that
 // waited for the teardown, also when Close panics (the panic propagates).
-func (r *Registry) unref(e *entry) {
+// It returns the pool's Close error when it closed the pool.
+func (r *Registry) unref(e *entry) error {
 	switch n := e.refs.Add(-1); {
 	case n > 0:
-		return
+		return nil
 	case n < 0:
 		e.refs.Add(1)
 		r.logger.Error("taskshared: reference released twice; ignored", "task", e.id)
-		return
+		return nil
 	}
 	defer func() {
 		r.mu.Lock()
@@ -270,20 +271,25 @@ func (r *Registry) unref(e *entry) {
 	if hook := r.testHookRemoving; hook != nil {
 		hook(e.id)
 	}
-	r.closePool(e)
+	return r.closePool(e)
 }
 
 // closePool closes e's pool if it (or a pool it decorates) can be closed,
-// logging a close error (a leak report) with the task id.
-func (r *Registry) closePool(e *entry) {
+// logging a close error (a leak report) with the task id, and returns it.
+func (r *Registry) closePool(e *entry) error {
 	c, ok := pool.As[interface{ Close() error }](e.pool)
 	if !ok {
-		return
+		return nil
 	}
-	if err := c.Close(); err != nil {
-		r.logger.Error("taskshared: task pool closed with memory still reserved",
-			"task", e.id, "pool", e.pool.Name(), "err", err)
+	err := c.Close()
+	if err != nil {
+		msg := "taskshared: closing the task pool failed"
+		if leak := (*pool.LeakError)(nil); errors.As(err, &leak) {
+			msg = "taskshared: task pool closed with memory still reserved"
+		}
+		r.logger.Error(msg, "task", e.id, "pool", e.pool.Name(), "err", err)
 	}
+	return err
 }
 
 // newHandle wraps one reference of e and arms the dropped-handle detector.
@@ -301,5 +307,5 @@ func (r *Registry) newHandle(e *entry) *Handle {
 func droppedHandle(e *entry) {
 	e.reg.logger.Error("taskshared: handle dropped without Close; releasing its reference",
 		"task", e.id, "pool", e.pool.Name())
-	e.reg.unref(e)
+	_ = e.reg.unref(e)
 }

@@ -164,7 +164,8 @@ func TestPoolIsRemovedOnlyAfterTheLastHandleCloses(t *testing.T) {
 func TestClosingTheOnlyHandleReleasesThePool(t *testing.T) {
 	rec := newLogRecorder()
 	r := NewRegistry(WithLogger(slog.New(rec)))
-	inner := &closablePool{Pool: pool.NewGreedy(100), closeErr: errors.New("1 consumer leaked 10 bytes")}
+	leak := &pool.LeakError{Pool: "greedy", Bytes: 10, Consumers: []pool.LeakedConsumer{{Name: "sort", ID: 1, Bytes: 10}}}
+	inner := &closablePool{Pool: pool.NewGreedy(100), closeErr: leak}
 	h, err := r.Acquire(9, func() (pool.Pool, error) { return wrapper{inner}, nil })
 	require.NoError(t, err)
 
@@ -172,6 +173,27 @@ func TestClosingTheOnlyHandleReleasesThePool(t *testing.T) {
 	assert.Equal(t, 0, r.Len())
 	assert.Equal(t, int32(1), inner.closes.Load())
 	assert.Equal(t, []string{"ERROR taskshared: task pool closed with memory still reserved task=9 pool=greedy"}, rec.get())
+}
+
+// CloseReporting hands the pool's Close error to the call that closed the
+// pool, and only to it: the JNI bridge rethrows a failed final release from
+// that closePool0.
+func TestCloseReportingReturnsThePoolsCloseErrorToTheLastCloserOnly(t *testing.T) {
+	rec := newLogRecorder()
+	r := NewRegistry(WithLogger(slog.New(rec)))
+	failed := errors.New("releaseMemory threw")
+	inner := &closablePool{Pool: pool.NewGreedy(100), closeErr: failed}
+	create := func() (pool.Pool, error) { return inner, nil }
+	h1, err := r.Acquire(4, create)
+	require.NoError(t, err)
+	h2, err := r.Acquire(4, create)
+	require.NoError(t, err)
+
+	require.NoError(t, h1.CloseReporting(), "not the last handle: the pool stays open")
+	require.ErrorIs(t, h2.CloseReporting(), failed)
+	require.NoError(t, h2.CloseReporting(), "a second close does nothing")
+	assert.Equal(t, []string{"ERROR taskshared: closing the task pool failed task=4 pool=greedy",
+		"DEBUG taskshared: handle closed twice; ignored task=4"}, rec.get())
 }
 
 // TestAnAcquireInTheDropWindowWaitsForTheOldPoolAndGetsANewOne opens the
