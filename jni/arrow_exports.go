@@ -20,7 +20,7 @@ func Java_org_nativepool_spark_NativeBridge_importBatch0(env *jniEnv, _ jclass, 
 	var err error
 	c := begin()
 	defer func() { c.end(env, recover(), err) }()
-	id, err := process.ImportBatchAt(int64(res), uintptr(arrayAddr), uintptr(schemaAddr))
+	id, err := importBatchAt(process, int64(res), uintptr(arrayAddr), uintptr(schemaAddr))
 	return jlong(id)
 }
 
@@ -29,7 +29,7 @@ func Java_org_nativepool_spark_NativeBridge_exportBatch0(env *jniEnv, _ jclass, 
 	var err error
 	c := begin()
 	defer func() { c.end(env, recover(), err) }()
-	err = process.ExportBatchAt(int64(batch), uintptr(arrayAddr), uintptr(schemaAddr))
+	err = exportBatchAt(process, int64(batch), uintptr(arrayAddr), uintptr(schemaAddr))
 }
 
 //export Java_org_nativepool_spark_NativeBridge_copyBatch0
@@ -43,7 +43,7 @@ func Java_org_nativepool_spark_NativeBridge_copyBatch0(env *jniEnv, _ jclass, re
 			throwExhausted(env, refusal) // unless a Java exception from an upcall won
 		}
 	}()
-	id, err := process.CopyBatch(int64(res), int64(batch))
+	id, err := copyBatch(process, int64(res), int64(batch))
 	var je *JavaException
 	if err != nil && !errors.As(err, &je) && errors.Is(err, pool.ErrResourcesExhausted) {
 		refusal, err = err.Error(), nil

@@ -1,7 +1,5 @@
 package jni
 
-import "github.com/nativepool/nativepool/ffi"
-
 // The Arrow figures of the bridge (jni/API.md, "Arrow batches"):
 // arrowStats0 per reservation, processArrowStats0 per process, and the
 // closed allocators whose memory outlived their task ("lingering"), kept on
@@ -28,7 +26,7 @@ const (
 // allocator's snapshot (zero but Reserved if it never used Arrow), its live
 // batch handles, and whether its allocator is closed.
 type arrowFigures struct {
-	ffi.Snapshot
+	ArrowSnapshot
 	batches int64
 	closed  bool
 }
@@ -73,7 +71,7 @@ const (
 // processArrowFigures is what processArrowStats0 reports of the process.
 type processArrowFigures struct {
 	allocated, liveAllocators, liveBatches, exported, imported int64
-	drift                                                      ffi.Drift // RSS figures, -1 each if unreadable
+	drift                                                      Drift // RSS figures, -1 each if unreadable
 	leaks, leakedBytes, lingering, lingeringAllocators         int64
 }
 
@@ -106,18 +104,18 @@ func b2i(b bool) int64 {
 
 // holds reports whether a closed allocator still holds memory: Go buffers
 // (pinned by exports), exports or imports.
-func holds(sn ffi.Snapshot) bool {
+func holds(sn ArrowSnapshot) bool {
 	return sn.Allocated > 0 || sn.ExportsLive > 0 || sn.ImportsLive > 0
 }
 
 // linger keeps the closed allocator a of rh on the books until what it still
 // holds is freed (DESIGN.md difference 10: bytes still resident stay on the
 // books until freed).
-func (s *arrowState) linger(rh *reservationHandle, a *ffi.Allocator) {
+func (s *arrowState) linger(rh *reservationHandle, a ArrowAllocator) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.lingering == nil {
-		s.mu.lingering = make(map[*reservationHandle]*ffi.Allocator)
+		s.mu.lingering = make(map[*reservationHandle]ArrowAllocator)
 	}
 	s.mu.lingering[rh] = a
 }
@@ -159,7 +157,7 @@ func (b *Bridge) ArrowStats(res int64) ([]int64, error) {
 	if a == nil {
 		f.Reserved = rh.r.Size()
 	} else {
-		f.Snapshot = a.Snapshot()
+		f.ArrowSnapshot = a.Snapshot()
 	}
 	return statsArray(arrowStatFields[:], f), nil
 }
@@ -167,11 +165,11 @@ func (b *Bridge) ArrowStats(res int64) ([]int64, error) {
 // ProcessArrowStats returns the process's Arrow figures laid out as
 // processArrowStats0 (ArrowPStat*): sums over the open allocators, the live
 // batch handles, the cumulative leaks, and one sample of the process's
-// resident set (ffi.MeasureDrift; -1 when it cannot be read). RSS is a
-// check, never a gate (ffi/doc.go).
+// resident set (ArrowRuntime.MeasureDrift; -1 when it cannot be read). RSS
+// is a check, never a gate (ffi/doc.go).
 func (b *Bridge) ProcessArrowStats() []int64 {
 	b.arrow.mu.Lock()
-	allocs := make([]*ffi.Allocator, 0, len(b.arrow.mu.live))
+	allocs := make([]ArrowAllocator, 0, len(b.arrow.mu.live))
 	for _, a := range b.arrow.mu.live {
 		allocs = append(allocs, a)
 	}
@@ -191,7 +189,9 @@ func (b *Bridge) ProcessArrowStats() []int64 {
 	f.leakedBytes = b.arrow.leakedBytes.Load()
 	lb, ln := b.lingerSweep()
 	f.lingering, f.lingeringAllocators = lb, int64(ln)
-	if d, err := ffi.MeasureDrift(reserved, f.allocated); err == nil {
+	if b.arrow.runtime.MeasureDrift == nil {
+		f.drift = Drift{RSS: -1, GoRuntime: -1, Unexplained: -1}
+	} else if d, err := b.arrow.runtime.MeasureDrift(reserved, f.allocated); err == nil {
 		f.drift = d
 	} else {
 		f.drift.RSS, f.drift.GoRuntime, f.drift.Unexplained = -1, -1, -1

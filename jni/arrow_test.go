@@ -102,7 +102,7 @@ func TestImportBatchTracksWithoutChargingUntilGoReleasesIt(t *testing.T) {
 	produced := p.mem.CurrentAlloc()
 	require.Positive(t, produced)
 
-	h, err := f.b.ImportBatch(res, arr, sc)
+	h, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
 	s := f.stats(t, res)
 	assert.Equal(t, int64(0), s[ArrowStatAllocated], "Go tracks an import and charges nothing")
@@ -128,9 +128,9 @@ func TestCopyBatchChargesTheReservationUntilTheCopyIsReleased(t *testing.T) {
 	p := newProducer()
 	res := mustReserve(t, f.b, f.pool, "owner", false, nil)
 	arr, sc := p.export(t, 1, 1000)
-	in, err := f.b.ImportBatch(res, arr, sc)
+	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	cp, err := f.b.CopyBatch(res, in)
+	cp, err := copyBatch(f.b, res, in)
 	require.NoError(t, err)
 	require.NoError(t, f.b.ReleaseBatch(in))
 	assert.Equal(t, 0, p.mem.CurrentAlloc(), "the copy does not pin the producer's buffers")
@@ -141,7 +141,7 @@ func TestCopyBatchChargesTheReservationUntilTheCopyIsReleased(t *testing.T) {
 	assert.Equal(t, s[ArrowStatAllocated], f.up.Held(), "Spark holds what Go charges")
 
 	out, outSchema := cStructs(t)
-	require.NoError(t, f.b.ExportBatch(cp, out, outSchema))
+	require.NoError(t, exportBatch(f.b, cp, out, outSchema))
 	require.NoError(t, f.b.ReleaseBatch(cp))
 	s2 := f.stats(t, res)
 	assert.Equal(t, s[ArrowStatAllocated], s2[ArrowStatAllocated], "the charge lives until the consumer releases")
@@ -166,9 +166,9 @@ func TestCopyBatchChargesItsOwnReservationAndLeavesTheHandlesSizeAlone(t *testin
 	res := mustReserve(t, f.b, f.pool, "owner", false, nil)
 	require.NoError(t, f.b.TryGrow(res, 100))
 	arr, sc := p.export(t, 1, 1000)
-	in, err := f.b.ImportBatch(res, arr, sc)
+	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	cp, err := f.b.CopyBatch(res, in)
+	cp, err := copyBatch(f.b, res, in)
 	require.NoError(t, err)
 
 	size, err := f.b.Size(res)
@@ -198,16 +198,16 @@ func TestReleaseBatchTwiceIsIllegalStateAndReleasesNothingTwice(t *testing.T) {
 	p := newProducer()
 	res := mustReserve(t, f.b, f.pool, "twice", false, nil)
 	arr, sc := p.export(t, 0, 100)
-	h, err := f.b.ImportBatch(res, arr, sc)
+	h, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
 	require.NoError(t, f.b.ReleaseBatch(h))
 	err = f.b.ReleaseBatch(h)
 	require.EqualError(t, err, fmt.Sprintf("nativepool: batch handle 0x%x is closed: stale handle", uint64(h)))
 	assert.Equal(t, throwIllegalState, classify(err))
-	_, err = f.b.CopyBatch(res, h)
+	_, err = copyBatch(f.b, res, h)
 	assert.Equal(t, throwIllegalState, classify(err))
 	out, outSchema := cStructs(t)
-	assert.Equal(t, throwIllegalState, classify(f.b.ExportBatch(h, out, outSchema)))
+	assert.Equal(t, throwIllegalState, classify(exportBatch(f.b, h, out, outSchema)))
 	assert.Equal(t, 0, p.mem.CurrentAlloc())
 
 	// A reservation handle is not a batch handle, and 0 is nothing.
@@ -222,11 +222,11 @@ func TestImportOfAReleasedOrNullArrayIsIllegalArgumentAndTouchesNothing(t *testi
 	res := mustReserve(t, f.b, f.pool, "bad", false, nil)
 	arr, sc := p.export(t, 0, 10)
 	cdata.ReleaseCArrowArray(arr)
-	_, err := f.b.ImportBatch(res, arr, sc)
+	_, err := importBatch(f.b, res, arr, sc)
 	require.Error(t, err)
 	assert.Equal(t, throwIllegalArgument, classify(err))
 	cdata.ReleaseCArrowSchema(sc)
-	_, err = f.b.ImportBatch(res, nil, sc)
+	_, err = importBatch(f.b, res, nil, sc)
 	assert.Equal(t, throwIllegalArgument, classify(err))
 	assert.Equal(t, 0, p.mem.CurrentAlloc())
 	assert.Equal(t, int64(0), f.stats(t, res)[ArrowStatBatches])
@@ -238,9 +238,9 @@ func TestACopyThePoolRefusesWrapsResourcesExhaustedAndChargesNothing(t *testing.
 	p := newProducer()
 	res := mustReserve(t, f.b, f.pool, "small", false, nil)
 	arr, sc := p.export(t, 0, 1000)
-	in, err := f.b.ImportBatch(res, arr, sc)
+	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	_, err = f.b.CopyBatch(res, in)
+	_, err = copyBatch(f.b, res, in)
 	require.ErrorIs(t, err, pool.ErrResourcesExhausted)
 	assert.Regexp(t, `^nativepool: copyBatch into small#\d+: arrow/concat: ffi: Allocate\(8000\) for small#\d+ with 0 bytes allocated: Resources exhausted`, err.Error())
 	s := f.stats(t, res)
@@ -260,9 +260,9 @@ func TestClosingAReservationReportsItsLeakedBatchWithTheAllocatingFunctionAndRel
 	p := newProducer()
 	res := mustReserve(t, f.b, f.pool, "leaky", false, nil)
 	arr, sc := p.export(t, 0, 1000)
-	in, err := f.b.ImportBatch(res, arr, sc)
+	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	cp, err := f.b.CopyBatch(res, in)
+	cp, err := copyBatch(f.b, res, in)
 	require.NoError(t, err)
 	require.Positive(t, f.up.Held())
 
@@ -289,9 +289,9 @@ func TestClosingThePoolClosesTheAllocatorsOfReservationsStillOpen(t *testing.T) 
 	p := newProducer()
 	res := mustReserve(t, f.b, f.pool, "open", false, nil)
 	arr, sc := p.export(t, 0, 100)
-	in, err := f.b.ImportBatch(res, arr, sc)
+	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	cp, err := f.b.CopyBatch(res, in)
+	cp, err := copyBatch(f.b, res, in)
 	require.NoError(t, err)
 
 	require.NoError(t, f.b.ClosePool(f.pool))
@@ -301,9 +301,9 @@ func TestClosingThePoolClosesTheAllocatorsOfReservationsStillOpen(t *testing.T) 
 	assert.Equal(t, int64(1), s[ArrowStatClosed])
 	assert.Equal(t, int64(0), s[ArrowStatBatches])
 	out, outSchema := cStructs(t)
-	assert.Equal(t, throwIllegalState, classify(f.b.ExportBatch(cp, out, outSchema)), "exporting after the pool closed")
+	assert.Equal(t, throwIllegalState, classify(exportBatch(f.b, cp, out, outSchema)), "exporting after the pool closed")
 	arr2, sc2 := p.export(t, 0, 10)
-	_, err = f.b.ImportBatch(res, arr2, sc2)
+	_, err = importBatch(f.b, res, arr2, sc2)
 	require.ErrorIs(t, err, pool.ErrClosed)
 	assert.Regexp(t, `^nativepool: importBatch: the Arrow allocator of open#\d+: closed$`, err.Error())
 	cdata.ReleaseCArrowArray(arr2) // the caller still owns what a failed import did not take
@@ -321,12 +321,12 @@ func TestAnExportUnreleasedAtTaskEndLingersOnTheBooksUntilItsLateReleaseFreesIt(
 	p := newProducer()
 	res := mustReserve(t, f.b, f.pool, "exporter", false, nil)
 	arr, sc := p.export(t, 0, 1000)
-	in, err := f.b.ImportBatch(res, arr, sc)
+	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	cp, err := f.b.CopyBatch(res, in)
+	cp, err := copyBatch(f.b, res, in)
 	require.NoError(t, err)
 	out, outSchema := cStructs(t)
-	require.NoError(t, f.b.ExportBatch(cp, out, outSchema))
+	require.NoError(t, exportBatch(f.b, cp, out, outSchema))
 	bytes := f.stats(t, res)[ArrowStatAllocated]
 	require.Positive(t, bytes)
 	before := f.b.ProcessArrowStats()
@@ -356,8 +356,9 @@ func TestCloseArrowWhileACallUsesTheAllocatorIsRefusedAndAReservationCloseWaitsF
 	res := mustReserve(t, f.b, f.pool, "busy", false, nil)
 	rh, err := f.b.reservation(res)
 	require.NoError(t, err)
-	a, err := f.b.enterArrow("test", rh)
+	entered, err := f.b.enterArrow("test", rh)
 	require.NoError(t, err)
+	a := entered.(ffiAllocator).Allocator
 	buf := a.Allocate(1000)
 
 	_, err = f.b.CloseArrow(res)
@@ -366,7 +367,7 @@ func TestCloseArrowWhileACallUsesTheAllocatorIsRefusedAndAReservationCloseWaitsF
 
 	f.b.closeArrow(rh) // what closeReservation does: the close waits for the call
 	assert.False(t, a.Snapshot().Closed, "the allocator is not closed under a running call")
-	_, err = f.b.CopyBatch(res, 0)
+	_, err = copyBatch(f.b, res, 0)
 	assert.Equal(t, throwIllegalArgument, classify(err))
 	_, err = f.b.enterArrow("test", rh)
 	require.ErrorIs(t, err, pool.ErrClosed, "no new call starts")
@@ -402,11 +403,11 @@ func TestConcurrentImportsCopiesExportsAndReleasesKeepSparkAndTheBooksEqual(t *t
 					return ctx.Err()
 				}
 				arr, sc := p.export(t, int64(i), 64+int64(i))
-				in, err := f.b.ImportBatch(res, arr, sc)
+				in, err := importBatch(f.b, res, arr, sc)
 				if err != nil {
 					return err
 				}
-				cp, err := f.b.CopyBatch(res, in)
+				cp, err := copyBatch(f.b, res, in)
 				if err != nil {
 					return err
 				}
@@ -414,7 +415,7 @@ func TestConcurrentImportsCopiesExportsAndReleasesKeepSparkAndTheBooksEqual(t *t
 					return err
 				}
 				out, outSchema := cStructs(t)
-				if err := f.b.ExportBatch(cp, out, outSchema); err != nil {
+				if err := exportBatch(f.b, cp, out, outSchema); err != nil {
 					return err
 				}
 				if err := f.b.ReleaseBatch(cp); err != nil {

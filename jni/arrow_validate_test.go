@@ -185,7 +185,7 @@ func TestImportOfForgedCDataIsIllegalArgumentAndTouchesNothing(t *testing.T) {
 			res := mustReserve(t, f.b, f.pool, "forged", false, nil)
 			arr, sc := p.exportTwoColumns(t, 10)
 			restore := tc.forge(arr, sc)
-			_, err := f.b.ImportBatch(res, arr, sc)
+			_, err := importBatch(f.b, res, arr, sc)
 			require.Error(t, err)
 			assert.Equal(t, throwIllegalArgument, classify(err), err.Error())
 			assert.Contains(t, err.Error(), tc.errMsg)
@@ -197,7 +197,7 @@ func TestImportOfForgedCDataIsIllegalArgumentAndTouchesNothing(t *testing.T) {
 			assert.NotZero(t, rawOf(arr).release, "the caller's struct is untouched")
 
 			restore()
-			h, err := f.b.ImportBatch(res, arr, sc)
+			h, err := importBatch(f.b, res, arr, sc)
 			require.NoError(t, err, "the genuine struct imports")
 			require.NoError(t, f.b.ReleaseBatch(h))
 			assert.Equal(t, 0, p.mem.CurrentAlloc(), "nothing leaked")
@@ -233,7 +233,7 @@ func TestImportOfUnreadableOrGarbageAddressesIsIllegalArgument(t *testing.T) {
 		{"garbage array", gp, uintptr(unsafe.Pointer(sc)), "negative length"},
 	}
 	for _, tc := range cases {
-		_, err := f.b.ImportBatchAt(res, tc.arr, tc.sc)
+		_, err := importBatchAt(f.b, res, tc.arr, tc.sc)
 		require.Error(t, err, tc.name)
 		assert.Equal(t, throwIllegalArgument, classify(err), tc.name)
 		assert.Contains(t, err.Error(), tc.errSuffix, tc.name)
@@ -254,7 +254,7 @@ func TestExportIntoBadTargetsIsIllegalArgumentAndWritesNothing(t *testing.T) {
 	p := newProducer()
 	res := mustReserve(t, f.b, f.pool, "exporter", false, nil)
 	arr, sc := p.export(t, 0, 10)
-	h, err := f.b.ImportBatch(res, arr, sc)
+	h, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
 	live, liveSchema := p.export(t, 0, 1)
 	readOnly := noAccessPage(t, unix.PROT_READ)
@@ -271,7 +271,7 @@ func TestExportIntoBadTargetsIsIllegalArgumentAndWritesNothing(t *testing.T) {
 		{"a live schema", uintptr(unsafe.Pointer(out)), uintptr(unsafe.Pointer(liveSchema)), "a live struct (release callback set)"},
 	}
 	for _, tc := range cases {
-		err := f.b.ExportBatchAt(h, tc.arr, tc.sc)
+		err := exportBatchAt(f.b, h, tc.arr, tc.sc)
 		require.Error(t, err, tc.name)
 		assert.Equal(t, throwIllegalArgument, classify(err), tc.name)
 		assert.Contains(t, err.Error(), tc.msg, tc.name)
@@ -279,7 +279,7 @@ func TestExportIntoBadTargetsIsIllegalArgumentAndWritesNothing(t *testing.T) {
 		assert.Zero(t, rawSchemaOf(outSchema).release, tc.name)
 	}
 	assert.Equal(t, int64(0), f.stats(t, res)[ArrowStatExportsLive])
-	require.NoError(t, f.b.ExportBatch(h, out, outSchema), "a good target still works")
+	require.NoError(t, exportBatch(f.b, h, out, outSchema), "a good target still works")
 	assert.Equal(t, int64(45), sumExported(t, out, outSchema))
 	require.NoError(t, f.b.ReleaseBatch(h))
 	cdata.ReleaseCArrowArray(live)

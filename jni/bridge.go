@@ -76,8 +76,9 @@ type Settings struct {
 }
 
 // NewBridge returns an empty Bridge that logs through logger (slog.Default()
-// if nil).
-func NewBridge(logger *slog.Logger) *Bridge {
+// if nil) and makes Arrow allocators with arrow (the zero ArrowRuntime: no
+// Arrow support, every Arrow call fails).
+func NewBridge(logger *slog.Logger, arrow ArrowRuntime) *Bridge {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -87,6 +88,7 @@ func NewBridge(logger *slog.Logger) *Bridge {
 		registry:     taskshared.NewRegistry(taskshared.WithLogger(logger)),
 		logger:       logger,
 	}
+	b.arrow.runtime = arrow
 	b.settings.Store(&Settings{})
 	b.mu.tasks = make(map[*taskPool]struct{})
 	return b

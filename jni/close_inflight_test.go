@@ -145,13 +145,13 @@ func TestClosePoolWaitsForACopyBatchWaitingUpstream(t *testing.T) {
 	p := newProducer()
 	res := mustReserve(t, f.b, f.pool, "owner", false, nil)
 	arr, sc := p.export(t, 1, 1000)
-	in, err := f.b.ImportBatch(res, arr, sc)
+	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
 	entered, release := blockFirstAcquire(f.up)
 
 	var g errgroup.Group
 	var copyErr error
-	g.Go(func() error { _, copyErr = f.b.CopyBatch(res, in); return nil })
+	g.Go(func() error { _, copyErr = copyBatch(f.b, res, in); return nil })
 	<-entered
 	var closed atomic.Bool
 	g.Go(func() error { defer closed.Store(true); return f.b.ClosePool(f.pool) })
@@ -163,6 +163,6 @@ func TestClosePoolWaitsForACopyBatchWaitingUpstream(t *testing.T) {
 	require.NoError(t, copyErr, "the copy completed in the open pool")
 	assert.Equal(t, int64(0), f.up.Held(), "the close gave the copy's charge back")
 	f.up.requireSane(t)
-	_, err = f.b.CopyBatch(res, in)
+	_, err = copyBatch(f.b, res, in)
 	require.Error(t, err, "the pool's close closed the batch and the reservation's allocator")
 }

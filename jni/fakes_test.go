@@ -118,7 +118,7 @@ func (b *logBuffer) lines(substr string) []string {
 func newTestBridge(t testing.TB) (*Bridge, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	return NewBridge(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))), logs
+	return NewBridge(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), ffiRuntime), logs
 }
 
 // mustOpen opens a pool and fails the test on error.

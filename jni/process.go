@@ -14,7 +14,7 @@ import (
 // every native method works on. It is the only package-level state of this
 // package; everything else hangs off it, and tests build their own Bridge
 // with NewBridge instead of touching it.
-var process = NewBridge(nil)
+var process = NewBridge(nil, ffiRuntime)
 
 // call is one native method in progress. Build it first thing in an
 // export, and end it in a deferred function that calls recover directly:
