@@ -1,6 +1,7 @@
 package ffi_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/nativepool/nativepool/ffi"
 	"github.com/nativepool/nativepool/ffi/ffitest"
 	"github.com/nativepool/nativepool/ffi/internal/ctest"
+	"github.com/nativepool/nativepool/internal/fakeupstream"
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -209,4 +211,32 @@ func TestImportOfABatchWithoutBuffersChargesNothing(t *testing.T) {
 	assert.Zero(t, ires.Size())
 	assert.Zero(t, importer.Snapshot().ImportsLive, "released during the import")
 	got.Release()
+}
+
+// A forced charge that upstream fails (a Java exception for pools bridged
+// to Spark, such as a task kill) fails the import with that failure and
+// leaves nothing charged: the pool records the Grow as overcommit, and the
+// importer hands it straight back.
+func TestImporterChargesFailsTheImportWhenUpstreamFailsTheForcedGrow(t *testing.T) {
+	mem := mallocator.NewMallocator()
+	defer mem.AssertSize(t, 0)
+	up := fakeupstream.New()
+	p := pool.NewGreedyUnified(up, pool.WithChunkSize(0))
+	ires := pool.NewConsumer("op").Register(p)
+	importer := ffi.NewAllocator(nil, ires, ffi.WithImportPolicy(ffi.ImporterCharges))
+	defer ffitest.AssertNoLeak(t, importer)
+	killed := errors.New("InterruptedException: task killed")
+	up.Reply(fakeupstream.Grant(0), fakeupstream.Fail(killed)) // TryGrow refused, then Grow's acquire fails
+
+	arr, sc := produce(t, mem, 0, 1000)
+	defer ctest.Free(arr)
+	defer ctest.Free(sc)
+	_, err := importer.ImportRecordBatch(arr, sc)
+
+	require.ErrorIs(t, err, killed)
+	assert.Zero(t, ires.Size(), "nothing stays charged")
+	assert.Zero(t, p.Reserved())
+	assert.Zero(t, importer.Snapshot().Forced)
+	ires.Close()
+	assert.Zero(t, up.Held())
 }
