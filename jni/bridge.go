@@ -33,6 +33,7 @@ const topConsumers = 10
 type Bridge struct {
 	pools        *handleTable[*poolHandle]
 	reservations *handleTable[*reservationHandle]
+	tasks        *handleTable[*taskSlot] // one per open task pool (tasks.go)
 	registry     *taskshared.Registry
 	logger       *slog.Logger
 	settings     atomic.Pointer[Settings]
@@ -85,6 +86,7 @@ func NewBridge(logger *slog.Logger, arrow ArrowRuntime) *Bridge {
 	b := &Bridge{
 		pools:        newHandleTable[*poolHandle](tagPool),
 		reservations: newHandleTable[*reservationHandle](tagReservation),
+		tasks:        newHandleTable[*taskSlot](tagTask),
 		registry:     taskshared.NewRegistry(taskshared.WithLogger(logger)),
 		logger:       logger,
 	}
@@ -132,7 +134,9 @@ type taskPool struct {
 	top       pool.Pool    // TrackConsumers(Logging?(unified))
 	unified   pool.Unified // the pool itself, for Stats, Reclaim and Close
 	upstream  ownedUpstream
-	stops     []func()
+	// task is the pool's task handle (tasks.go), removed by Close.
+	task  int64
+	stops []func()
 	// calls counts the Bridge calls in flight on this pool; Close waits
 	// for them (callgate.go).
 	calls *callGate
@@ -152,7 +156,8 @@ func (tp *taskPool) closingError(op string, n int64, r *pool.Reservation) error 
 func (tp *taskPool) Unwrap() pool.Pool { return tp.top }
 
 // Close is called by the registry, once, on the goroutine of the last
-// closePool0 of the task, without registry locks. It first refuses new
+// closePool0 of the task, without registry locks. It first removes the
+// pool's task handle (a later reclaimTask0 reclaims nothing), refuses new
 // acquiring calls and waits for the Bridge calls in flight on the pool (a
 // tryGrow0 may be waiting in Spark's 1/2N wait on another thread: its grant
 // lands in the open pool and goes back with the close, and its bytes are
@@ -166,6 +171,7 @@ func (tp *taskPool) Unwrap() pool.Pool { return tp.top }
 // logged already (the registry would log it a second time) and the Bridge
 // counts.
 func (tp *taskPool) Close() error {
+	tp.bridge.removeTask(tp) // a spill through the task handle now reclaims nothing
 	tp.calls.closeAndWait()
 	tp.bridge.closeArrowOfPool(tp) // before the pool takes the reservations' bytes back
 	err := tp.unified.Close()
@@ -213,20 +219,21 @@ type reservationHandle struct {
 
 // OpenPool opens the task's pool, or joins it if the task has one open with
 // the same kind, size and chunk (an error wrapping
-// taskshared.ErrSpecMismatch names both configurations otherwise). The
-// first open creates the pool on up; a join, and every failure, closes up
-// instead (the caller made it before knowing, so that no JNI value has to
-// cross into the registry's create). It returns a new pool handle.
+// taskshared.ErrSpecMismatch names both configurations otherwise). It
+// returns a new pool handle.
+//
+// Only the open that creates the pool calls newOwner, once, on the calling
+// goroutine, inside the registry's create and so before any other open can
+// reach the pool: it is given the pool's new task handle and returns the
+// upstream the pool borrows from (the export makes the owner's global ref
+// there and stores the task handle in the owner). A join, and an open that
+// fails before creating, never calls it: a join makes no upstream at all.
+// If newOwner fails, the task handle is removed and the open fails with its
+// error.
 //
 // Errors: an unknown kind or a negative size or chunk wraps
 // errInvalidArgument. On error nothing stays open.
-func (b *Bridge) OpenPool(taskID int64, kind int32, poolSize, chunk int64, up ownedUpstream) (int64, error) {
-	used := false
-	defer func() {
-		if !used {
-			up.Close()
-		}
-	}()
+func (b *Bridge) OpenPool(taskID int64, kind int32, poolSize, chunk int64, newOwner ownerFactory) (int64, error) {
 	if kind != KindFairUnified && kind != KindGreedyUnified {
 		return 0, fmt.Errorf("nativepool: openPool(task %d): unknown pool kind %d: %w", taskID, kind, errInvalidArgument)
 	}
@@ -241,8 +248,7 @@ func (b *Bridge) OpenPool(taskID int64, kind int32, poolSize, chunk int64, up ow
 		spec.Size = 0 // ignored by greedy_unified, so not part of the agreement
 	}
 	shared, err := b.registry.AcquireSpec(taskID, spec, func() (pool.Pool, error) {
-		used = true // create runs on this goroutine
-		return b.newTaskPool(taskID, kind, poolSize, chunk, up), nil
+		return b.createTaskPool(taskID, kind, poolSize, chunk, newOwner)
 	})
 	if err != nil {
 		return 0, err

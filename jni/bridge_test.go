@@ -17,13 +17,18 @@ import (
 	"github.com/nativepool/nativepool/taskshared"
 )
 
-func TestOpenPoolJoinsTheTasksPoolAndClosesTheUnusedUpstream(t *testing.T) {
+func TestOpenPoolJoinsTheTasksPoolWithoutMakingAnUpstream(t *testing.T) {
 	b, _ := newTestBridge(t)
 	first, second := newFakeUpstream(1<<20), newFakeUpstream(1<<20)
+	joiner := &countingOwner{up: second}
 	p1 := mustOpen(t, b, 42, KindFairUnified, 1000, 0, first)
-	p2 := mustOpen(t, b, 42, KindFairUnified, 1000, 0, second)
+	p2, err := b.OpenPool(42, KindFairUnified, 1000, 0, joiner.factory)
+	require.NoError(t, err)
 	require.NotEqual(t, p1, p2)
-	assert.Equal(t, int64(1), second.Closes(), "a join closes the upstream it did not need")
+	assert.Zero(t, joiner.calls.Load(), "a join makes no upstream (no global ref)")
+	owner, err := b.TaskOwner(p2)
+	require.NoError(t, err)
+	assert.Same(t, first, owner, "a join reaches the owner the create registered")
 	assert.Equal(t, int64(0), first.Closes())
 
 	// Both handles reach one pool: a reservation through p2 borrows from first.
@@ -49,16 +54,16 @@ func TestOpenPoolJoinsTheTasksPoolAndClosesTheUnusedUpstream(t *testing.T) {
 func TestOpenPoolWithAnotherConfigurationIsIllegalStateNamingBoth(t *testing.T) {
 	b, _ := newTestBridge(t)
 	p := mustOpen(t, b, 7, KindFairUnified, 1000, 0, newFakeUpstream(0))
-	up := newFakeUpstream(0)
-	_, err := b.OpenPool(7, KindGreedyUnified, 0, 0, up)
+	up := &countingOwner{up: newFakeUpstream(0)}
+	_, err := b.OpenPool(7, KindGreedyUnified, 0, 0, up.factory)
 	require.ErrorIs(t, err, taskshared.ErrSpecMismatch)
 	want := taskshared.Spec{Kind: "greedy_unified"}.String()
 	have := taskshared.Spec{Kind: "fair_unified", Size: 1000}.String()
 	assert.Equal(t, "taskshared: task 7: plan asks for pool "+want+" but the task's pool is "+have+": pool spec mismatch", err.Error())
 	assert.Equal(t, throwIllegalState, classify(err))
-	assert.Equal(t, int64(1), up.Closes())
+	assert.Zero(t, up.calls.Load(), "a refused join makes no upstream")
 
-	_, err = b.OpenPool(7, KindFairUnified, 1000, 4096, newFakeUpstream(0))
+	_, err = b.OpenPool(7, KindFairUnified, 1000, 4096, ownerOf(newFakeUpstream(0)))
 	assert.ErrorIs(t, err, taskshared.ErrSpecMismatch, "a different chunk is a different configuration")
 	require.NoError(t, b.ClosePool(p))
 }
@@ -85,15 +90,16 @@ func TestOpenPoolRejectsBadArgumentsAsIllegalArgument(t *testing.T) {
 		{"chunk", KindFairUnified, 0, -8, "nativepool: openPool(task 1): negative chunk size -8: invalid argument"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			up := newFakeUpstream(0)
-			_, err := b.OpenPool(1, tc.kind, tc.size, tc.chunk, up)
+			up := &countingOwner{up: newFakeUpstream(0)}
+			_, err := b.OpenPool(1, tc.kind, tc.size, tc.chunk, up.factory)
 			require.Error(t, err)
 			assert.Equal(t, tc.want, err.Error())
 			assert.Equal(t, throwIllegalArgument, classify(err))
-			assert.Equal(t, int64(1), up.Closes(), "the upstream of a failed open is closed")
+			assert.Zero(t, up.calls.Load(), "a refused open makes no upstream")
 		})
 	}
 	assert.Equal(t, 0, b.registry.Len())
+	assert.Zero(t, b.LiveTasks())
 }
 
 func TestClosePoolTwiceIsIllegalStateAndForgedIsIllegalArgument(t *testing.T) {
@@ -456,18 +462,19 @@ func TestProcessStatsSumOpenPoolsAndKeepCountersOfClosedOnes(t *testing.T) {
 
 // TestConcurrentTasksOpenGrowShrinkClose runs many JVM-thread-like
 // goroutines over a few shared task pools; it checks that every byte goes
-// back upstream, every upstream and spiller is closed once, and no handle
-// stays live. Returning before the deadline means no deadlock. Run with
+// back upstream, every upstream an open created the pool with and every
+// spiller is closed once, a join's upstream is never made, and no handle
+// (pool, reservation or task) stays live. Returning before the deadline means no deadlock. Run with
 // -race.
 func TestConcurrentTasksOpenGrowShrinkClose(t *testing.T) {
 	b, _ := newTestBridge(t)
 	const tasks, threads, rounds = 3, 8, 200
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var ups [tasks][]*fakeUpstream
+	var ups [tasks][]*countingOwner
 	upsCh := make(chan struct {
 		task int
-		up   *fakeUpstream
+		up   *countingOwner
 	}, threads*rounds)
 	var spillers []*fakeSpiller
 	spCh := make(chan *fakeSpiller, threads*rounds)
@@ -479,12 +486,12 @@ func TestConcurrentTasksOpenGrowShrinkClose(t *testing.T) {
 					return ctx.Err()
 				}
 				task := int64((w + i) % tasks)
-				up := newFakeUpstream(1 << 16)
+				up := &countingOwner{up: newFakeUpstream(1 << 16)}
 				upsCh <- struct {
 					task int
-					up   *fakeUpstream
+					up   *countingOwner
 				}{int(task), up}
-				p, err := b.OpenPool(task, KindFairUnified, 1<<16, 256, up)
+				p, err := b.OpenPool(task, KindFairUnified, 1<<16, 256, up.factory)
 				if err != nil {
 					return err
 				}
@@ -539,8 +546,10 @@ func TestConcurrentTasksOpenGrowShrinkClose(t *testing.T) {
 		spillers = append(spillers, sp)
 	}
 	for task := range tasks {
-		for _, up := range ups[task] {
-			assert.Equal(t, int64(1), up.Closes(), "each upstream is closed exactly once")
+		for _, o := range ups[task] {
+			up := o.up.(*fakeUpstream)
+			assert.Equal(t, o.calls.Load(), up.Closes(), "each upstream made is closed exactly once, no other")
+			assert.LessOrEqual(t, o.calls.Load(), int64(1))
 			assert.Equal(t, int64(0), up.Held(), "every byte went back")
 			up.requireSane(t)
 		}
@@ -552,6 +561,7 @@ func TestConcurrentTasksOpenGrowShrinkClose(t *testing.T) {
 	assert.Zero(t, pools)
 	assert.Zero(t, res)
 	assert.Zero(t, b.registry.Len())
+	assert.Zero(t, b.LiveTasks())
 	ps := b.ProcessStats()
 	assert.Zero(t, ps.LiveTasks)
 	assert.Zero(t, ps.Leaks)

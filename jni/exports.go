@@ -33,15 +33,28 @@ func Java_org_nativepool_spark_NativeBridge_init0(env *jniEnv, _ jclass) {
 }
 
 //export Java_org_nativepool_spark_NativeBridge_openPool0
-func Java_org_nativepool_spark_NativeBridge_openPool0(env *jniEnv, _ jclass, taskAttemptID jlong, kind jint, poolSize, chunkSize jlong, upstream jobject) (h jlong) {
+func Java_org_nativepool_spark_NativeBridge_openPool0(env *jniEnv, _ jclass, taskAttemptID jlong, kind jint, poolSize, chunkSize jlong, owner jobject) (h jlong) {
 	var err error
 	c := begin()
 	defer func() { c.end(env, recover(), err) }()
-	var up *jvmUpstream
-	if up, err = newJVMUpstream(env, upstream); err != nil {
+	if owner == 0 {
+		err = fmt.Errorf("nativepool: openPool(task %d): owner is null: %w", int64(taskAttemptID), errInvalidArgument)
 		return 0
 	}
-	id, err := process.OpenPool(int64(taskAttemptID), int32(kind), int64(poolSize), int64(chunkSize), up)
+	id, err := process.OpenPool(int64(taskAttemptID), int32(kind), int64(poolSize), int64(chunkSize), func(task int64) (ownedUpstream, error) {
+		// Only when this open creates the pool: the one global ref, and the
+		// task handle stored before any other open can reach the pool.
+		up, err := newJVMUpstream(env, owner)
+		if err != nil {
+			return nil, err
+		}
+		C.np_set_task_handle(env, owner, C.jlong(task))
+		return up, nil
+	})
+	if err != nil {
+		return 0
+	}
+	tellRegisteredOwner(env, owner, id)
 	return jlong(id)
 }
 
@@ -141,6 +154,15 @@ func Java_org_nativepool_spark_NativeBridge_reclaim0(env *jniEnv, _ jclass, pool
 	c := begin()
 	defer func() { c.end(env, recover(), err) }()
 	n, err := process.Reclaim(int64(poolHandle), int64(target))
+	return jlong(n)
+}
+
+//export Java_org_nativepool_spark_NativeBridge_reclaimTask0
+func Java_org_nativepool_spark_NativeBridge_reclaimTask0(env *jniEnv, _ jclass, task, target jlong) (freed jlong) {
+	var err error
+	c := begin()
+	defer func() { c.end(env, recover(), err) }()
+	n, err := process.ReclaimTask(int64(task), int64(target))
 	return jlong(n)
 }
 

@@ -124,9 +124,29 @@ func newTestBridge(t testing.TB) (*Bridge, *logBuffer) {
 // mustOpen opens a pool and fails the test on error.
 func mustOpen(t testing.TB, b *Bridge, task int64, kind int32, size, chunk int64, up ownedUpstream) int64 {
 	t.Helper()
-	h, err := b.OpenPool(task, kind, size, chunk, up)
+	h, err := b.OpenPool(task, kind, size, chunk, ownerOf(up))
 	require.NoError(t, err)
 	return h
+}
+
+// ownerOf is the ownerFactory of an upstream made beforehand (a fake): it
+// returns up, as the export returns the candidate's global ref.
+func ownerOf(up ownedUpstream) ownerFactory {
+	return func(int64) (ownedUpstream, error) { return up, nil }
+}
+
+// countingOwner is an ownerFactory that counts its calls and records the
+// task handles it was given.
+type countingOwner struct {
+	up    ownedUpstream
+	calls atomic.Int64
+	task  atomic.Int64
+}
+
+func (o *countingOwner) factory(task int64) (ownedUpstream, error) {
+	o.calls.Add(1)
+	o.task.Store(task)
+	return o.up, nil
 }
 
 func mustReserve(t testing.TB, b *Bridge, ph int64, name string, canSpill bool, sp ownedSpiller) int64 {

@@ -27,6 +27,7 @@ const (
 	tagPool        handleTag = 0x50 // 'P'
 	tagReservation handleTag = 0x52 // 'R'
 	tagBatch       handleTag = 0x42 // 'B': Arrow batches (arrow.go)
+	tagTask        handleTag = 0x54 // 'T': task pools, held by the task's owner (tasks.go)
 )
 
 func (t handleTag) String() string {
@@ -37,6 +38,8 @@ func (t handleTag) String() string {
 		return "reservation"
 	case tagBatch:
 		return "batch"
+	case tagTask:
+		return "task"
 	default:
 		return fmt.Sprintf("tag 0x%02x", uint8(t))
 	}
@@ -235,7 +238,7 @@ const (
 func (t *handleTable[T]) fault(h int64) (f handleFault, other string) {
 	tag, slot, gen := splitHandle(h)
 	if h == 0 || tag != t.tag {
-		if h != 0 && (tag == tagPool || tag == tagReservation || tag == tagBatch) {
+		if h != 0 && (tag == tagPool || tag == tagReservation || tag == tagBatch || tag == tagTask) {
 			other = tag.String()
 		}
 		return faultInvalid, other

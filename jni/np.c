@@ -13,6 +13,9 @@
 static JavaVM *np_vm;
 static jclass np_cls_upstream; /* org.nativepool.spark.NativeUpstream (global ref) */
 static jclass np_cls_spiller;  /* org.nativepool.spark.NativeSpiller (global ref) */
+static jclass np_cls_owner;    /* org.nativepool.spark.SparkTaskUpstream (global ref) */
+static jfieldID np_fid_task_handle; /* SparkTaskUpstream.taskHandle J */
+static jfieldID np_fid_owner;       /* SparkTaskUpstream.registeredOwner LSparkTaskUpstream; */
 static jclass np_cls_exc[3];   /* indexed by NP_ILLEGAL_ARGUMENT.. NP_RUNTIME (global refs) */
 static jmethodID np_exc_ctor[3];
 static jmethodID np_mid_acquire;     /* NativeUpstream.acquireMemory(J)J */
@@ -82,6 +85,15 @@ int np_init(JNIEnv *env) {
 		goto out;
 	}
 	if (np_cls_spiller == NULL && (np_cls_spiller = np_global_class(env, "org/nativepool/spark/NativeSpiller")) == NULL) {
+		goto out;
+	}
+	if (np_cls_owner == NULL && (np_cls_owner = np_global_class(env, "org/nativepool/spark/SparkTaskUpstream")) == NULL) {
+		goto out;
+	}
+	if ((np_fid_task_handle = (*env)->GetFieldID(env, np_cls_owner, "taskHandle", "J")) == NULL) {
+		goto out;
+	}
+	if ((np_fid_owner = (*env)->GetFieldID(env, np_cls_owner, "registeredOwner", "Lorg/nativepool/spark/SparkTaskUpstream;")) == NULL) {
 		goto out;
 	}
 	for (int i = 0; i < 3; i++) {
@@ -382,6 +394,26 @@ int np_long_array_copy(JNIEnv *env, jlongArray a, jlong **out, jsize *len) {
 	}
 	*out = buf;
 	*len = n;
+	return NP_OK;
+}
+
+/* np_is_owner reports whether obj is a SparkTaskUpstream (np_init has run:
+ * the export calling us is a native of NativeBridge after init0). */
+static int np_is_owner(JNIEnv *env, jobject obj) {
+	return obj != NULL && np_ready() && (*env)->IsInstanceOf(env, obj, np_cls_owner);
+}
+
+int np_set_task_handle(JNIEnv *env, jobject owner, jlong task) {
+	if (np_is_owner(env, owner)) {
+		(*env)->SetLongField(env, owner, np_fid_task_handle, task);
+	}
+	return NP_OK;
+}
+
+int np_set_registered_owner(JNIEnv *env, jobject candidate, jobject owner) {
+	if (np_is_owner(env, candidate) && np_is_owner(env, owner)) {
+		(*env)->SetObjectField(env, candidate, np_fid_owner, owner);
+	}
 	return NP_OK;
 }
 

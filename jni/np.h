@@ -45,7 +45,8 @@ enum {
 
 /*
  * np_init caches the JavaVM, global refs to the classes named in jni/API.md
- * (init0) and the method IDs of the upcalls. It must run on a JVM thread
+ * (init0), the method IDs of the upcalls and the field IDs of the task owner
+ * (SparkTaskUpstream.taskHandle, .registeredOwner). It must run on a JVM thread
  * inside a native method of NativeBridge (FindClass then uses NativeBridge's
  * class loader). Idempotent and safe to call concurrently. Returns NP_OK, or
  * NP_EXCEPTION with the JVM's NoClassDefFoundError / NoSuchMethodError still
@@ -146,6 +147,20 @@ jlongArray np_new_long_array(JNIEnv *env, const jlong *v, jsize len);
  * Returns NP_OK or NP_JNI_FAILED (as np_string_copy).
  */
 int np_long_array_copy(JNIEnv *env, jlongArray a, jlong **out, jsize *len);
+
+/*
+ * The task owner (org.nativepool.spark.SparkTaskUpstream, jni/API.md
+ * "openPool0"): field IDs cached by np_init. Both helpers do nothing when
+ * the object is not a SparkTaskUpstream (an upstream of another class, as
+ * tests pass to openPool0), and always return NP_OK. env is the JNIEnv of
+ * the calling native method; owner and candidate are local or global refs.
+ *
+ * np_set_task_handle stores the Go task handle in owner.taskHandle.
+ * np_set_registered_owner stores owner (the object the task's pool borrows
+ * from) in candidate.registeredOwner.
+ */
+int np_set_task_handle(JNIEnv *env, jobject owner, jlong task);
+int np_set_registered_owner(JNIEnv *env, jobject candidate, jobject owner);
 
 /* np_exception_pending reports whether env has a pending exception (1) or not (0). */
 int np_exception_pending(JNIEnv *env);

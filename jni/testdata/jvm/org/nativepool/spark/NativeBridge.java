@@ -4,7 +4,7 @@
 package org.nativepool.spark;
 final class NativeBridge {
   static native void init0();
-  static native long openPool0(long taskAttemptId, int kind, long poolSize, long chunkSize, NativeUpstream upstream);
+  static native long openPool0(long taskAttemptId, int kind, long poolSize, long chunkSize, NativeUpstream owner);
   static native void closePool0(long pool);
   static native long newReservation0(long pool, String consumerName, boolean canSpill, NativeSpiller spiller);
   static native String tryGrow0(long res, long n);
@@ -14,6 +14,7 @@ final class NativeBridge {
   static native long size0(long res);
   static native void closeReservation0(long res);
   static native long reclaim0(long pool, long target);
+  static native long reclaimTask0(long task, long target);
   static native long[] poolStats0(long pool);
   static native long[] processStats0();
   static native void configure0(boolean logging, long[] thresholds);

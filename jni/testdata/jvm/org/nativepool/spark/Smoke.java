@@ -225,6 +225,29 @@ public class Smoke {
     NativeBridge.closeReservation0(r4);
     NativeBridge.closePool0(p4);
 
+    // one owner per task: the creating open's candidate gets the task handle and is the task's
+    // owner; a join's candidate gets no handle and learns the owner; spill goes through the handle
+    SparkTaskUpstream a = new SparkTaskUpstream(), b = new SparkTaskUpstream();
+    long p5 = NativeBridge.openPool0(20, 1, 0, 0, a);
+    check(a.taskHandle() != 0 && a.registeredOwner() == a, "create: the candidate owns the task, handle " + Long.toHexString(a.taskHandle()));
+    long p6 = NativeBridge.openPool0(20, 1, 0, 0, b);
+    check(b.taskHandle() == 0 && b.registeredOwner() == a, "join: no handle, the owner comes from Go: " + b.registeredOwner());
+    long[] res5 = new long[1];
+    res5[0] = NativeBridge.newReservation0(p6, "spillable", true, target -> {
+      long give = Math.min(NativeBridge.size0(res5[0]), target);
+      if (give > 0) NativeBridge.shrink0(res5[0], give);
+      return give;
+    });
+    check(NativeBridge.tryGrow0(res5[0], 500) == null && a.held.get() == 500, "a join's reservation borrows from the owner");
+    long freed5 = NativeBridge.reclaimTask0(a.taskHandle(), 200);
+    check(freed5 == 200 && a.held.get() == 300, "reclaimTask0 spills through the task handle: " + freed5);
+    t = thrown(() -> NativeBridge.reclaimTask0(p5, 1));
+    check(t instanceof IllegalArgumentException, "reclaimTask0(pool handle) -> IAE: " + t);
+    NativeBridge.closeReservation0(res5[0]);
+    NativeBridge.closePool0(p5);
+    NativeBridge.closePool0(p6);
+    check(NativeBridge.reclaimTask0(a.taskHandle(), 100) == 0, "reclaimTask0 after the pool closed -> 0");
+
     System.out.println(failures == 0 ? "SMOKE PASSED" : ("SMOKE FAILED " + failures));
     System.exit(failures == 0 ? 0 : 1);
   }
