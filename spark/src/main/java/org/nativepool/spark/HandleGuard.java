@@ -69,15 +69,7 @@ abstract class HandleGuard {
     }
   }
 
-  /**
-   * {@link #enter()} that answers false instead of throwing when this guard is closed or closing.
-   * For guards without a parent.
-   */
-  final boolean tryEnter() {
-    return enterSelf() == null;
-  }
-
-  /** Ends a call begun with {@link #enter()} or {@link #tryEnter()}. */
+  /** Ends a call begun with {@link #enter()}. */
   final void exit() {
     exitSelf();
     if (parent != null) {

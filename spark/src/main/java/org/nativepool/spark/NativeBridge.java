@@ -53,9 +53,14 @@ public final class NativeBridge {
   /** Caches the JavaVM, classes and method IDs; idempotent. Called by {@link NativeLoader}. */
   static native void init0();
 
-  /** Opens (or joins) the task's pool; returns a pool handle. */
+  /**
+   * Opens (or joins) the task's pool; returns a pool handle. {@code owner} is a candidate: only an
+   * open that creates the pool makes a global ref to it (and, for a {@link SparkTaskUpstream},
+   * stores the Go task handle in it); on success a {@link SparkTaskUpstream} candidate is told the
+   * task's registered owner ({@link SparkTaskUpstream#registeredOwner()}).
+   */
   static native long openPool0(
-      long taskAttemptId, int kind, long poolSize, long chunkSize, NativeUpstream upstream);
+      long taskAttemptId, int kind, long poolSize, long chunkSize, NativeUpstream owner);
 
   /** Releases one pool handle; the last handle of a task closes the pool. */
   static native void closePool0(long pool);
@@ -84,6 +89,12 @@ public final class NativeBridge {
 
   /** Spark's spill: returns exactly the bytes released to Spark during this call. */
   static native long reclaim0(long pool, long target);
+
+  /**
+   * Spark's spill of a task's consumer, through the Go task handle its owner holds: the bytes
+   * released to Spark during this call; 0 if the task's pool has closed (stale task handle).
+   */
+  static native long reclaimTask0(long task, long target);
 
   /** Pool statistics, indexed by {@link PoolStat}. */
   static native long[] poolStats0(long pool);

@@ -1,7 +1,7 @@
 package org.nativepool.spark;
 
 import java.util.Objects;
-import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.TaskContext;
 import org.apache.spark.memory.MemoryConsumer;
@@ -20,9 +20,17 @@ import org.slf4j.LoggerFactory;
  * pick them as a spill victim. The mirror never goes negative: a release of more than it holds is
  * rejected before Spark hears of it. Spark is never asked for 0 bytes.
  *
- * <p>Lifetime: one per task attempt. After {@link #close()} (from the task completion listener,
- * before Spark's leak check) every acquire is refused and a late release is counted and dropped,
- * never forwarded to Spark: Spark has already cleaned up the task.
+ * <p>Ownership: the object an open gives {@code openPool0} is only a candidate; the open that
+ * creates the task's pool registers it (its one JNI global ref, and the Go task handle stored in
+ * it), and every later open of the task (a join) learns that owner from Go. So one object per task
+ * pool owns the task's Spark consumer and the one Go task handle; {@code spill()} is one native
+ * call through that handle. The Go registry is the only record of which pool a task has: no Java
+ * map or list of pools is kept.
+ *
+ * <p>Lifetime: one per task pool. After {@link #close()} (from the task completion listener
+ * registered by the creating open, which runs after the listeners of the pool's handles and before
+ * Spark's leak check) every acquire is refused and a late release is counted and dropped, never
+ * forwarded to Spark: Spark has already cleaned up the task.
  *
  * <p>Safe for concurrent use by the task's threads and the Go side's threads.
  */
@@ -42,10 +50,22 @@ public final class SparkTaskUpstream implements NativeUpstream, AutoCloseable {
   private final AtomicLong lateReleasedBytes = new AtomicLong();
 
   /**
-   * Open pools (handles) of this task, for Spark's spill (any live handle reaches the same task
-   * pool). Added by {@link TaskPool} after {@code openPool0}, removed before {@code closePool0}.
+   * The Go task handle of the pool this object owns: written by Go (JNI {@code SetLongField}, in
+   * {@code openPool0}) when an open given this object creates the task's pool, before any other
+   * open can reach that pool, so no spill of the task can find it unset. 0 if none. Name and type
+   * are part of the contract with {@code jni/np.c}.
    */
-  private final CopyOnWriteArrayList<TaskPool> pools = new CopyOnWriteArrayList<>();
+  private volatile long taskHandle;
+
+  /**
+   * Written by Go ({@code SetObjectField}) at the end of every successful {@code openPool0} given
+   * this object: see {@link #registeredOwner()}. Name and type are part of the contract with {@code
+   * jni/np.c}.
+   */
+  private volatile SparkTaskUpstream registeredOwner;
+
+  /** Spills of this consumer in flight ({@link #spillsInFlight()}). */
+  private final AtomicInteger spillsInFlight = new AtomicInteger();
 
   /** Set once by {@link #close()}; read before and after each acquire. */
   private volatile boolean closed;
@@ -220,35 +240,54 @@ public final class SparkTaskUpstream implements NativeUpstream, AutoCloseable {
     }
   }
 
-  void attachPool(TaskPool pool) {
-    pools.add(pool);
+  /**
+   * The Go task handle of the task pool this object owns, or 0 if it owns none (it was only a
+   * candidate of a join, or never opened a pool). Stale once that pool has closed.
+   */
+  long taskHandle() {
+    return taskHandle;
   }
 
-  void detachPool(TaskPool pool) {
-    pools.remove(pool);
+  /**
+   * The task's owner as Go answered the last successful {@code openPool0} given this object: this
+   * object if that open created the task's pool, else the owner the creating open registered. Null
+   * before any open, or if the owner is not a {@code SparkTaskUpstream}. Read by the opening thread
+   * right after {@code openPool0}.
+   */
+  SparkTaskUpstream registeredOwner() {
+    return registeredOwner;
   }
 
-  /** Spark's spill of our consumer: the pool's reclaim through any open handle of the task. */
+  /**
+   * Spark's spills of this consumer now in flight; a {@link TaskPool} of the task refuses to close
+   * while one runs (the spiller it calls may close it on the same thread, see {@link
+   * TaskPool#close()}).
+   */
+  int spillsInFlight() {
+    return spillsInFlight.get();
+  }
+
+  /**
+   * Spark's spill of our consumer: one native call that reaches the task's pool through the Go task
+   * handle. A pool that has closed (stale handle) reclaims nothing and returns 0.
+   */
   private long spill(long size) {
-    if (closed || size <= 0) {
+    long task = taskHandle;
+    if (closed || size <= 0 || task == 0) {
       return 0;
     }
-    for (TaskPool pool : pools) {
-      // A call on that pool, so no close runs under it (a task-end close waits for it).
-      long freed = pool.reclaimForSpark(size);
-      if (freed < 0) {
-        continue; // that handle is closed or closing; any other open one reaches the same pool
-      }
-      if (LOG.isDebugEnabled()) {
-        LOG.debug(
-            "nativepool: task {} spill of {} bytes released {} to Spark",
-            taskAttemptId,
-            size,
-            freed);
-      }
-      return freed;
+    spillsInFlight.incrementAndGet();
+    long freed;
+    try {
+      freed = NativeBridge.reclaimTask0(task, size);
+    } finally {
+      spillsInFlight.decrementAndGet();
     }
-    return 0;
+    if (LOG.isDebugEnabled()) {
+      LOG.debug(
+          "nativepool: task {} spill of {} bytes released {} to Spark", taskAttemptId, size, freed);
+    }
+    return freed;
   }
 
   private void ensureNotClosed() {

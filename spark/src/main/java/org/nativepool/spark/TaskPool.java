@@ -13,16 +13,26 @@ import org.slf4j.LoggerFactory;
  * same live task reaches the same pool, if kind, size and chunk size match).
  *
  * <p>Owned by whoever opened it. {@link #open(TaskContext, PoolKind, long, long)} also registers a
- * task completion listener that closes the pool's open reservations, the pool handle and then the
- * task's {@link SparkTaskUpstream}: Spark checks for leaked memory right after the listeners and
- * before the plugins' {@code onTaskSucceeded}, so everything goes back to Spark there.
+ * task completion listener that closes the pool's open reservations and the pool handle; the open
+ * that creates the task's pool first registers one that closes the task's {@link
+ * SparkTaskUpstream} (its owner), which so runs after every handle's. Spark checks for leaked memory
+ * right after the listeners and before the plugins' {@code onTaskSucceeded}, so everything goes
+ * back to Spark there.
+ *
+ * <p>Which pool and which owner a task has is known only to Go: an open hands Go a candidate
+ * owner, Go registers it if the open creates the pool and otherwise tells the open the registered
+ * one ({@link #upstream()}). Spark's spill of the owner's consumer reaches the pool through the Go
+ * task handle the owner holds, never through a {@code TaskPool}.
  *
  * <h2>Closing while calls are in flight</h2>
  *
  * <p>Every native call on the pool or on one of its reservations counts as a call on the pool: a
- * {@code tryGrow} that waits in Spark's 1/2N wait, a spill Spark asks of the pool, an Arrow import.
- * A close never closes anything under such a call, and a close that does not happen closes
- * nothing: not a reservation, not the pool handle, not the Go pool.
+ * {@code tryGrow} that waits in Spark's 1/2N wait, an Arrow import. A spill Spark asks of the task's
+ * owner counts as a call on every pool handle of the task for {@link #close()}, which refuses while
+ * one runs; the task completion listener does not wait for it in Java, but the Go pool's final
+ * close does (the spill runs inside the pool's call gate). A close never closes anything under such
+ * a call, and a close that does not happen closes nothing: not a reservation, not the pool handle,
+ * not the Go pool.
  *
  * <ul>
  *   <li>{@link #close()} <em>refuses</em>: it throws {@link IllegalStateException} ("… is in use
@@ -45,10 +55,6 @@ import org.slf4j.LoggerFactory;
 public final class TaskPool extends HandleGuard implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(TaskPool.class);
-
-  /** The task attempts with an upstream; entries leave in the task's completion listener. */
-  private static final ConcurrentHashMap<Long, SparkTaskUpstream> UPSTREAMS =
-      new ConcurrentHashMap<>();
 
   private final SparkTaskUpstream upstream;
   private final long taskAttemptId;
@@ -125,22 +131,17 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
     if (ctx.isCompleted()) {
       throw new IllegalStateException("nativepool: task " + id + " completed; cannot open a pool");
     }
-    SparkTaskUpstream up = UPSTREAMS.get(id);
-    if (up == null) {
-      SparkTaskUpstream fresh = new SparkTaskUpstream(ctx);
-      up = UPSTREAMS.putIfAbsent(id, fresh);
-      if (up == null) {
-        up = fresh;
-        // Registered before any pool's listener, so it runs after them (reverse order).
-        ctx.addTaskCompletionListener(
-            (TaskCompletionListener)
-                c -> {
-                  UPSTREAMS.remove(id, fresh);
-                  fresh.close();
-                });
-      }
+    // A candidate owner: Go registers it only if this open creates the task's pool; a join learns
+    // the task's owner from Go instead (no Java-side map of tasks).
+    SparkTaskUpstream candidate = new SparkTaskUpstream(ctx);
+    long h = NativeBridge.openPool0(id, kind.code(), poolSize, chunkSize, candidate);
+    SparkTaskUpstream owner = ownerAfterOpen(candidate);
+    TaskPool pool = new TaskPool(owner, id, h, kind, poolSize, chunkSize);
+    if (owner == candidate) {
+      // This open created the pool: the owner's listener goes first, so it runs after every
+      // handle's listener (Spark runs them in reverse order).
+      ctx.addTaskCompletionListener((TaskCompletionListener) c -> owner.close());
     }
-    TaskPool pool = open(up, id, kind, poolSize, chunkSize);
     ctx.addTaskCompletionListener((TaskCompletionListener) c -> pool.closeAtTaskEnd());
     return pool;
   }
@@ -148,6 +149,8 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
   /**
    * Opens (or joins) a task's pool over an explicit upstream, for tests that build Spark's memory
    * managers directly. No listener is registered: the caller closes the pool, then the upstream.
+   * {@code up} becomes the task's owner if this open creates the pool; a join borrows from the
+   * owner registered by the open that did ({@link #upstream()}), and {@code up} stays unused.
    *
    * @param taskAttemptId must equal {@code up.taskAttemptId()}
    * @throws IllegalArgumentException for a negative size or a mismatched task id
@@ -171,9 +174,16 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
     }
     NativeBridge.ensureLoaded();
     long h = NativeBridge.openPool0(taskAttemptId, kind.code(), poolSize, chunkSize, up);
-    TaskPool pool = new TaskPool(up, taskAttemptId, h, kind, poolSize, chunkSize);
-    up.attachPool(pool);
-    return pool;
+    return new TaskPool(ownerAfterOpen(up), taskAttemptId, h, kind, poolSize, chunkSize);
+  }
+
+  /**
+   * The task's owner that {@code openPool0} just stored in {@code candidate}: the candidate itself
+   * if the open created the pool, else the owner registered by the open that did.
+   */
+  private static SparkTaskUpstream ownerAfterOpen(SparkTaskUpstream candidate) {
+    SparkTaskUpstream owner = candidate.registeredOwner();
+    return owner != null ? owner : candidate;
   }
 
   private static void checkArgs(PoolKind kind, long poolSize, long chunkSize) {
@@ -186,14 +196,6 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
       throw new IllegalArgumentException(
           "nativepool: chunk size " + chunkSize + ": negative size");
     }
-  }
-
-  /**
-   * Task attempts that currently have an upstream opened through {@link #open(TaskContext,
-   * PoolKind, long, long)}.
-   */
-  static int liveTaskUpstreams() {
-    return UPSTREAMS.size();
   }
 
   /**
@@ -295,7 +297,10 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
     }
   }
 
-  /** The upstream this pool borrows from. */
+  /**
+   * The upstream this pool borrows from: the task's owner, registered by the open that created the
+   * task's pool (for a join, not necessarily the object the join was given).
+   */
   public SparkTaskUpstream upstream() {
     return upstream;
   }
@@ -325,24 +330,6 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
     return handle;
   }
 
-  /**
-   * Spark's spill of the task's consumer ({@link SparkTaskUpstream}): {@link #reclaim(long)} as a
-   * call on this pool, so that no close runs under it.
-   *
-   * @return the bytes released to Spark, or -1 if this pool is closed or closing (another open
-   *     handle of the task, if any, reaches the same pool)
-   */
-  long reclaimForSpark(long target) {
-    if (!tryEnter()) {
-      return -1;
-    }
-    try {
-      return NativeBridge.reclaim0(handle, target);
-    } finally {
-      exit();
-    }
-  }
-
   void forget(NativeReservation r) {
     reservations.remove(r);
   }
@@ -355,11 +342,23 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
    * releaseMemory}), the rest is closed anyway and the first failure is thrown afterwards, the
    * others suppressed into it.
    *
-   * @throws IllegalStateException if a native call on this pool or one of its reservations is in
-   *     flight, on any thread ("… is in use by n native call(s); close refused"); nothing is closed
+   * @throws IllegalStateException if a native call on this pool or one of its reservations, or a
+   *     Spark spill of the task's owner, is in flight, on any thread ("… is in use by n native
+   *     call(s); close refused"); nothing is closed
    */
   @Override
   public void close() {
+    int spills = upstream.spillsInFlight();
+    if (spills > 0 && !guardClosed()) {
+      // Spark is spilling the task's consumer (perhaps on this very thread, through a spiller that
+      // closes its pool): the Go pool's close would wait for that spill, so refuse instead.
+      throw new IllegalStateException(
+          "nativepool: "
+              + describe()
+              + " is in use by "
+              + (callsInFlight() + spills)
+              + " native call(s); close refused");
+    }
     if (markClosed()) {
       closeAll();
     }
@@ -401,7 +400,6 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
         }
       }
     }
-    upstream.detachPool(this);
     try {
       NativeBridge.closePool0(handle);
     } catch (RuntimeException e) {

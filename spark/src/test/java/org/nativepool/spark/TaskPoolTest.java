@@ -1,6 +1,7 @@
 package org.nativepool.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -161,5 +162,64 @@ class TaskPoolTest {
       assertTrue(!r.isClosed());
       assertEquals(64 * MIB, r.size());
     }
+  }
+
+  /** A join learns the task's owner from Go: its own candidate is neither registered nor used. */
+  @Test
+  void aJoinBorrowsFromTheOwnerTheCreatingOpenRegistered() {
+    SparkTaskUpstream candidate = new SparkTaskUpstream(tmm, TASK);
+    try (TaskPool joined = TaskPool.open(candidate, TASK, PoolKind.FAIR_UNIFIED, 32 * MIB, 2 * MIB)) {
+      assertSame(up, joined.upstream(), "the join's upstream is the task's owner");
+      assertSame(up, pool.upstream());
+      assertTrue(up.taskHandle() != 0, "the creating open's owner holds the Go task handle");
+      assertEquals(0, candidate.taskHandle(), "a join's candidate gets no task handle");
+      NativeReservation b = joined.newReservation("b", false, null);
+      b.grow(MIB);
+      assertTrue(up.used() >= MIB, "the join borrows through the owner: " + up.used());
+      assertEquals(0, candidate.used());
+    }
+  }
+
+  /**
+   * Spark's spill of the owner's consumer is one native call through the Go task handle, and a
+   * spiller that closes the task's pool from inside it is refused (the Go close would wait for the
+   * very spill that runs it), loudly, and the pool survives.
+   */
+  @Test
+  void closingThePoolFromInsideSparksSpillOfTheTaskIsRefused() throws Exception {
+    AtomicReference<RuntimeException> refused = new AtomicReference<>();
+    NativeReservation r =
+        pool.newReservation(
+            "spills",
+            true,
+            target -> {
+              try {
+                pool.close();
+              } catch (IllegalStateException e) {
+                refused.set(e);
+              }
+              return 0;
+            });
+    r.grow(8 * MIB);
+
+    long freed = up.memoryConsumer().spill(64 * MIB, null);
+
+    assertEquals(0, freed, "the spiller freed nothing and the pool keeps no slack in Spark");
+    RuntimeException e = refused.get();
+    assertTrue(e != null, "the spiller ran and tried to close");
+    assertEquals(
+        "nativepool: pool of task 900 is in use by 1 native call(s); close refused",
+        e.getMessage());
+    assertTrue(!pool.isClosed());
+    assertEquals(8 * MIB, r.size());
+    assertEquals(8 * MIB, up.used());
+  }
+
+  /** Spark may spill the owner after its pool closed: the stale task handle reclaims nothing. */
+  @Test
+  void sparksSpillAfterThePoolClosedFreesNothing() throws Exception {
+    pool.close();
+    assertTrue(up.taskHandle() != 0);
+    assertEquals(0, up.memoryConsumer().spill(MIB, null));
   }
 }
