@@ -28,7 +28,7 @@ const topConsumers = 10
 //
 // A Bridge is safe for concurrent use by any number of JVM threads; no Go
 // lock is held across an upcall (acquireMemory may block in Spark's wait and
-// may re-enter the Bridge on the same thread through spill → reclaim0). Make
+// may re-enter the Bridge on the same thread through spill → reclaimTask0). Make
 // one with NewBridge; the zero Bridge is not valid.
 type Bridge struct {
 	pools        *handleTable[*poolHandle]
@@ -492,13 +492,14 @@ func (b *Bridge) closeReservation(rh *reservationHandle) error {
 	return rh.r.CloseReporting()
 }
 
-// Reclaim is Spark's spill of the task's consumer: it returns the pool's
-// slack, then asks spillable consumers (largest first) to spill, and
-// returns exactly the bytes released to Spark during the call. A closed or
-// closing pool reclaims nothing (its close returns everything). A failed
-// spiller is counted and skipped, and its error returned with any failed
-// release, joined, after the reclaim has finished (a *JavaException when
-// spill or releaseMemory threw).
+// Reclaim is TaskPool.reclaim (Spark's spill of the task's consumer takes
+// the task handle instead: ReclaimTask): it returns the pool's slack, then
+// asks spillable consumers (largest first) to spill, and returns exactly
+// the bytes released to Spark during the call. A closed or closing pool
+// reclaims nothing (its close returns everything). A failed spiller is
+// counted and skipped, and its error returned with any failed release,
+// joined, after the reclaim has finished (a *JavaException when spill or
+// releaseMemory threw).
 func (b *Bridge) Reclaim(h, target int64) (int64, error) {
 	ph, err := b.pool(h)
 	if err != nil {

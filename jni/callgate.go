@@ -16,7 +16,8 @@ import (
 //
 // Calls are of two kinds:
 //
-//   - acquiring calls (tryGrow0, grow0, newReservation0, reclaim0) may wait
+//   - acquiring calls (tryGrow0, grow0, newReservation0, reclaim0,
+//     reclaimTask0) may wait
 //     in Spark; they are refused once the close has begun (enterAcquire
 //     returns false), so the close cannot be starved;
 //   - releasing calls (shrink0, free0, closeReservation0) never wait in
@@ -29,7 +30,8 @@ import (
 // It must not run on a goroutine that is itself inside a counted call of the
 // same pool (it would wait for itself): Java's TaskPool refuses such a
 // close before it reaches Go (a TaskPool counts the native calls of its
-// reservations and of Spark's spill), and the natives are package-private.
+// reservations, and the task's owner counts Spark's spills, which every
+// TaskPool of the task consults), and the natives are package-private.
 //
 // A callGate is safe for concurrent use; build one with newCallGate.
 type callGate struct {

@@ -9,8 +9,8 @@
 //
 // The exports (exports.go) are Java_org_nativepool_spark_NativeBridge_<name>0
 // for init0, openPool0, closePool0, newReservation0, tryGrow0, grow0,
-// shrink0, free0, size0, closeReservation0, reclaim0, poolStats0,
-// processStats0 and configure0. Each one converts its JNI arguments and calls
+// shrink0, free0, size0, closeReservation0, reclaim0, reclaimTask0,
+// poolStats0, processStats0 and configure0. Each one converts its JNI arguments and calls
 // a method of the process Bridge (bridge.go), the pure-Go core, which tests
 // drive without a JVM. Pool kinds live in stats.go, with their other copy in
 // NativeBridge.java; each stats array is declared once, as a table in
@@ -28,6 +28,9 @@
 //	callgate.go    callGate: the calls in flight on a task pool, which its
 //	               close waits for
 //	handles.go     generation-checked handle tables (pure Go)
+//	tasks.go       task handles: one per task pool, held by the task's owner,
+//	               the path of Spark's spill (reclaimTask0)
+//	taskowner.go   tells a SparkTaskUpstream candidate the task's owner
 //	upstream.go    jvmUpstream: pool.Upstream over NativeUpstream
 //	spiller.go     jvmSpiller: pool.Spiller over NativeSpiller
 //	globalref.go   sharedRef: a global ref that upcalls use while it may close
@@ -67,6 +70,17 @@
 // pool, so its grant goes back with the close and is never reported as a
 // leak (API.md, "Closing while calls are in flight").
 //
+// The open that creates a task's pool is given an owner candidate
+// (SparkTaskUpstream): inside the registry's create, and only there, the
+// export makes the pool's one global ref to it and stores the pool's task
+// handle in it (a third handle type, removed when the pool closes), so no
+// spill of the task can find the owner without its handle. A join makes no
+// global ref; it only tells its candidate the registered owner
+// (registeredOwner). Spark's spill of the owner's consumer is one
+// reclaimTask0 through the task handle; once the pool has closed the handle
+// is stale and the spill reclaims 0. So the Go registry is the only record
+// of which pool a task has.
+//
 // # Threads and the JNIEnv
 //
 // Following reference/go-jni.md §3.3 and §4 (measured there):
@@ -88,7 +102,7 @@
 //     an attached Go thread would get.
 //   - No Go lock is held across an upcall: acquireMemory may block in Spark's
 //     1/2N wait and may call spill on the same thread, which re-enters Go
-//     (reclaim0, then shrink0 from the Java spiller). Global refs that upcalls
+//     (reclaimTask0, then shrink0 from the Java spiller). Global refs that upcalls
 //     use are guarded by a use count (sharedRef), not a lock, and deleted on
 //     an attached thread when their pool or reservation closes.
 //

@@ -38,7 +38,7 @@
 // (an InterruptedException while Spark makes the task wait for memory) is
 // rethrown as is, a bad or forged handle is IllegalArgumentException, a
 // closed one IllegalStateException. Spark's spill of the task's native
-// consumer reaches the sorter's Spill on the task thread, through reclaim0,
+// consumer reaches the sorter's Spill on the task thread, through reclaimTask0,
 // while no export of this library holds a lock (extsort's re-entrancy
 // rules).
 //
