@@ -1,10 +1,13 @@
 package jni
 
 import (
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 )
 
 func TestOpenPoolIssuesOneTaskHandleWhenItCreatesThePool(t *testing.T) {
@@ -122,4 +125,46 @@ func TestOpenPoolWhoseOwnerFailsLeavesNoTaskHandle(t *testing.T) {
 	require.ErrorIs(t, err, errInvalidArgument)
 	assert.Zero(t, b.LiveTasks())
 	assert.Zero(t, b.registry.Len())
+}
+
+// TestClosePoolWaitsForASparkSpillThroughTheTaskHandle: ReclaimTask runs in
+// the pool's call gate, so the last ClosePool returns only after a spill in
+// flight (its spiller parked) has finished, and a spill arriving once the
+// close has begun reclaims nothing.
+func TestClosePoolWaitsForASparkSpillThroughTheTaskHandle(t *testing.T) {
+	b, _ := newTestBridge(t)
+	up := newFakeUpstream(64 * mib)
+	owner := &countingOwner{up: up}
+	p, err := b.OpenPool(83, KindGreedyUnified, 0, 0, owner.factory)
+	require.NoError(t, err)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var r int64
+	sp := &fakeSpiller{spill: func(target int64) (int64, error) {
+		close(entered)
+		<-release
+		return b.Free(r)
+	}}
+	r = mustReserve(t, b, p, "spills", true, sp)
+	require.NoError(t, b.TryGrow(r, mib))
+
+	var g errgroup.Group
+	var freed int64
+	g.Go(func() (err error) { freed, err = b.ReclaimTask(owner.task.Load(), mib); return err })
+	<-entered
+	var closed atomic.Bool
+	g.Go(func() error { defer closed.Store(true); return b.ClosePool(p) })
+
+	assert.Never(t, closed.Load, 200*time.Millisecond, 5*time.Millisecond,
+		"ClosePool returned while a spill through the task handle was in flight")
+	late, err := b.ReclaimTask(owner.task.Load(), mib)
+	require.NoError(t, err)
+	assert.Zero(t, late, "a spill arriving while the pool closes reclaims nothing")
+	close(release)
+	require.NoError(t, g.Wait())
+
+	assert.Equal(t, int64(mib), freed, "the spill finished in the open pool")
+	assert.Zero(t, up.Held())
+	assert.Zero(t, b.ProcessStats().Leaks, "the spill freed the reservation before the close")
+	require.NoError(t, b.CloseReservation(r))
+	up.requireSane(t)
 }
