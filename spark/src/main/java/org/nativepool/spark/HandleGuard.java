@@ -110,14 +110,26 @@ abstract class HandleGuard {
    * @throws IllegalStateException if native calls are in flight; the state is unchanged
    */
   final boolean markClosed() {
+    return markClosed(0);
+  }
+
+  /**
+   * {@link #markClosed()} that also counts {@code otherCalls} native calls in flight that are not
+   * entered on this guard (a pool counts Spark's spills of its task's owner): with any, it refuses.
+   */
+  final boolean markClosed(int otherCalls) {
     for (; ; ) {
       int s = state;
       if (s == CLOSED || (s & CLOSING) != 0) {
         return false;
       }
-      if (s > 0) {
+      if (s + otherCalls > 0) {
         throw new IllegalStateException(
-            "nativepool: " + describe() + " is in use by " + s + " native call(s); close refused");
+            "nativepool: "
+                + describe()
+                + " is in use by "
+                + (s + otherCalls)
+                + " native call(s); close refused");
       }
       if (STATE.compareAndSet(this, 0, CLOSED)) {
         return true;

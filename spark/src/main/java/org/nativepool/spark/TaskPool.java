@@ -348,18 +348,9 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
    */
   @Override
   public void close() {
-    int spills = upstream.spillsInFlight();
-    if (spills > 0 && !guardClosed()) {
-      // Spark is spilling the task's consumer (perhaps on this very thread, through a spiller that
-      // closes its pool): the Go pool's close would wait for that spill, so refuse instead.
-      throw new IllegalStateException(
-          "nativepool: "
-              + describe()
-              + " is in use by "
-              + (callsInFlight() + spills)
-              + " native call(s); close refused");
-    }
-    if (markClosed()) {
+    // A Spark spill of the task's owner in flight (perhaps on this very thread, through a spiller
+    // that closes its pool) counts as a call: the Go pool's close would wait for it.
+    if (markClosed(upstream.spillsInFlight())) {
       closeAll();
     }
   }
