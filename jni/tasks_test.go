@@ -1,6 +1,7 @@
 package jni
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -166,5 +167,32 @@ func TestClosePoolWaitsForASparkSpillThroughTheTaskHandle(t *testing.T) {
 	assert.Zero(t, up.Held())
 	assert.Zero(t, b.ProcessStats().Leaks, "the spill freed the reservation before the close")
 	require.NoError(t, b.CloseReservation(r))
+	up.requireSane(t)
+}
+
+// TestReclaimTaskReturnsAFailedSpillersErrorAfterReclaiming: the spill
+// through the task handle reports like Reclaim (ReclaimReporting), so
+// reclaimTask0 rethrows what a spiller threw, after the other consumers
+// were asked.
+func TestReclaimTaskReturnsAFailedSpillersErrorAfterReclaiming(t *testing.T) {
+	b, _ := newTestBridge(t)
+	up := newFakeUpstream(1 << 20)
+	owner := &countingOwner{up: up}
+	p, err := b.OpenPool(13, KindGreedyUnified, 0, 0, owner.factory)
+	require.NoError(t, err)
+	boom := errors.New("spill file system full")
+	failing := mustReserve(t, b, p, "failing", true, &fakeSpiller{spill: func(int64) (int64, error) { return 0, boom }})
+	var ok int64
+	ok = mustReserve(t, b, p, "ok", true, &fakeSpiller{spill: func(target int64) (int64, error) { return b.Free(ok) }})
+	require.NoError(t, b.TryGrow(failing, 300))
+	require.NoError(t, b.TryGrow(ok, 100))
+
+	freed, err := b.ReclaimTask(owner.task.Load(), 400)
+	require.ErrorIs(t, err, boom)
+	assert.Equal(t, int64(100), freed, "the other consumer was still asked")
+	for _, r := range []int64{failing, ok} {
+		require.NoError(t, b.CloseReservation(r))
+	}
+	require.NoError(t, b.ClosePool(p))
 	up.requireSane(t)
 }
