@@ -232,7 +232,7 @@ class CloseWhileWaitingInSparkTest {
   }
 
   /** A task context over {@code tmm} without a SparkContext, as Spark's own suites build one. */
-  private static TaskContextImpl taskContext(long taskAttemptId, TaskMemoryManager tmm) {
+  static TaskContextImpl taskContext(long taskAttemptId, TaskMemoryManager tmm) {
     scala.collection.immutable.Map<String, ResourceInformation> resources = Map$.MODULE$.empty();
     return new TaskContextImpl(
         0, 0, 0, taskAttemptId, 0, 1, tmm, new Properties(), null, TaskMetrics.empty(), 1,

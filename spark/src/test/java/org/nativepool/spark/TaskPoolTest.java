@@ -6,11 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.spark.TaskContextImpl;
 import org.apache.spark.memory.TaskMemoryManager;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import scala.Option;
 
 /** Opening, joining and closing a task's pool through the Java wrappers. */
 class TaskPoolTest {
@@ -221,5 +223,32 @@ class TaskPoolTest {
     pool.close();
     assertTrue(up.taskHandle() != 0);
     assertEquals(0, up.memoryConsumer().spill(MIB, null));
+  }
+
+  /**
+   * Opens through the task's context share one owner, which Go registered for the first; only that
+   * open's listener closes it, and it runs after every handle's, so nothing is released late and
+   * Spark's figure for the task ends at 0.
+   */
+  @Test
+  void opensThroughTheTaskContextShareOneOwnerClosedAfterEveryHandle() {
+    long task = TASK + 5;
+    TaskMemoryManager t = spark.task(task);
+    TaskContextImpl ctx = CloseWhileWaitingInSparkTest.taskContext(task, t);
+    long liveBefore = NativeBridge.processStats().liveTasks();
+    TaskPool first = TaskPool.open(ctx, PoolKind.GREEDY_UNIFIED, 0, 0);
+    TaskPool second = TaskPool.open(ctx, PoolKind.GREEDY_UNIFIED, 0, 0);
+    assertSame(first.upstream(), second.upstream(), "one owner per task");
+    NativeReservation r = second.newReservation("r", false, null);
+    r.grow(MIB);
+    assertEquals(liveBefore + 1, NativeBridge.processStats().liveTasks());
+
+    ctx.markTaskCompleted(Option.<Throwable>empty());
+
+    assertTrue(first.isClosed() && second.isClosed() && r.isClosed());
+    assertTrue(first.upstream().isClosed());
+    assertEquals(0, first.upstream().lateReleases(), "the owner closed after every handle");
+    assertEquals(0, t.getMemoryConsumptionForThisTask());
+    assertEquals(liveBefore, NativeBridge.processStats().liveTasks(), "the Go task pool is gone");
   }
 }
