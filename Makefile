@@ -1,6 +1,7 @@
 # nativepool — see README.md. Two commands matter to a newcomer:
 #   make example   runs the main demo
-#   make test      runs every test (Go with -race, go vet, gofmt check, Java/JUnit against real Spark)
+#   make test      runs every test (Go with -race, the bridge core without cgo, go vet, gofmt check,
+#                  Java/JUnit against real Spark)
 SHELL := /bin/bash
 GO ?= go
 MVN ?= mvn -B -ntp
@@ -20,7 +21,7 @@ all: lib jar
 
 ## lib: the c-shared library the JVM loads (one Go runtime per process).
 lib: $(LIB)
-$(LIB): $(shell find pool taskshared ffi jni -name '*.go' -o -name '*.c' -o -name '*.h' 2>/dev/null) go.mod
+$(LIB): $(shell find pool taskshared ffi jni internal -name '*.go' -o -name '*.c' -o -name '*.h' 2>/dev/null) go.mod
 	@mkdir -p $(BUILD)/lib
 	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -o $(LIB) ./jni/libnativepool
 
@@ -35,8 +36,10 @@ fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './build/*' -not -path '*/target/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
+## test-go also runs the bridge's pure-Go core without cgo, as issue 10 requires: no JDK, no C.
 test-go: vet fmt-check
 	$(GO) test -race -count=1 ./...
+	CGO_ENABLED=0 $(GO) test -count=1 ./internal/bridge/
 
 ## test-java: every JUnit test of both Maven modules, the plugin's and the demo's.
 test-java: lib

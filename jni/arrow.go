@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"unsafe"
 
+	"github.com/nativepool/nativepool/internal/bridge"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/cdata"
@@ -23,17 +25,17 @@ import (
 
 // ffiRuntime is the ArrowRuntime of the library: ffi's allocator and its
 // resident-set sample.
-var ffiRuntime = ArrowRuntime{
-	NewAllocator: func(res *pool.Reservation, sites bool, logger *slog.Logger) ArrowAllocator {
+var ffiRuntime = bridge.ArrowRuntime{
+	NewAllocator: func(res *pool.Reservation, sites bool, logger *slog.Logger) bridge.ArrowAllocator {
 		opts := []ffi.Option{ffi.WithLogger(logger)}
 		if sites {
 			opts = append(opts, ffi.WithAllocationSites(true))
 		}
 		return ffiAllocator{ffi.NewAllocator(nil, res, opts...)}
 	},
-	MeasureDrift: func(reserved, allocated int64) (Drift, error) {
+	MeasureDrift: func(reserved, allocated int64) (bridge.Drift, error) {
 		d, err := ffi.MeasureDrift(reserved, allocated)
-		return Drift{RSS: d.RSS, GoRuntime: d.GoRuntime, Unexplained: d.Unexplained}, err
+		return bridge.Drift{RSS: d.RSS, GoRuntime: d.GoRuntime, Unexplained: d.Unexplained}, err
 	},
 }
 
@@ -41,9 +43,9 @@ var ffiRuntime = ArrowRuntime{
 type ffiAllocator struct{ *ffi.Allocator }
 
 // Snapshot implements ArrowAllocator.
-func (a ffiAllocator) Snapshot() ArrowSnapshot {
+func (a ffiAllocator) Snapshot() bridge.ArrowSnapshot {
 	sn := a.Allocator.Snapshot()
-	return ArrowSnapshot{
+	return bridge.ArrowSnapshot{
 		Allocated: sn.Allocated, Reserved: sn.Reserved, Forced: sn.Forced, Peak: sn.Peak, Refusals: sn.Refusals,
 		LiveBuffers: sn.LiveBuffers, Imported: sn.Imported, Exported: sn.Exported,
 		ImportsLive: sn.ImportsLive, ExportsLive: sn.ExportsLive,
@@ -51,10 +53,10 @@ func (a ffiAllocator) Snapshot() ArrowSnapshot {
 }
 
 // Close implements ArrowAllocator.
-func (a ffiAllocator) Close() *ArrowLeak {
+func (a ffiAllocator) Close() *bridge.ArrowLeak {
 	var leak *ffi.LeakError
 	if err := a.Allocator.Close(); errors.As(err, &leak) {
-		return &ArrowLeak{Bytes: leak.Bytes + leak.ImportedBytes, Report: leak.Report()}
+		return &bridge.ArrowLeak{Bytes: leak.Bytes + leak.ImportedBytes, Report: leak.Report()}
 	}
 	return nil
 }
@@ -64,7 +66,7 @@ func (a ffiAllocator) Close() *ArrowLeak {
 // (Bridge.ImportBatch). On success arr has been moved and sc released; on
 // error the caller still owns whatever arr and sc hold and must release
 // them (a no-op on a released struct).
-func importBatch(b *Bridge, res int64, arr *cdata.CArrowArray, sc *cdata.CArrowSchema) (int64, error) {
+func importBatch(b *bridge.Bridge, res int64, arr *cdata.CArrowArray, sc *cdata.CArrowSchema) (int64, error) {
 	return importBatchAt(b, res, uintptr(unsafe.Pointer(arr)), uintptr(unsafe.Pointer(sc)))
 }
 
@@ -79,18 +81,18 @@ func importBatch(b *Bridge, res int64, arr *cdata.CArrowArray, sc *cdata.CArrowS
 // unequal row counts wrap errInvalidArgument, with nothing read further,
 // nothing written and nothing charged. So does a zero address, or an array
 // arrow-go cannot import.
-func importBatchAt(b *Bridge, res int64, arrAddr, scAddr uintptr) (int64, error) {
+func importBatchAt(b *bridge.Bridge, res int64, arrAddr, scAddr uintptr) (int64, error) {
 	check := func(consumer string) error {
 		if arrAddr == 0 || scAddr == 0 {
-			return fmt.Errorf("nativepool: importBatch for %s: null ArrowArray or ArrowSchema address: %w", consumer, errInvalidArgument)
+			return fmt.Errorf("nativepool: importBatch for %s: null ArrowArray or ArrowSchema address: %w", consumer, bridge.ErrInvalidArgument)
 		}
 		// Nothing below may touch memory validation has not read (arrow_validate.go).
 		if err := validateImport(arrAddr, scAddr); err != nil {
-			return fmt.Errorf("nativepool: importBatch for %s: %w: %w", consumer, err, errInvalidArgument)
+			return fmt.Errorf("nativepool: importBatch for %s: %w: %w", consumer, err, bridge.ErrInvalidArgument)
 		}
 		return nil
 	}
-	return b.ImportBatch(res, check, func(a ArrowAllocator) (arrow.RecordBatch, error) {
+	return b.ImportBatch(res, check, func(a bridge.ArrowAllocator) (arrow.RecordBatch, error) {
 		arr, sc := cdata.ArrayFromPtr(arrAddr), cdata.SchemaFromPtr(scAddr)
 		fa := a.(ffiAllocator)
 		// A fault in arrow-go's reads (a forgery validation cannot see: mapped
@@ -101,7 +103,7 @@ func importBatchAt(b *Bridge, res int64, arrAddr, scAddr uintptr) (int64, error)
 			if errors.Is(err, pool.ErrClosed) || errors.Is(err, ffi.ErrOutOfMemory) {
 				return nil, fmt.Errorf("nativepool: importBatch: %w", err)
 			}
-			return nil, fmt.Errorf("nativepool: importBatch for %s: %w: %w", fa.Consumer(), err, errInvalidArgument)
+			return nil, fmt.Errorf("nativepool: importBatch for %s: %w: %w", fa.Consumer(), err, bridge.ErrInvalidArgument)
 		}
 		return rb, nil
 	})
@@ -110,7 +112,7 @@ func importBatchAt(b *Bridge, res int64, arrAddr, scAddr uintptr) (int64, error)
 // exportBatch exports a batch into the zero-initialised C structs out and
 // outSchema, zero-copy (Bridge.ExportBatch,
 // ffi.Allocator.ExportRecordBatch).
-func exportBatch(b *Bridge, batch int64, out *cdata.CArrowArray, outSchema *cdata.CArrowSchema) error {
+func exportBatch(b *bridge.Bridge, batch int64, out *cdata.CArrowArray, outSchema *cdata.CArrowSchema) error {
 	return exportBatchAt(b, batch, uintptr(unsafe.Pointer(out)), uintptr(unsafe.Pointer(outSchema)))
 }
 
@@ -118,20 +120,20 @@ func exportBatch(b *Bridge, batch int64, out *cdata.CArrowArray, outSchema *cdat
 // from Java. Both must be non-zero, 8-byte aligned, readable, writable and
 // not hold a live struct (validateExportTarget); otherwise the error wraps
 // errInvalidArgument and nothing is written.
-func exportBatchAt(b *Bridge, batch int64, outAddr, outSchemaAddr uintptr) error {
+func exportBatchAt(b *bridge.Bridge, batch int64, outAddr, outSchemaAddr uintptr) error {
 	check := func() error {
 		if outAddr == 0 || outSchemaAddr == 0 {
-			return fmt.Errorf("nativepool: exportBatch: null ArrowArray or ArrowSchema address: %w", errInvalidArgument)
+			return fmt.Errorf("nativepool: exportBatch: null ArrowArray or ArrowSchema address: %w", bridge.ErrInvalidArgument)
 		}
 		if err := validateExportTarget("ArrowArray", outAddr, int(unsafe.Sizeof(cdata.CArrowArray{}))); err != nil {
-			return fmt.Errorf("nativepool: exportBatch: %w: %w", err, errInvalidArgument)
+			return fmt.Errorf("nativepool: exportBatch: %w: %w", err, bridge.ErrInvalidArgument)
 		}
 		if err := validateExportTarget("ArrowSchema", outSchemaAddr, int(unsafe.Sizeof(cdata.CArrowSchema{}))); err != nil {
-			return fmt.Errorf("nativepool: exportBatch: %w: %w", err, errInvalidArgument)
+			return fmt.Errorf("nativepool: exportBatch: %w: %w", err, bridge.ErrInvalidArgument)
 		}
 		return nil
 	}
-	return b.ExportBatch(batch, check, func(rb arrow.RecordBatch, a ArrowAllocator) error {
+	return b.ExportBatch(batch, check, func(rb arrow.RecordBatch, a bridge.ArrowAllocator) error {
 		out, outSchema := cdata.ArrayFromPtr(outAddr), cdata.SchemaFromPtr(outSchemaAddr)
 		return a.(ffiAllocator).ExportRecordBatch(rb, out, outSchema)
 	})
@@ -140,8 +142,8 @@ func exportBatchAt(b *Bridge, batch int64, outAddr, outSchemaAddr uintptr) error
 // copyBatch deep-copies a batch into C memory of the allocator of
 // reservation handle res (Bridge.CopyBatch). A refusal also wraps an
 // *ffi.AllocationError naming the consumer.
-func copyBatch(b *Bridge, res, batch int64) (int64, error) {
-	return b.CopyBatch(res, batch, func(a ArrowAllocator, src arrow.RecordBatch) (arrow.RecordBatch, error) {
+func copyBatch(b *bridge.Bridge, res, batch int64) (int64, error) {
+	return b.CopyBatch(res, batch, func(a bridge.ArrowAllocator, src arrow.RecordBatch) (arrow.RecordBatch, error) {
 		return copyRecordBatch(a.(ffiAllocator).Allocator, src)
 	})
 }

@@ -5,6 +5,8 @@ import "C"
 import (
 	"errors"
 
+	"github.com/nativepool/nativepool/internal/bridge"
+
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -44,7 +46,7 @@ func Java_org_nativepool_spark_NativeBridge_copyBatch0(env *jniEnv, _ jclass, re
 		}
 	}()
 	id, err := copyBatch(process, int64(res), int64(batch))
-	var je *JavaException
+	var je *bridge.JavaException
 	if err != nil && !errors.As(err, &je) && errors.Is(err, pool.ErrResourcesExhausted) {
 		refusal, err = err.Error(), nil
 		return 0
@@ -85,7 +87,7 @@ func Java_org_nativepool_spark_NativeBridge_configureArrow0(env *jniEnv, _ jclas
 	var err error
 	c := begin()
 	defer func() { c.end(env, recover(), err) }()
-	process.ConfigureArrow(ArrowSettings{AllocationSites: allocationSites != 0})
+	process.ConfigureArrow(bridge.ArrowSettings{AllocationSites: allocationSites != 0})
 }
 
 //export Java_org_nativepool_spark_NativeBridge_closeArrow0

@@ -43,6 +43,8 @@ import "C"
 import (
 	"unicode/utf16"
 	"unsafe"
+
+	"github.com/nativepool/nativepool/internal/bridge"
 )
 
 // This file holds the JNI helpers of the Arrow natives (arrow_exports.go):
@@ -68,6 +70,6 @@ func throwExhausted(env *jniEnv, msg string) {
 		p = (*C.jchar)(unsafe.Pointer(&u[0]))
 	}
 	if C.npa_throw_exhausted(env, p, C.jsize(len(u))) == 1 {
-		throwNew(env, throwRuntime, msg+" (and "+exhaustedClass+" could not be loaded)")
+		throwNew(env, bridge.ThrowRuntime, msg+" (and "+exhaustedClass+" could not be loaded)")
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/nativepool/nativepool/internal/bridge"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/cdata"
@@ -74,7 +76,7 @@ func sumExported(t testing.TB, arr *cdata.CArrowArray, sc *cdata.CArrowSchema) i
 }
 
 type arrowFixture struct {
-	b    *Bridge
+	b    *bridge.Bridge
 	logs *logBuffer
 	up   *fakeUpstream
 	pool int64
@@ -84,7 +86,7 @@ func newArrowFixture(t testing.TB, budget int64) *arrowFixture {
 	t.Helper()
 	b, logs := newTestBridge(t)
 	up := newFakeUpstream(budget)
-	return &arrowFixture{b: b, logs: logs, up: up, pool: mustOpen(t, b, 77, KindGreedyUnified, 0, 0, up)}
+	return &arrowFixture{b: b, logs: logs, up: up, pool: mustOpen(t, b, 77, bridge.KindGreedyUnified, 0, 0, up)}
 }
 
 func (f *arrowFixture) stats(t testing.TB, res int64) []int64 {
@@ -105,19 +107,19 @@ func TestImportBatchTracksWithoutChargingUntilGoReleasesIt(t *testing.T) {
 	h, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
 	s := f.stats(t, res)
-	assert.Equal(t, int64(0), s[ArrowStatAllocated], "Go tracks an import and charges nothing")
-	assert.Equal(t, int64(0), s[ArrowStatReserved])
-	assert.Equal(t, int64(1), s[ArrowStatImportsLive])
-	assert.GreaterOrEqual(t, s[ArrowStatImported], int64(8000))
-	assert.Equal(t, int64(1), s[ArrowStatBatches])
+	assert.Equal(t, int64(0), s[bridge.ArrowStatAllocated], "Go tracks an import and charges nothing")
+	assert.Equal(t, int64(0), s[bridge.ArrowStatReserved])
+	assert.Equal(t, int64(1), s[bridge.ArrowStatImportsLive])
+	assert.GreaterOrEqual(t, s[bridge.ArrowStatImported], int64(8000))
+	assert.Equal(t, int64(1), s[bridge.ArrowStatBatches])
 	assert.Equal(t, int64(0), f.up.Held(), "Spark is not told twice")
 	assert.Equal(t, produced, p.mem.CurrentAlloc(), "the producer keeps its buffers (and its charge)")
 
 	require.NoError(t, f.b.ReleaseBatch(h))
 	assert.Equal(t, 0, p.mem.CurrentAlloc(), "Go's release called the producer's release")
 	s = f.stats(t, res)
-	assert.Equal(t, int64(0), s[ArrowStatImportsLive])
-	assert.Equal(t, int64(0), s[ArrowStatBatches])
+	assert.Equal(t, int64(0), s[bridge.ArrowStatImportsLive])
+	assert.Equal(t, int64(0), s[bridge.ArrowStatBatches])
 	require.NoError(t, f.b.CloseReservation(res))
 	require.NoError(t, f.b.ClosePool(f.pool))
 	f.up.requireSane(t)
@@ -136,21 +138,21 @@ func TestCopyBatchChargesTheReservationUntilTheCopyIsReleased(t *testing.T) {
 	assert.Equal(t, 0, p.mem.CurrentAlloc(), "the copy does not pin the producer's buffers")
 
 	s := f.stats(t, res)
-	assert.GreaterOrEqual(t, s[ArrowStatAllocated], int64(8000))
-	assert.Equal(t, s[ArrowStatAllocated], s[ArrowStatReserved], "exact: reserved = allocated")
-	assert.Equal(t, s[ArrowStatAllocated], f.up.Held(), "Spark holds what Go charges")
+	assert.GreaterOrEqual(t, s[bridge.ArrowStatAllocated], int64(8000))
+	assert.Equal(t, s[bridge.ArrowStatAllocated], s[bridge.ArrowStatReserved], "exact: reserved = allocated")
+	assert.Equal(t, s[bridge.ArrowStatAllocated], f.up.Held(), "Spark holds what Go charges")
 
 	out, outSchema := cStructs(t)
 	require.NoError(t, exportBatch(f.b, cp, out, outSchema))
 	require.NoError(t, f.b.ReleaseBatch(cp))
 	s2 := f.stats(t, res)
-	assert.Equal(t, s[ArrowStatAllocated], s2[ArrowStatAllocated], "the charge lives until the consumer releases")
-	assert.Equal(t, int64(1), s2[ArrowStatExportsLive])
+	assert.Equal(t, s[bridge.ArrowStatAllocated], s2[bridge.ArrowStatAllocated], "the charge lives until the consumer releases")
+	assert.Equal(t, int64(1), s2[bridge.ArrowStatExportsLive])
 	assert.Equal(t, int64(1000*1+999*1000/2), sumExported(t, out, outSchema))
 	s3 := f.stats(t, res)
-	assert.Equal(t, int64(0), s3[ArrowStatAllocated])
-	assert.Equal(t, int64(0), s3[ArrowStatReserved])
-	assert.Equal(t, int64(0), s3[ArrowStatExportsLive])
+	assert.Equal(t, int64(0), s3[bridge.ArrowStatAllocated])
+	assert.Equal(t, int64(0), s3[bridge.ArrowStatReserved])
+	assert.Equal(t, int64(0), s3[bridge.ArrowStatExportsLive])
 	assert.Equal(t, int64(0), f.up.Held())
 	require.NoError(t, f.b.ClosePool(f.pool))
 	f.up.requireSane(t)
@@ -175,18 +177,18 @@ func TestCopyBatchChargesItsOwnReservationAndLeavesTheHandlesSizeAlone(t *testin
 	require.NoError(t, err)
 	assert.Equal(t, int64(100), size, "the copy is not in the handle's reservation")
 	s := f.stats(t, res)
-	assert.GreaterOrEqual(t, s[ArrowStatAllocated], int64(8000))
-	assert.Equal(t, s[ArrowStatAllocated], s[ArrowStatReserved], "the Arrow reservation holds the copy")
-	assert.Equal(t, 100+s[ArrowStatAllocated], f.up.Held(), "Spark holds both ledgers")
+	assert.GreaterOrEqual(t, s[bridge.ArrowStatAllocated], int64(8000))
+	assert.Equal(t, s[bridge.ArrowStatAllocated], s[bridge.ArrowStatReserved], "the Arrow reservation holds the copy")
+	assert.Equal(t, 100+s[bridge.ArrowStatAllocated], f.up.Held(), "Spark holds both ledgers")
 
 	freed, err := f.b.Free(res)
 	require.NoError(t, err)
 	assert.Equal(t, int64(100), freed, "Free gives back what Java grew, never the copy")
-	assert.Equal(t, s[ArrowStatAllocated], f.up.Held(), "the copy stays charged")
+	assert.Equal(t, s[bridge.ArrowStatAllocated], f.up.Held(), "the copy stays charged")
 
 	require.NoError(t, f.b.ReleaseBatch(cp))
 	require.NoError(t, f.b.ReleaseBatch(in))
-	assert.Equal(t, int64(0), f.stats(t, res)[ArrowStatReserved])
+	assert.Equal(t, int64(0), f.stats(t, res)[bridge.ArrowStatReserved])
 	assert.Equal(t, int64(0), f.up.Held())
 	require.NoError(t, f.b.CloseReservation(res))
 	require.NoError(t, f.b.ClosePool(f.pool))
@@ -203,16 +205,16 @@ func TestReleaseBatchTwiceIsIllegalStateAndReleasesNothingTwice(t *testing.T) {
 	require.NoError(t, f.b.ReleaseBatch(h))
 	err = f.b.ReleaseBatch(h)
 	require.EqualError(t, err, fmt.Sprintf("nativepool: batch handle 0x%x is closed: stale handle", uint64(h)))
-	assert.Equal(t, throwIllegalState, classify(err))
+	assert.Equal(t, bridge.ThrowIllegalState, bridge.Classify(err))
 	_, err = copyBatch(f.b, res, h)
-	assert.Equal(t, throwIllegalState, classify(err))
+	assert.Equal(t, bridge.ThrowIllegalState, bridge.Classify(err))
 	out, outSchema := cStructs(t)
-	assert.Equal(t, throwIllegalState, classify(exportBatch(f.b, h, out, outSchema)))
+	assert.Equal(t, bridge.ThrowIllegalState, bridge.Classify(exportBatch(f.b, h, out, outSchema)))
 	assert.Equal(t, 0, p.mem.CurrentAlloc())
 
 	// A reservation handle is not a batch handle, and 0 is nothing.
-	assert.Equal(t, throwIllegalArgument, classify(f.b.ReleaseBatch(res)))
-	assert.Equal(t, throwIllegalArgument, classify(f.b.ReleaseBatch(0)))
+	assert.Equal(t, bridge.ThrowIllegalArgument, bridge.Classify(f.b.ReleaseBatch(res)))
+	assert.Equal(t, bridge.ThrowIllegalArgument, bridge.Classify(f.b.ReleaseBatch(0)))
 	require.NoError(t, f.b.ClosePool(f.pool))
 }
 
@@ -224,12 +226,12 @@ func TestImportOfAReleasedOrNullArrayIsIllegalArgumentAndTouchesNothing(t *testi
 	cdata.ReleaseCArrowArray(arr)
 	_, err := importBatch(f.b, res, arr, sc)
 	require.Error(t, err)
-	assert.Equal(t, throwIllegalArgument, classify(err))
+	assert.Equal(t, bridge.ThrowIllegalArgument, bridge.Classify(err))
 	cdata.ReleaseCArrowSchema(sc)
 	_, err = importBatch(f.b, res, nil, sc)
-	assert.Equal(t, throwIllegalArgument, classify(err))
+	assert.Equal(t, bridge.ThrowIllegalArgument, bridge.Classify(err))
 	assert.Equal(t, 0, p.mem.CurrentAlloc())
-	assert.Equal(t, int64(0), f.stats(t, res)[ArrowStatBatches])
+	assert.Equal(t, int64(0), f.stats(t, res)[bridge.ArrowStatBatches])
 	require.NoError(t, f.b.ClosePool(f.pool))
 }
 
@@ -244,10 +246,10 @@ func TestACopyThePoolRefusesWrapsResourcesExhaustedAndChargesNothing(t *testing.
 	require.ErrorIs(t, err, pool.ErrResourcesExhausted)
 	assert.Regexp(t, `^nativepool: copyBatch into small#\d+: arrow/concat: ffi: Allocate\(8000\) for small#\d+ with 0 bytes allocated: Resources exhausted`, err.Error())
 	s := f.stats(t, res)
-	assert.Equal(t, int64(0), s[ArrowStatAllocated])
-	assert.Equal(t, int64(0), s[ArrowStatReserved])
-	assert.Equal(t, int64(1), s[ArrowStatRefusals])
-	assert.Equal(t, int64(1), s[ArrowStatBatches], "the source is untouched")
+	assert.Equal(t, int64(0), s[bridge.ArrowStatAllocated])
+	assert.Equal(t, int64(0), s[bridge.ArrowStatReserved])
+	assert.Equal(t, int64(1), s[bridge.ArrowStatRefusals])
+	assert.Equal(t, int64(1), s[bridge.ArrowStatBatches], "the source is untouched")
 	assert.Equal(t, int64(0), f.up.Held())
 	require.NoError(t, f.b.ReleaseBatch(in))
 	require.NoError(t, f.b.ClosePool(f.pool))
@@ -256,7 +258,7 @@ func TestACopyThePoolRefusesWrapsResourcesExhaustedAndChargesNothing(t *testing.
 
 func TestClosingAReservationReportsItsLeakedBatchWithTheAllocatingFunctionAndReleasesIt(t *testing.T) {
 	f := newArrowFixture(t, 1<<30)
-	f.b.ConfigureArrow(ArrowSettings{AllocationSites: true})
+	f.b.ConfigureArrow(bridge.ArrowSettings{AllocationSites: true})
 	p := newProducer()
 	res := mustReserve(t, f.b, f.pool, "leaky", false, nil)
 	arr, sc := p.export(t, 0, 1000)
@@ -273,12 +275,12 @@ func TestClosingAReservationReportsItsLeakedBatchWithTheAllocatingFunctionAndRel
 	assert.Len(t, f.logs.lines("nativepool: Arrow batches never released; released at allocator close"), 1)
 	assert.Equal(t, int64(0), f.up.Held(), "the charge went back before the reservation closed")
 	assert.Equal(t, 0, p.mem.CurrentAlloc(), "the leaked import was released: the producer got its buffers back")
-	assert.Equal(t, throwIllegalState, classify(f.b.ReleaseBatch(cp)), "released once, by the close")
-	assert.Equal(t, throwIllegalState, classify(f.b.ReleaseBatch(in)))
+	assert.Equal(t, bridge.ThrowIllegalState, bridge.Classify(f.b.ReleaseBatch(cp)), "released once, by the close")
+	assert.Equal(t, bridge.ThrowIllegalState, bridge.Classify(f.b.ReleaseBatch(in)))
 	ps := f.b.ProcessArrowStats()
-	assert.Equal(t, int64(0), ps[ArrowPStatLiveBatches])
-	assert.Equal(t, int64(0), ps[ArrowPStatLiveAllocators])
-	assert.Equal(t, int64(1), ps[ArrowPStatLeaks])
+	assert.Equal(t, int64(0), ps[bridge.ArrowPStatLiveBatches])
+	assert.Equal(t, int64(0), ps[bridge.ArrowPStatLiveAllocators])
+	assert.Equal(t, int64(1), ps[bridge.ArrowPStatLeaks])
 	assert.Empty(t, f.logs.lines("reservation closed before its allocator"))
 	require.NoError(t, f.b.ClosePool(f.pool))
 	f.up.requireSane(t)
@@ -298,10 +300,10 @@ func TestClosingThePoolClosesTheAllocatorsOfReservationsStillOpen(t *testing.T) 
 	assert.Equal(t, int64(0), f.up.Held())
 	assert.Empty(t, f.logs.lines("reservation closed before its allocator"), "allocators close first")
 	s := f.stats(t, res)
-	assert.Equal(t, int64(1), s[ArrowStatClosed])
-	assert.Equal(t, int64(0), s[ArrowStatBatches])
+	assert.Equal(t, int64(1), s[bridge.ArrowStatClosed])
+	assert.Equal(t, int64(0), s[bridge.ArrowStatBatches])
 	out, outSchema := cStructs(t)
-	assert.Equal(t, throwIllegalState, classify(exportBatch(f.b, cp, out, outSchema)), "exporting after the pool closed")
+	assert.Equal(t, bridge.ThrowIllegalState, bridge.Classify(exportBatch(f.b, cp, out, outSchema)), "exporting after the pool closed")
 	arr2, sc2 := p.export(t, 0, 10)
 	_, err = importBatch(f.b, res, arr2, sc2)
 	require.ErrorIs(t, err, pool.ErrClosed)
@@ -327,15 +329,15 @@ func TestAnExportUnreleasedAtTaskEndLingersOnTheBooksUntilItsLateReleaseFreesIt(
 	require.NoError(t, err)
 	out, outSchema := cStructs(t)
 	require.NoError(t, exportBatch(f.b, cp, out, outSchema))
-	bytes := f.stats(t, res)[ArrowStatAllocated]
+	bytes := f.stats(t, res)[bridge.ArrowStatAllocated]
 	require.Positive(t, bytes)
 	before := f.b.ProcessArrowStats()
 
 	require.NoError(t, f.b.ClosePool(f.pool))
 	assert.Equal(t, int64(0), f.up.Held(), "Spark gets every byte back at task end")
 	ps := f.b.ProcessArrowStats()
-	assert.Equal(t, before[ArrowPStatLingering]+bytes, ps[ArrowPStatLingering])
-	assert.Equal(t, before[ArrowPStatLingeringAlloc]+1, ps[ArrowPStatLingeringAlloc])
+	assert.Equal(t, before[bridge.ArrowPStatLingering]+bytes, ps[bridge.ArrowPStatLingering])
+	assert.Equal(t, before[bridge.ArrowPStatLingeringAlloc]+1, ps[bridge.ArrowPStatLingeringAlloc])
 	lines := f.logs.lines("Arrow memory outlives its task")
 	require.Len(t, lines, 1)
 	assert.Contains(t, lines[0], "consumer=exporter#")
@@ -343,40 +345,11 @@ func TestAnExportUnreleasedAtTaskEndLingersOnTheBooksUntilItsLateReleaseFreesIt(
 
 	assert.Equal(t, int64(999*1000/2), sumExported(t, out, outSchema), "still readable; released now")
 	ps = f.b.ProcessArrowStats()
-	assert.Equal(t, before[ArrowPStatLingering], ps[ArrowPStatLingering])
-	assert.Equal(t, before[ArrowPStatLingeringAlloc], ps[ArrowPStatLingeringAlloc])
+	assert.Equal(t, before[bridge.ArrowPStatLingering], ps[bridge.ArrowPStatLingering])
+	assert.Equal(t, before[bridge.ArrowPStatLingeringAlloc], ps[bridge.ArrowPStatLingeringAlloc])
 	assert.Len(t, f.logs.lines("Arrow memory that outlived its task is freed"), 1)
 	assert.Equal(t, 0, p.mem.CurrentAlloc())
 	assert.Equal(t, int64(0), f.up.Held(), "the late release gives nothing back twice")
-	f.up.requireSane(t)
-}
-
-func TestCloseArrowWhileACallUsesTheAllocatorIsRefusedAndAReservationCloseWaitsForIt(t *testing.T) {
-	f := newArrowFixture(t, 1<<30)
-	res := mustReserve(t, f.b, f.pool, "busy", false, nil)
-	rh, err := f.b.reservation(res)
-	require.NoError(t, err)
-	entered, err := f.b.enterArrow("test", rh)
-	require.NoError(t, err)
-	a := entered.(ffiAllocator).Allocator
-	buf := a.Allocate(1000)
-
-	_, err = f.b.CloseArrow(res)
-	require.ErrorIs(t, err, pool.ErrClosed)
-	assert.Regexp(t, `in use by 1 call\(s\); close refused`, err.Error())
-
-	f.b.closeArrow(rh) // what closeReservation does: the close waits for the call
-	assert.False(t, a.Snapshot().Closed, "the allocator is not closed under a running call")
-	_, err = copyBatch(f.b, res, 0)
-	assert.Equal(t, throwIllegalArgument, classify(err))
-	_, err = f.b.enterArrow("test", rh)
-	require.ErrorIs(t, err, pool.ErrClosed, "no new call starts")
-	f.b.exitArrow(rh)
-	assert.True(t, a.Snapshot().Closed, "the last call finished the close")
-	assert.Equal(t, int64(0), f.up.Held())
-	a.Free(buf) // a late free: memory freed, nothing given back twice
-	assert.Equal(t, int64(1), a.Snapshot().LateFrees)
-	require.NoError(t, f.b.ClosePool(f.pool))
 	f.up.requireSane(t)
 }
 
@@ -425,7 +398,7 @@ func TestConcurrentImportsCopiesExportsAndReleasesKeepSparkAndTheBooksEqual(t *t
 				if got, want := sumExported(t, out, outSchema), n*int64(i)+n*(n-1)/2; got != want {
 					return fmt.Errorf("worker %d round %d: sum %d, want %d", w, i, got, want)
 				}
-				if s, _ := f.b.ArrowStats(res); s[ArrowStatAllocated] != 0 || s[ArrowStatReserved] != 0 {
+				if s, _ := f.b.ArrowStats(res); s[bridge.ArrowStatAllocated] != 0 || s[bridge.ArrowStatReserved] != 0 {
 					return fmt.Errorf("worker %d round %d: still charged %v", w, i, s)
 				}
 			}
@@ -442,16 +415,16 @@ func TestConcurrentImportsCopiesExportsAndReleasesKeepSparkAndTheBooksEqual(t *t
 
 func TestArrowSettingsApplyToAllocatorsMadeAfterwards(t *testing.T) {
 	b, _ := newTestBridge(t)
-	assert.Equal(t, ArrowSettings{}, b.ArrowSettings())
-	b.ConfigureArrow(ArrowSettings{AllocationSites: true})
-	assert.Equal(t, ArrowSettings{AllocationSites: true}, b.ArrowSettings())
+	assert.Equal(t, bridge.ArrowSettings{}, b.ArrowSettings())
+	b.ConfigureArrow(bridge.ArrowSettings{AllocationSites: true})
+	assert.Equal(t, bridge.ArrowSettings{AllocationSites: true}, b.ArrowSettings())
 }
 
 func TestProcessArrowStatsSamplesRSS(t *testing.T) {
 	b, _ := newTestBridge(t)
 	s := b.ProcessArrowStats()
-	require.Len(t, s, ArrowPStatCount)
-	assert.Positive(t, s[ArrowPStatRSS])
-	assert.Positive(t, s[ArrowPStatGoRuntime])
-	assert.Equal(t, s[ArrowPStatRSS]-s[ArrowPStatGoRuntime]-s[ArrowPStatAllocated], s[ArrowPStatUnexplained])
+	require.Len(t, s, bridge.ArrowPStatCount)
+	assert.Positive(t, s[bridge.ArrowPStatRSS])
+	assert.Positive(t, s[bridge.ArrowPStatGoRuntime])
+	assert.Equal(t, s[bridge.ArrowPStatRSS]-s[bridge.ArrowPStatGoRuntime]-s[bridge.ArrowPStatAllocated], s[bridge.ArrowPStatUnexplained])
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/nativepool/nativepool/internal/bridge"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/cdata"
@@ -187,12 +189,12 @@ func TestImportOfForgedCDataIsIllegalArgumentAndTouchesNothing(t *testing.T) {
 			restore := tc.forge(arr, sc)
 			_, err := importBatch(f.b, res, arr, sc)
 			require.Error(t, err)
-			assert.Equal(t, throwIllegalArgument, classify(err), err.Error())
+			assert.Equal(t, bridge.ThrowIllegalArgument, bridge.Classify(err), err.Error())
 			assert.Contains(t, err.Error(), tc.errMsg)
 			assert.Regexp(t, `^nativepool: importBatch for forged#\d+: `, err.Error())
 			s := f.stats(t, res)
-			assert.Equal(t, int64(0), s[ArrowStatBatches])
-			assert.Equal(t, int64(0), s[ArrowStatImportsLive])
+			assert.Equal(t, int64(0), s[bridge.ArrowStatBatches])
+			assert.Equal(t, int64(0), s[bridge.ArrowStatImportsLive])
 			assert.Equal(t, int64(0), f.up.Held(), "nothing charged")
 			assert.NotZero(t, rawOf(arr).release, "the caller's struct is untouched")
 
@@ -235,10 +237,10 @@ func TestImportOfUnreadableOrGarbageAddressesIsIllegalArgument(t *testing.T) {
 	for _, tc := range cases {
 		_, err := importBatchAt(f.b, res, tc.arr, tc.sc)
 		require.Error(t, err, tc.name)
-		assert.Equal(t, throwIllegalArgument, classify(err), tc.name)
+		assert.Equal(t, bridge.ThrowIllegalArgument, bridge.Classify(err), tc.name)
 		assert.Contains(t, err.Error(), tc.errSuffix, tc.name)
 	}
-	assert.Equal(t, int64(0), f.stats(t, res)[ArrowStatBatches])
+	assert.Equal(t, int64(0), f.stats(t, res)[bridge.ArrowStatBatches])
 	cdata.ReleaseCArrowArray(arr)
 	cdata.ReleaseCArrowSchema(sc)
 	assert.Equal(t, 0, p.mem.CurrentAlloc())
@@ -273,12 +275,12 @@ func TestExportIntoBadTargetsIsIllegalArgumentAndWritesNothing(t *testing.T) {
 	for _, tc := range cases {
 		err := exportBatchAt(f.b, h, tc.arr, tc.sc)
 		require.Error(t, err, tc.name)
-		assert.Equal(t, throwIllegalArgument, classify(err), tc.name)
+		assert.Equal(t, bridge.ThrowIllegalArgument, bridge.Classify(err), tc.name)
 		assert.Contains(t, err.Error(), tc.msg, tc.name)
 		assert.Zero(t, rawOf(out).release, tc.name)
 		assert.Zero(t, rawSchemaOf(outSchema).release, tc.name)
 	}
-	assert.Equal(t, int64(0), f.stats(t, res)[ArrowStatExportsLive])
+	assert.Equal(t, int64(0), f.stats(t, res)[bridge.ArrowStatExportsLive])
 	require.NoError(t, exportBatch(f.b, h, out, outSchema), "a good target still works")
 	assert.Equal(t, int64(45), sumExported(t, out, outSchema))
 	require.NoError(t, f.b.ReleaseBatch(h))

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/nativepool/nativepool/pool"
+	"github.com/nativepool/nativepool/internal/bridge"
+
 	"github.com/nativepool/nativepool/taskshared"
 )
 
@@ -59,17 +60,14 @@ var (
 // with the last close either share the live pool or fail, never revive a
 // closed one.
 func JoinTaskPool(taskAttemptID int64) (*taskshared.Handle, error) {
-	return process.JoinTaskPool(taskAttemptID)
+	return joinTaskPool(process, taskAttemptID)
 }
 
-// JoinTaskPool is the Bridge method behind the package-level JoinTaskPool.
-func (b *Bridge) JoinTaskPool(taskAttemptID int64) (*taskshared.Handle, error) {
-	h, err := b.registry.Acquire(taskAttemptID, func() (pool.Pool, error) {
-		return nil, fmt.Errorf("jni: JoinTaskPool(task %d): the task has no open pool (open it from Java with TaskPool first): %w",
-			taskAttemptID, ErrIllegalState)
-	})
+// joinTaskPool is JoinTaskPool on b.
+func joinTaskPool(b *bridge.Bridge, taskAttemptID int64) (*taskshared.Handle, error) {
+	h, err := b.JoinTaskPool(taskAttemptID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("jni: %w: %w", err, ErrIllegalState)
 	}
 	return h, nil
 }
@@ -117,9 +115,9 @@ func engineError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrIllegalArgument):
-		return classifiedError{err: err, as: errInvalidArgument}
+		return classifiedError{err: err, as: bridge.ErrInvalidArgument}
 	case errors.Is(err, ErrIllegalState):
-		return classifiedError{err: err, as: errStaleHandle}
+		return classifiedError{err: err, as: bridge.ErrStaleHandle}
 	default:
 		return err
 	}
@@ -155,7 +153,7 @@ func NewJavaLongArray(env unsafe.Pointer, v []int64) uintptr {
 // Lookups are lock-free. A HandleTable is safe for concurrent use; build one
 // with NewHandleTable (the zero value is not usable).
 type HandleTable[T any] struct {
-	t      *handleTable[T]
+	t      *bridge.HandleTable[T]
 	prefix string // the engine's name, first in every error ("nativesort")
 	name   string // what the handles name ("sorter")
 }
@@ -163,13 +161,13 @@ type HandleTable[T any] struct {
 // NewHandleTable returns an empty table whose handles carry tag in their
 // top byte. Errors read "<prefix>: invalid <name> handle 0x…" and
 // "<prefix>: <name> handle 0x… is closed". It panics if tag is 0 or one of
-// jni's own tags ('P' pools, 'R' reservations, 'B' Arrow batches).
+// jni's own tags ('P' pools, 'R' reservations, 'B' Arrow batches, 'T'
+// tasks).
 func NewHandleTable[T any](tag byte, prefix, name string) *HandleTable[T] {
-	switch handleTag(tag) {
-	case tagPool, tagReservation, tagBatch:
-		panic(fmt.Sprintf("jni: NewHandleTable(tag 0x%02x): the tag is jni's own (%s)", tag, handleTag(tag)))
+	if bridge.OwnTag(bridge.HandleTag(tag)) {
+		panic(fmt.Sprintf("jni: NewHandleTable(tag 0x%02x): the tag is jni's own (%s)", tag, bridge.HandleTag(tag)))
 	}
-	return &HandleTable[T]{t: newHandleTable[T](handleTag(tag)), prefix: prefix, name: name}
+	return &HandleTable[T]{t: bridge.NewHandleTable[T](bridge.HandleTag(tag)), prefix: prefix, name: name}
 }
 
 // Insert stores v and returns its new handle. It fails only when 16M
@@ -193,7 +191,7 @@ func (h *HandleTable[T]) Remove(handle int64) (T, error) {
 // Each calls fn for every live value, in slot order, from a snapshot taken
 // under the table's lock: fn may call back into the table (even Remove).
 func (h *HandleTable[T]) Each(fn func(T)) {
-	for _, v := range h.t.values() {
+	for _, v := range h.t.Values() {
 		fn(v)
 	}
 }
@@ -206,7 +204,7 @@ func (h *HandleTable[T]) explain(handle int64, err error) error {
 	if err == nil {
 		return nil
 	}
-	if f, _ := h.t.fault(handle); f == faultClosed || f == faultStale {
+	if h.t.IsClosed(handle) {
 		return fmt.Errorf("%s: %s handle 0x%x is closed: %w", h.prefix, h.name, uint64(handle), ErrIllegalState)
 	}
 	return fmt.Errorf("%s: invalid %s handle 0x%x: %w", h.prefix, h.name, uint64(handle), ErrIllegalArgument)

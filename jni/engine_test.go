@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/nativepool/nativepool/internal/bridge"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -14,16 +16,16 @@ import (
 func TestJoinTaskPoolSharesTheJavaOpenedPoolAndKeepsItOpenUntilReleased(t *testing.T) {
 	b, _ := newTestBridge(t)
 	up := newFakeUpstream(1 << 20)
-	ph := mustOpen(t, b, 11, KindFairUnified, 1<<20, 0, up)
+	ph := mustOpen(t, b, 11, bridge.KindFairUnified, 1<<20, 0, up)
 
-	h, err := b.JoinTaskPool(11)
+	h, err := joinTaskPool(b, 11)
 	require.NoError(t, err)
 	res := pool.NewConsumer("engine-sort").Register(h.Pool())
 	require.NoError(t, res.TryGrow(4096))
 	assert.Equal(t, int64(4096), up.Held(), "the engine's consumer borrows from the task's upstream")
 	stats, err := b.PoolStats(ph)
 	require.NoError(t, err)
-	assert.Equal(t, int64(4096), stats[StatReserved], "poolStats0 counts the engine's consumer")
+	assert.Equal(t, int64(4096), stats[bridge.StatReserved], "poolStats0 counts the engine's consumer")
 
 	require.NoError(t, b.ClosePool(ph))
 	assert.Zero(t, up.Closes(), "the engine's reference keeps the pool open after Java closed its handle")
@@ -32,27 +34,27 @@ func TestJoinTaskPoolSharesTheJavaOpenedPoolAndKeepsItOpenUntilReleased(t *testi
 	res.Close()
 	h.Close()
 	assert.Equal(t, int64(1), up.Closes(), "the last reference closes the pool and its upstream")
-	assert.Zero(t, b.registry.Len())
+	assert.Zero(t, b.LiveTasks())
 	up.requireSane(t)
 }
 
 func TestJoinTaskPoolWithoutAnOpenPoolIsIllegalStateAndCreatesNothing(t *testing.T) {
 	b, _ := newTestBridge(t)
-	_, err := b.JoinTaskPool(5)
+	_, err := joinTaskPool(b, 5)
 	require.ErrorIs(t, err, ErrIllegalState)
 	assert.Equal(t, "jni: JoinTaskPool(task 5): the task has no open pool (open it from Java with TaskPool first): illegal state", err.Error())
-	assert.Equal(t, throwIllegalState, settle(engineError(err)).kind)
-	assert.Zero(t, b.registry.Len(), "a failed join leaves no entry behind")
+	assert.Equal(t, bridge.ThrowIllegalState, bridge.Settle(engineError(err)).Kind)
+	assert.Zero(t, b.LiveTasks(), "a failed join leaves no entry behind")
 
 	// After the task's last handle closed, a join fails the same way: it
 	// never revives the closed pool.
 	up := newFakeUpstream(1 << 20)
-	ph := mustOpen(t, b, 5, KindGreedyUnified, 0, 0, up)
+	ph := mustOpen(t, b, 5, bridge.KindGreedyUnified, 0, 0, up)
 	require.NoError(t, b.ClosePool(ph))
-	_, err = b.JoinTaskPool(5)
+	_, err = joinTaskPool(b, 5)
 	require.ErrorIs(t, err, ErrIllegalState)
 	assert.Equal(t, int64(1), up.Closes())
-	assert.Zero(t, b.registry.Len())
+	assert.Zero(t, b.LiveTasks())
 }
 
 // engineSpiller frees its whole reservation when asked.
@@ -69,8 +71,8 @@ func (s *engineSpiller) Spill(int64) (int64, error) {
 func TestSparkSpillOfTheTaskReachesAnEngineConsumersSpiller(t *testing.T) {
 	b, _ := newTestBridge(t)
 	up := newFakeUpstream(1 << 20)
-	ph := mustOpen(t, b, 21, KindFairUnified, 1<<20, 0, up)
-	h, err := b.JoinTaskPool(21)
+	ph := mustOpen(t, b, 21, bridge.KindFairUnified, 1<<20, 0, up)
+	h, err := joinTaskPool(b, 21)
 	require.NoError(t, err)
 	defer h.Close()
 	sp := &engineSpiller{}
@@ -89,26 +91,26 @@ func TestSparkSpillOfTheTaskReachesAnEngineConsumersSpiller(t *testing.T) {
 
 func TestEngineErrorsThrowTheirJavaExceptionWithTheErrorText(t *testing.T) {
 	refs := &refLog{}
-	java := newJavaException("java.lang.InterruptedException", "", "acquireMemory", 0x30, refs.delete)
-	defer java.discard()
+	java := bridge.NewJavaException("java.lang.InterruptedException", "", "acquireMemory", 0x30, refs.delete)
+	defer java.Discard()
 	for _, tc := range []struct {
 		name string
 		err  error
-		kind throwKind
+		kind bridge.ThrowKind
 		msg  string
 	}{
-		{"nil", nil, throwNone, ""},
-		{"illegal argument", fmt.Errorf("sort: push0: bad handle 0x1: %w", ErrIllegalArgument), throwIllegalArgument, "sort: push0: bad handle 0x1: illegal argument"},
-		{"illegal state", fmt.Errorf("sort: next0 before finish0: %w", ErrIllegalState), throwIllegalState, "sort: next0 before finish0: illegal state"},
-		{"pool's invalid size", fmt.Errorf("sort: %w", pool.ErrInvalidSize), throwIllegalArgument, "sort: invalid size"},
-		{"pool closed", fmt.Errorf("sort: %w", pool.ErrClosed), throwIllegalState, "sort: " + pool.ErrClosed.Error()},
-		{"plain", errors.New("sort: disk full"), throwRuntime, "sort: disk full"},
-		{"java exception wins over the sentinel", fmt.Errorf("sort: %w: %w", ErrIllegalState, java), throwJava, java.Error()},
+		{"nil", nil, bridge.ThrowNone, ""},
+		{"illegal argument", fmt.Errorf("sort: push0: bad handle 0x1: %w", ErrIllegalArgument), bridge.ThrowIllegalArgument, "sort: push0: bad handle 0x1: illegal argument"},
+		{"illegal state", fmt.Errorf("sort: next0 before finish0: %w", ErrIllegalState), bridge.ThrowIllegalState, "sort: next0 before finish0: illegal state"},
+		{"pool's invalid size", fmt.Errorf("sort: %w", pool.ErrInvalidSize), bridge.ThrowIllegalArgument, "sort: invalid size"},
+		{"pool closed", fmt.Errorf("sort: %w", pool.ErrClosed), bridge.ThrowIllegalState, "sort: " + pool.ErrClosed.Error()},
+		{"plain", errors.New("sort: disk full"), bridge.ThrowRuntime, "sort: disk full"},
+		{"java exception wins over the sentinel", fmt.Errorf("sort: %w: %w", ErrIllegalState, java), bridge.ThrowJava, java.Error()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := settle(engineError(tc.err))
-			assert.Equal(t, tc.kind, f.kind)
-			assert.Equal(t, tc.msg, f.msg)
+			f := bridge.Settle(engineError(tc.err))
+			assert.Equal(t, tc.kind, f.Kind)
+			assert.Equal(t, tc.msg, f.Msg)
 		})
 	}
 	assert.Empty(t, refs.list(), "settling does not delete the ref it rethrows")
@@ -130,7 +132,7 @@ func TestEngineHandleTableTellsClosedFromForgedUnderItsOwnTag(t *testing.T) {
 	require.EqualError(t, err, fmt.Sprintf("engine: operator handle 0x%x is closed: illegal state", h))
 	_, err = tab.Get(h2 + 1)
 	require.ErrorIs(t, err, ErrIllegalArgument)
-	_, err = tab.Get(makeHandle(tagPool, 0, 1))
+	_, err = tab.Get(int64(0x50)<<56 | 1) // a pool handle (tag 'P')
 	require.ErrorIs(t, err, ErrIllegalArgument)
 
 	var seen []string

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nativepool/nativepool/internal/bridge"
+
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -38,10 +40,10 @@ func Java_org_nativepool_spark_NativeBridge_openPool0(env *jniEnv, _ jclass, tas
 	c := begin()
 	defer func() { c.end(env, recover(), err) }()
 	if owner == 0 {
-		err = fmt.Errorf("nativepool: openPool(task %d): owner is null: %w", int64(taskAttemptID), errInvalidArgument)
+		err = fmt.Errorf("nativepool: openPool(task %d): owner is null: %w", int64(taskAttemptID), bridge.ErrInvalidArgument)
 		return 0
 	}
-	id, err := process.OpenPool(int64(taskAttemptID), int32(kind), int64(poolSize), int64(chunkSize), func(task int64) (ownedUpstream, error) {
+	id, err := process.OpenPool(int64(taskAttemptID), int32(kind), int64(poolSize), int64(chunkSize), func(task int64) (bridge.OwnedUpstream, error) {
 		// Only when this open creates the pool: the one global ref, and the
 		// task handle stored before any other open can reach the pool.
 		up, err := newJVMUpstream(env, owner)
@@ -76,14 +78,14 @@ func Java_org_nativepool_spark_NativeBridge_newReservation0(env *jniEnv, _ jclas
 		return 0
 	}
 	if !ok {
-		err = fmt.Errorf("nativepool: newReservation: consumer name is null: %w", errInvalidArgument)
+		err = fmt.Errorf("nativepool: newReservation: consumer name is null: %w", bridge.ErrInvalidArgument)
 		return 0
 	}
 	s, err := newJVMSpiller(env, spiller)
 	if err != nil {
 		return 0
 	}
-	var sp ownedSpiller
+	var sp bridge.OwnedSpiller
 	if s != nil {
 		sp = s
 	}
@@ -97,7 +99,7 @@ func Java_org_nativepool_spark_NativeBridge_tryGrow0(env *jniEnv, _ jclass, res,
 	c := begin()
 	defer func() { c.end(env, recover(), err) }()
 	err = process.TryGrow(int64(res), int64(n))
-	var je *JavaException
+	var je *bridge.JavaException
 	if err != nil && !errors.As(err, &je) && errors.Is(err, pool.ErrResourcesExhausted) {
 		msg := err.Error()
 		err = nil
@@ -183,7 +185,7 @@ func Java_org_nativepool_spark_NativeBridge_processStats0(env *jniEnv, _ jclass)
 	var err error
 	c := begin()
 	defer func() { c.end(env, recover(), err) }()
-	return goLongsToJava(env, process.ProcessStats().array())
+	return goLongsToJava(env, process.ProcessStats().Array())
 }
 
 //export Java_org_nativepool_spark_NativeBridge_configure0
@@ -195,5 +197,5 @@ func Java_org_nativepool_spark_NativeBridge_configure0(env *jniEnv, _ jclass, lo
 	if err != nil {
 		return
 	}
-	err = process.Configure(Settings{Logging: logging != 0, Thresholds: th})
+	err = process.Configure(bridge.Settings{Logging: logging != 0, Thresholds: th})
 }

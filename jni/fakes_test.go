@@ -5,8 +5,9 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
+
+	"github.com/nativepool/nativepool/internal/bridge"
 
 	"github.com/stretchr/testify/require"
 
@@ -26,9 +27,6 @@ func newFakeUpstream(budget int64) *fakeUpstream {
 	return u
 }
 
-// failNextAcquire makes the next Acquire fail with err.
-func (u *fakeUpstream) failNextAcquire(err error) { u.Reply(fakeupstream.Fail(err)) }
-
 // setBefore runs f at the start of each call, like Spark's spill re-entering.
 func (u *fakeUpstream) setBefore(f func(op string, n int64)) {
 	if f == nil {
@@ -46,27 +44,6 @@ func (u *fakeUpstream) requireSane(t testing.TB) {
 	require.Empty(t, u.Misuse())
 	require.GreaterOrEqual(t, u.Held(), int64(0))
 }
-
-// fakeSpiller is a NativeSpiller: Spill calls spill (which shrinks a
-// reservation through the Bridge, like the Java spiller does through
-// shrink0), unless Close was called.
-type fakeSpiller struct {
-	spill  func(target int64) (int64, error)
-	calls  atomic.Int64
-	closed atomic.Int32
-}
-
-func (s *fakeSpiller) Spill(target int64) (int64, error) {
-	s.calls.Add(1)
-	if s.closed.Load() != 0 {
-		// As jvmSpiller: a reclaim may reach a spiller whose reservation
-		// closed after the reclaim's snapshot; it frees nothing.
-		return 0, nil
-	}
-	return s.spill(target)
-}
-
-func (s *fakeSpiller) Close() { s.closed.Add(1) }
 
 // refLog records the global refs deleted by JavaException.discard and
 // sharedRef, standing in for np_delete_global.
@@ -115,41 +92,21 @@ func (b *logBuffer) lines(substr string) []string {
 	return out
 }
 
-func newTestBridge(t testing.TB) (*Bridge, *logBuffer) {
+func newTestBridge(t testing.TB) (*bridge.Bridge, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	return NewBridge(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), ffiRuntime), logs
+	return bridge.NewBridge(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), ffiRuntime), logs
 }
 
 // mustOpen opens a pool and fails the test on error.
-func mustOpen(t testing.TB, b *Bridge, task int64, kind int32, size, chunk int64, up ownedUpstream) int64 {
+func mustOpen(t testing.TB, b *bridge.Bridge, task int64, kind int32, size, chunk int64, up bridge.OwnedUpstream) int64 {
 	t.Helper()
-	h, err := b.OpenPool(task, kind, size, chunk, ownerOf(up))
+	h, err := b.OpenPool(task, kind, size, chunk, func(int64) (bridge.OwnedUpstream, error) { return up, nil })
 	require.NoError(t, err)
 	return h
 }
 
-// ownerOf is the ownerFactory of an upstream made beforehand (a fake): it
-// returns up, as the export returns the candidate's global ref.
-func ownerOf(up ownedUpstream) ownerFactory {
-	return func(int64) (ownedUpstream, error) { return up, nil }
-}
-
-// countingOwner is an ownerFactory that counts its calls and records the
-// task handles it was given.
-type countingOwner struct {
-	up    ownedUpstream
-	calls atomic.Int64
-	task  atomic.Int64
-}
-
-func (o *countingOwner) factory(task int64) (ownedUpstream, error) {
-	o.calls.Add(1)
-	o.task.Store(task)
-	return o.up, nil
-}
-
-func mustReserve(t testing.TB, b *Bridge, ph int64, name string, canSpill bool, sp ownedSpiller) int64 {
+func mustReserve(t testing.TB, b *bridge.Bridge, ph int64, name string, canSpill bool, sp bridge.OwnedSpiller) int64 {
 	t.Helper()
 	h, err := b.NewReservation(ph, name, canSpill, sp)
 	require.NoError(t, err)

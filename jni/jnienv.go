@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"unicode/utf16"
 	"unsafe"
+
+	"github.com/nativepool/nativepool/internal/bridge"
 )
 
 // This file holds the Go halves of the np_ helpers that take the JNIEnv of
@@ -101,7 +103,7 @@ func javaLongsToGo(env *jniEnv, a jlongArray) ([]int64, error) {
 
 // throwNew makes a new exception of kind with message msg pending in env,
 // unless one is pending already.
-func throwNew(env *jniEnv, kind throwKind, msg string) {
+func throwNew(env *jniEnv, kind bridge.ThrowKind, msg string) {
 	u := utf16.Encode([]rune(msg))
 	var p *C.jchar
 	if len(u) > 0 {
@@ -109,9 +111,9 @@ func throwNew(env *jniEnv, kind throwKind, msg string) {
 	}
 	var k C.int
 	switch kind {
-	case throwIllegalArgument:
+	case bridge.ThrowIllegalArgument:
 		k = C.NP_ILLEGAL_ARGUMENT
-	case throwIllegalState:
+	case bridge.ThrowIllegalState:
 		k = C.NP_ILLEGAL_STATE
 	default:
 		k = C.NP_RUNTIME
@@ -122,10 +124,10 @@ func throwNew(env *jniEnv, kind throwKind, msg string) {
 // rethrow rethrows the original throwable of e in env and deletes its
 // global ref. If the ref was already taken (or never set), it throws a
 // RuntimeException carrying e's text instead.
-func rethrow(env *jniEnv, e *JavaException) {
-	ref := e.take()
+func rethrow(env *jniEnv, e *bridge.JavaException) {
+	ref := e.Take()
 	if ref == 0 {
-		throwNew(env, throwRuntime, "nativepool: "+e.Error())
+		throwNew(env, bridge.ThrowRuntime, "nativepool: "+e.Error())
 		return
 	}
 	if C.np_exception_pending(env) == 0 {
@@ -136,13 +138,13 @@ func rethrow(env *jniEnv, e *JavaException) {
 }
 
 // throwFailure makes f pending in env (nothing for throwNone).
-func throwFailure(env *jniEnv, f failure) {
+func throwFailure(env *jniEnv, f bridge.Failure) {
 	switch {
-	case f.kind == throwNone:
-	case f.java != nil:
-		rethrow(env, f.java)
+	case f.Kind == bridge.ThrowNone:
+	case f.Java != nil:
+		rethrow(env, f.Java)
 	default:
-		throwNew(env, f.kind, f.msg)
+		throwNew(env, f.Kind, f.Msg)
 	}
 }
 
@@ -176,7 +178,7 @@ func describeThrowable(ref uintptr) (class, message string) {
 
 // newUpcallException wraps the global ref of a throwable raised by upcall
 // into a *JavaException, which the upcall returns as its error.
-func newUpcallException(upcall string, ref uintptr) *JavaException {
+func newUpcallException(upcall string, ref uintptr) *bridge.JavaException {
 	class, message := describeThrowable(ref)
-	return newJavaException(class, message, upcall, ref, deleteGlobalRef)
+	return bridge.NewJavaException(class, message, upcall, ref, deleteGlobalRef)
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+
+	"github.com/nativepool/nativepool/internal/bridge"
 )
 
 // process is the process registry: the library's one Bridge, holding the
@@ -14,7 +16,7 @@ import (
 // every native method works on. It is the only package-level state of this
 // package; everything else hangs off it, and tests build their own Bridge
 // with NewBridge instead of touching it.
-var process = NewBridge(nil, ffiRuntime)
+var process = bridge.NewBridge(nil, ffiRuntime)
 
 // call is one native method in progress. Build it first thing in an
 // export, and end it in a deferred function that calls recover directly:
@@ -47,17 +49,17 @@ func (call) finish(env *jniEnv, panicked any, err error) {
 	defer func() {
 		// Last resort: a panic while settling must not cross either.
 		if p := recover(); p != nil && !exceptionPending(env) {
-			throwNew(env, throwRuntime, fmt.Sprintf("nativepool: panic: %v", p))
+			throwNew(env, bridge.ThrowRuntime, fmt.Sprintf("nativepool: panic: %v", p))
 		}
 	}()
 	if panicked != nil {
-		for _, e := range javaExceptions(err) {
-			e.discard()
+		for _, e := range bridge.JavaExceptions(err) {
+			e.Discard()
 		}
 		msg := fmt.Sprintf("nativepool: panic: %v", panicked)
-		process.logger.Error(msg, slog.String("stack", string(debug.Stack())))
-		throwNew(env, throwRuntime, msg)
+		process.Logger().Error(msg, slog.String("stack", string(debug.Stack())))
+		throwNew(env, bridge.ThrowRuntime, msg)
 		return
 	}
-	throwFailure(env, settle(err))
+	throwFailure(env, bridge.Settle(err))
 }

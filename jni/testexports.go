@@ -11,6 +11,8 @@ import (
 	"errors"
 	"runtime"
 
+	"github.com/nativepool/nativepool/internal/bridge"
+
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -40,8 +42,8 @@ func Java_org_nativepool_spark_NativeBridge_goroutineTryGrow0(env *jniEnv, _ jcl
 		done <- process.TryGrow(int64(res), int64(n))
 	}()
 	got := <-done
-	f := settle(got)
-	if f.kind == throwNone || (f.kind == throwRuntime && errors.Is(got, pool.ErrResourcesExhausted)) {
+	f := bridge.Settle(got)
+	if f.Kind == bridge.ThrowNone || (f.Kind == bridge.ThrowRuntime && errors.Is(got, pool.ErrResourcesExhausted)) {
 		if got != nil {
 			return goStringToJava(env, got.Error())
 		}

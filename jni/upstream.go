@@ -8,6 +8,8 @@ import "C"
 import (
 	"fmt"
 
+	"github.com/nativepool/nativepool/internal/bridge"
+
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -35,7 +37,7 @@ type jvmUpstream struct {
 // native method. It fails if upstream is null.
 func newJVMUpstream(env *jniEnv, upstream jobject) (*jvmUpstream, error) {
 	if upstream == 0 {
-		return nil, fmt.Errorf("nativepool: upstream is null: %w", errInvalidArgument)
+		return nil, fmt.Errorf("nativepool: upstream is null: %w", bridge.ErrInvalidArgument)
 	}
 	ref := newGlobalRef(env, upstream)
 	if ref == 0 {

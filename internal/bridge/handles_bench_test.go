@@ -1,4 +1,4 @@
-package jni
+package bridge
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ type handleLookup interface {
 	get(h int64) (*int, bool)
 }
 
-type tableLookup struct{ t *handleTable[*int] }
+type tableLookup struct{ t *HandleTable[*int] }
 
 func (l tableLookup) insert(v *int) int64 {
 	h, err := l.t.Insert(v)
@@ -71,7 +71,7 @@ func BenchmarkHandleLookup(b *testing.B) {
 		name string
 		new  func() handleLookup
 	}{
-		{"impl=handleTable", func() handleLookup { return tableLookup{newHandleTable[*int](tagReservation)} }},
+		{"impl=HandleTable", func() handleLookup { return tableLookup{NewHandleTable[*int](tagReservation)} }},
 		{"impl=syncMap", func() handleLookup { return syncMapLookup{&sync.Map{}, new(int64)} }},
 		{"impl=rwMutexMap", func() handleLookup { return rwMapLookup{&sync.RWMutex{}, map[int64]*int{}, new(int64)} }},
 	}

@@ -1,4 +1,4 @@
-package jni
+package bridge
 
 import (
 	"errors"
@@ -14,13 +14,13 @@ import (
 // Go registry is thus the only record of which pool a task has: Java keeps
 // no task map and no list of pool handles.
 
-// ownerFactory makes the upstream of a task pool that OpenPool is creating,
+// OwnerFactory makes the upstream of a task pool that OpenPool is creating,
 // from the opener's owner candidate: the export makes the global ref to the
 // candidate and stores taskHandle in it. OpenPool calls it at most once, on
 // the opening goroutine, before the pool is visible to any other open; it
 // does not call it for a join. Keeping it a closure keeps JNI types out of
 // the Bridge.
-type ownerFactory func(taskHandle int64) (ownedUpstream, error)
+type OwnerFactory func(taskHandle int64) (OwnedUpstream, error)
 
 // taskSlot is a task handle's entry: the pool, stored once the pool is built
 // (the handle is issued first, so that the owner can hold it before anyone
@@ -33,7 +33,7 @@ type taskSlot struct {
 // createTaskPool is the registry's create of OpenPool: it issues the task
 // handle, asks newOwner for the upstream, builds the pool and binds it to
 // the handle. On error nothing is left behind.
-func (b *Bridge) createTaskPool(taskID int64, kind int32, poolSize, chunk int64, newOwner ownerFactory) (*taskPool, error) {
+func (b *Bridge) createTaskPool(taskID int64, kind int32, poolSize, chunk int64, newOwner OwnerFactory) (*taskPool, error) {
 	slot := &taskSlot{}
 	th, err := b.tasks.Insert(slot)
 	if err != nil {
@@ -63,13 +63,13 @@ func (b *Bridge) removeTask(tp *taskPool) {
 // whose pool has closed (stale), and a pool that is closing, reclaim
 // nothing and return 0 without error: Spark may spill the owner's consumer
 // after the pool returned everything. A handle that was never a task handle
-// wraps errInvalidHandle. Otherwise the result and errors are Reclaim's:
+// wraps ErrInvalidHandle. Otherwise the result and errors are Reclaim's:
 // a negative target wraps pool.ErrInvalidSize, and a failed spiller or
 // release is returned after the reclaim has finished (a *JavaException when
 // spill or releaseMemory threw).
 func (b *Bridge) ReclaimTask(th, target int64) (int64, error) {
 	slot, err := b.tasks.Get(th)
-	if errors.Is(err, errStaleHandle) {
+	if errors.Is(err, ErrStaleHandle) {
 		return 0, nil
 	}
 	if err != nil {
@@ -85,7 +85,7 @@ func (b *Bridge) ReclaimTask(th, target int64) (int64, error) {
 
 // TaskOwner returns the upstream (the task's owner) of the pool of handle h:
 // the one its creating open registered.
-func (b *Bridge) TaskOwner(h int64) (ownedUpstream, error) {
+func (b *Bridge) TaskOwner(h int64) (OwnedUpstream, error) {
 	ph, err := b.pool(h)
 	if err != nil {
 		return nil, err

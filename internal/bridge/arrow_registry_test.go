@@ -1,4 +1,4 @@
-package jni
+package bridge
 
 import (
 	"fmt"
@@ -98,13 +98,13 @@ func TestBatchHandlesAreReleasedOnceAndStaleAfterwards(t *testing.T) {
 
 	require.NoError(t, b.ReleaseBatch(h))
 	assert.Zero(t, rt.made[0].mem.CurrentAlloc(), "released: the buffers are freed")
-	assert.Equal(t, throwIllegalState, classify(b.ReleaseBatch(h)), "a second release is stale")
+	assert.Equal(t, ThrowIllegalState, Classify(b.ReleaseBatch(h)), "a second release is stale")
 	_, err = b.CopyBatch(res, h, func(ArrowAllocator, arrow.RecordBatch) (arrow.RecordBatch, error) {
 		t.Fatal("a stale batch is never copied")
 		return nil, nil
 	})
-	assert.Equal(t, throwIllegalState, classify(err))
-	assert.Equal(t, throwIllegalArgument, classify(b.ReleaseBatch(res)), "a reservation handle is not a batch handle")
+	assert.Equal(t, ThrowIllegalState, Classify(err))
+	assert.Equal(t, ThrowIllegalArgument, Classify(b.ReleaseBatch(res)), "a reservation handle is not a batch handle")
 	require.NoError(t, b.CloseReservation(res))
 	require.NoError(t, b.ClosePool(p))
 }
@@ -132,7 +132,7 @@ func TestCopyAndExportRunInsideTheCallOnTheRightAllocator(t *testing.T) {
 	exported.Release()
 	assert.Zero(t, rt.made[1].mem.CurrentAlloc())
 
-	checkFailed := fmt.Errorf("bad target: %w", errInvalidArgument)
+	checkFailed := fmt.Errorf("bad target: %w", ErrInvalidArgument)
 	err = b.ExportBatch(in, func() error { return checkFailed }, func(arrow.RecordBatch, ArrowAllocator) error {
 		t.Fatal("nothing is exported when the target fails its check")
 		return nil
@@ -160,7 +160,7 @@ func TestClosingAReservationReportsReleasesAndKeepsWhatAnExportStillPins(t *test
 	require.NoError(t, err)
 	assert.Contains(t, report, "leaky")
 	assert.True(t, rt.made[0].closed)
-	assert.Equal(t, throwIllegalState, classify(b.ReleaseBatch(h)), "the close released the batch handle")
+	assert.Equal(t, ThrowIllegalState, Classify(b.ReleaseBatch(h)), "the close released the batch handle")
 	ps := b.ProcessArrowStats()
 	assert.Equal(t, int64(1), ps[ArrowPStatLeaks])
 	assert.Equal(t, int64(1), ps[ArrowPStatLingeringAlloc], "the export still pins the buffers")

@@ -1,4 +1,4 @@
-package jni
+package bridge
 
 import (
 	"context"
@@ -60,7 +60,7 @@ func TestOpenPoolWithAnotherConfigurationIsIllegalStateNamingBoth(t *testing.T) 
 	want := taskshared.Spec{Kind: "greedy_unified"}.String()
 	have := taskshared.Spec{Kind: "fair_unified", Size: 1000}.String()
 	assert.Equal(t, "taskshared: task 7: plan asks for pool "+want+" but the task's pool is "+have+": pool spec mismatch", err.Error())
-	assert.Equal(t, throwIllegalState, classify(err))
+	assert.Equal(t, ThrowIllegalState, Classify(err))
 	assert.Zero(t, up.calls.Load(), "a refused join makes no upstream")
 
 	_, err = b.OpenPool(7, KindFairUnified, 1000, 4096, ownerOf(newFakeUpstream(0)))
@@ -94,7 +94,7 @@ func TestOpenPoolRejectsBadArgumentsAsIllegalArgument(t *testing.T) {
 			_, err := b.OpenPool(1, tc.kind, tc.size, tc.chunk, up.factory)
 			require.Error(t, err)
 			assert.Equal(t, tc.want, err.Error())
-			assert.Equal(t, throwIllegalArgument, classify(err))
+			assert.Equal(t, ThrowIllegalArgument, Classify(err))
 			assert.Zero(t, up.calls.Load(), "a refused open makes no upstream")
 		})
 	}
@@ -108,11 +108,11 @@ func TestClosePoolTwiceIsIllegalStateAndForgedIsIllegalArgument(t *testing.T) {
 	require.NoError(t, b.ClosePool(p))
 	err := b.ClosePool(p)
 	assert.Equal(t, fmt.Sprintf("nativepool: pool handle 0x%x is closed: stale handle", uint64(p)), err.Error())
-	assert.Equal(t, throwIllegalState, classify(err))
+	assert.Equal(t, ThrowIllegalState, Classify(err))
 
 	err = b.ClosePool(0x1234)
 	assert.Equal(t, "nativepool: invalid pool handle 0x1234: invalid handle", err.Error())
-	assert.Equal(t, throwIllegalArgument, classify(err))
+	assert.Equal(t, ThrowIllegalArgument, Classify(err))
 }
 
 func TestReservationHandleIsNotAPoolHandle(t *testing.T) {
@@ -123,7 +123,7 @@ func TestReservationHandleIsNotAPoolHandle(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf("nativepool: invalid pool handle 0x%x: a reservation handle: invalid handle", uint64(r)), err.Error())
 	_, err = b.Size(p)
 	assert.Equal(t, fmt.Sprintf("nativepool: invalid reservation handle 0x%x: a pool handle: invalid handle", uint64(p)), err.Error())
-	assert.Equal(t, throwIllegalArgument, classify(err))
+	assert.Equal(t, ThrowIllegalArgument, Classify(err))
 	require.NoError(t, b.CloseReservation(r))
 	require.NoError(t, b.ClosePool(p))
 }
@@ -141,7 +141,7 @@ func TestReservationLifecycleThroughTheBridge(t *testing.T) {
 	require.ErrorIs(t, err, pool.ErrResourcesExhausted)
 	assert.True(t, strings.HasPrefix(err.Error(), "Resources exhausted: Additional allocation failed for c with top memory consumers (across reservations) as:\n"), err.Error())
 	assert.Contains(t, err.Error(), "a#")
-	assert.Equal(t, throwRuntime, classify(err), "a refusal outside tryGrow0 is not an expected failure")
+	assert.Equal(t, ThrowRuntime, Classify(err), "a refusal outside tryGrow0 is not an expected failure")
 	size, err := b.Size(c)
 	require.NoError(t, err)
 	assert.Equal(t, int64(300), size, "a refused TryGrow changes nothing")
@@ -160,12 +160,12 @@ func TestReservationLifecycleThroughTheBridge(t *testing.T) {
 
 	err = b.Shrink(c, 501)
 	assert.Equal(t, "Cannot free the capacity 501 out of allocated size 500: invalid size", err.Error())
-	assert.Equal(t, throwIllegalArgument, classify(err))
+	assert.Equal(t, ThrowIllegalArgument, Classify(err))
 	err = b.Grow(c, -1)
 	assert.Equal(t, "pool: Grow(-1): negative size: invalid size", err.Error())
-	assert.Equal(t, throwIllegalArgument, classify(err))
+	assert.Equal(t, ThrowIllegalArgument, Classify(err))
 	err = b.TryGrow(c, -1)
-	assert.Equal(t, throwIllegalArgument, classify(err))
+	assert.Equal(t, ThrowIllegalArgument, Classify(err))
 
 	require.NoError(t, b.Shrink(c, 100))
 	freed, err := b.Free(c)
@@ -173,7 +173,7 @@ func TestReservationLifecycleThroughTheBridge(t *testing.T) {
 	assert.Equal(t, int64(400), freed)
 	require.NoError(t, b.CloseReservation(c))
 	_, err = b.Size(c)
-	assert.Equal(t, throwIllegalState, classify(err))
+	assert.Equal(t, ThrowIllegalState, Classify(err))
 	err = b.CloseReservation(c)
 	assert.Equal(t, fmt.Sprintf("nativepool: reservation handle 0x%x is closed: stale handle", uint64(c)), err.Error())
 
@@ -192,7 +192,7 @@ func TestGrowOnAClosedReservationIsIllegalStateNotAPanic(t *testing.T) {
 	rh.r.Close() // as if closeReservation0 ran between the lookup and the grow
 	err = b.Grow(r, 10)
 	require.ErrorIs(t, err, pool.ErrClosed)
-	assert.Equal(t, throwIllegalState, classify(err))
+	assert.Equal(t, ThrowIllegalState, Classify(err))
 	require.NoError(t, b.CloseReservation(r))
 	require.NoError(t, b.ClosePool(p))
 }
@@ -208,7 +208,7 @@ func TestOperationsAfterThePoolClosedAreIllegalStateOrLate(t *testing.T) {
 
 	err := b.TryGrow(r, 1)
 	require.ErrorIs(t, err, pool.ErrClosed)
-	assert.Equal(t, throwIllegalState, classify(err))
+	assert.Equal(t, ThrowIllegalState, Classify(err))
 	require.NoError(t, b.Shrink(r, 40), "a shrink after close is a late release: counted, not forwarded")
 	ps := b.ProcessStats()
 	assert.Equal(t, int64(0), ps.LiveTasks)
@@ -221,7 +221,7 @@ func TestOperationsAfterThePoolClosedAreIllegalStateOrLate(t *testing.T) {
 	up.requireSane(t)
 
 	_, err = b.NewReservation(p, "too late", false, nil)
-	assert.Equal(t, throwIllegalState, classify(err))
+	assert.Equal(t, ThrowIllegalState, Classify(err))
 }
 
 func TestNewReservationOnAClosedPoolHandleClosesTheSpiller(t *testing.T) {
@@ -231,7 +231,7 @@ func TestNewReservationOnAClosedPoolHandleClosesTheSpiller(t *testing.T) {
 	require.NoError(t, b.ClosePool(p1))
 	sp := &fakeSpiller{}
 	_, err := b.NewReservation(p1, "x", true, sp)
-	assert.Equal(t, throwIllegalState, classify(err))
+	assert.Equal(t, ThrowIllegalState, Classify(err))
 	assert.Equal(t, int32(1), sp.closed.Load())
 	require.NoError(t, b.ClosePool(p2))
 }
@@ -294,7 +294,7 @@ func TestReclaimSpillsThroughReentrantShrinks(t *testing.T) {
 	}
 	require.NoError(t, b.ClosePool(p))
 	_, err = b.Reclaim(p, 10)
-	assert.Equal(t, throwIllegalState, classify(err))
+	assert.Equal(t, ThrowIllegalState, Classify(err))
 	up.requireSane(t)
 }
 
@@ -311,53 +311,53 @@ func TestUpcallExceptionsReachTheCallThatRaisedThemAsItsError(t *testing.T) {
 	p := mustOpen(t, b, 1, KindFairUnified, 1000, 0, up)
 	r := mustReserve(t, b, p, "r", false, nil)
 
-	killed := newJavaException("java.lang.InterruptedException", "killed", "acquireMemory", 0xbeef, refs.delete)
+	killed := NewJavaException("java.lang.InterruptedException", "killed", "acquireMemory", 0xbeef, refs.delete)
 	up.failNextAcquire(killed)
 	err := b.Grow(r, 100)
-	f := settle(err)
-	assert.Equal(t, throwJava, f.kind)
-	assert.Same(t, killed, f.java)
-	assert.Equal(t, "java.lang.InterruptedException: killed (in acquireMemory)", f.msg)
+	f := Settle(err)
+	assert.Equal(t, ThrowJava, f.Kind)
+	assert.Same(t, killed, f.Java)
+	assert.Equal(t, "java.lang.InterruptedException: killed (in acquireMemory)", f.Msg)
 	assert.Len(t, logs.lines("upstream Acquire failed during Grow"), 1)
 	stats, _ := b.PoolStats(p)
 	assert.Equal(t, int64(100), stats[StatOvercommit], "the grow is recorded; Spark granted nothing")
 	assert.Equal(t, int64(0), stats[StatHeld])
-	assert.Equal(t, uintptr(0xbeef), f.java.take())
+	assert.Equal(t, uintptr(0xbeef), f.Java.Take())
 
 	// TryGrow returns it as its error and records nothing.
-	oom := newJavaException("org.apache.spark.memory.SparkOutOfMemoryError", "no", "acquireMemory", 0xf00d, refs.delete)
+	oom := NewJavaException("org.apache.spark.memory.SparkOutOfMemoryError", "no", "acquireMemory", 0xf00d, refs.delete)
 	up.failNextAcquire(oom)
 	err = b.TryGrow(r, 10)
-	f = settle(err)
-	assert.Same(t, oom, f.java)
+	f = Settle(err)
+	assert.Same(t, oom, f.Java)
 	assert.Empty(t, refs.list(), "the chosen exception is not discarded")
-	assert.Equal(t, uintptr(0xf00d), f.java.take())
+	assert.Equal(t, uintptr(0xf00d), f.Java.Take())
 	size, _ := b.Size(r)
 	assert.Equal(t, int64(100), size)
 
 	// A failed release: the shrink happened, the bytes stay owed, and the
 	// exception is the call's error.
 	require.NoError(t, b.TryGrow(r, 900)) // repays the overcommit, holds 1000 from Spark
-	relFailed := newJavaException("java.lang.IllegalStateException", "refused", "releaseMemory", 0xabc, refs.delete)
+	relFailed := NewJavaException("java.lang.IllegalStateException", "refused", "releaseMemory", 0xabc, refs.delete)
 	up.FailReleases(relFailed)
 	err = b.Shrink(r, 500)
-	assert.Same(t, relFailed, settle(err).java)
+	assert.Same(t, relFailed, Settle(err).Java)
 	size, _ = b.Size(r)
 	assert.Equal(t, int64(500), size, "the shrink took effect")
 	assert.Equal(t, int64(1000), up.Held(), "Spark released nothing")
-	relFailed.take()
+	relFailed.Take()
 
-	closeFailed := newJavaException("java.lang.IllegalStateException", "refused again", "releaseMemory", 0xdef, refs.delete)
+	closeFailed := NewJavaException("java.lang.IllegalStateException", "refused again", "releaseMemory", 0xdef, refs.delete)
 	up.FailReleases(closeFailed)
 	err = b.CloseReservation(r)
-	assert.Same(t, closeFailed, settle(err).java)
-	closeFailed.take()
+	assert.Same(t, closeFailed, Settle(err).Java)
+	closeFailed.Take()
 
-	lastFailed := newJavaException("java.lang.IllegalStateException", "last", "releaseMemory", 0x123, refs.delete)
+	lastFailed := NewJavaException("java.lang.IllegalStateException", "last", "releaseMemory", 0x123, refs.delete)
 	up.FailReleases(lastFailed)
 	err = b.ClosePool(p)
-	assert.Same(t, lastFailed, settle(err).java, "the close that closed the pool returns its failed release")
-	lastFailed.take()
+	assert.Same(t, lastFailed, Settle(err).Java, "the close that closed the pool returns its failed release")
+	lastFailed.Take()
 	up.FailReleases(nil)
 	assert.Empty(t, refs.list())
 }
@@ -367,7 +367,7 @@ func TestReclaimReturnsTheSpillersJavaExceptionAfterReclaimingTheRest(t *testing
 	refs := &refLog{}
 	up := newFakeUpstream(1 << 20)
 	p := mustOpen(t, b, 2, KindGreedyUnified, 0, 0, up)
-	ioErr := newJavaException("java.io.IOException", "disk full", "spill", 0x10, refs.delete)
+	ioErr := NewJavaException("java.io.IOException", "disk full", "spill", 0x10, refs.delete)
 	broken := mustReserve(t, b, p, "broken", true, &fakeSpiller{spill: func(int64) (int64, error) { return 0, ioErr }})
 	require.NoError(t, b.TryGrow(broken, 500))
 	var good int64
@@ -379,9 +379,9 @@ func TestReclaimReturnsTheSpillersJavaExceptionAfterReclaimingTheRest(t *testing
 	freed, err := b.Reclaim(p, 100)
 
 	assert.Equal(t, int64(100), freed, "the failed spiller is skipped, the next one spills")
-	f := settle(err)
-	assert.Same(t, ioErr, f.java)
-	f.java.take()
+	f := Settle(err)
+	assert.Same(t, ioErr, f.Java)
+	f.Java.Take()
 	require.NoError(t, b.CloseReservation(broken))
 	require.NoError(t, b.CloseReservation(good))
 	require.NoError(t, b.ClosePool(p))
@@ -457,7 +457,7 @@ func TestProcessStatsSumOpenPoolsAndKeepCountersOfClosedOnes(t *testing.T) {
 	require.NoError(t, b.ClosePool(p2))
 	ps = b.ProcessStats()
 	assert.Equal(t, ProcessStats{Peak: 300, UpstreamCalls: 4}, ps)
-	assert.Equal(t, []int64{0, 0, 0, 0, 0, 300, 4, 0, 0, 0, 0, 0}, ps.array())
+	assert.Equal(t, []int64{0, 0, 0, 0, 0, 300, 4, 0, 0, 0, 0, 0}, ps.Array())
 }
 
 // TestConcurrentTasksOpenGrowShrinkClose runs many JVM-thread-like

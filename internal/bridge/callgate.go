@@ -1,4 +1,4 @@
-package jni
+package bridge
 
 import (
 	"sync"

@@ -1,4 +1,4 @@
-package jni
+package bridge
 
 import (
 	"errors"
@@ -31,9 +31,9 @@ const topConsumers = 10
 // may re-enter the Bridge on the same thread through spill → reclaimTask0). Make
 // one with NewBridge; the zero Bridge is not valid.
 type Bridge struct {
-	pools        *handleTable[*poolHandle]
-	reservations *handleTable[*reservationHandle]
-	tasks        *handleTable[*taskSlot] // one per open task pool (tasks.go)
+	pools        *HandleTable[*poolHandle]
+	reservations *HandleTable[*reservationHandle]
+	tasks        *HandleTable[*taskSlot] // one per open task pool (tasks.go)
 	registry     *taskshared.Registry
 	logger       *slog.Logger
 	settings     atomic.Pointer[Settings]
@@ -76,6 +76,19 @@ type Settings struct {
 	Thresholds []int64
 }
 
+// JoinTaskPool returns a new reference to the pool of task taskAttemptID,
+// which must be open (jni.JoinTaskPool, for Go engines linking the bridge
+// into their own library). It fails, creating nothing, if the task has no
+// open pool.
+func (b *Bridge) JoinTaskPool(taskAttemptID int64) (*taskshared.Handle, error) {
+	return b.registry.Acquire(taskAttemptID, func() (pool.Pool, error) {
+		return nil, fmt.Errorf("JoinTaskPool(task %d): the task has no open pool (open it from Java with TaskPool first)", taskAttemptID)
+	})
+}
+
+// Logger is the logger the Bridge was made with.
+func (b *Bridge) Logger() *slog.Logger { return b.logger }
+
 // NewBridge returns an empty Bridge that logs through logger (slog.Default()
 // if nil) and makes Arrow allocators with arrow (the zero ArrowRuntime: no
 // Arrow support, every Arrow call fails).
@@ -84,9 +97,9 @@ func NewBridge(logger *slog.Logger, arrow ArrowRuntime) *Bridge {
 		logger = slog.Default()
 	}
 	b := &Bridge{
-		pools:        newHandleTable[*poolHandle](tagPool),
-		reservations: newHandleTable[*reservationHandle](tagReservation),
-		tasks:        newHandleTable[*taskSlot](tagTask),
+		pools:        NewHandleTable[*poolHandle](tagPool),
+		reservations: NewHandleTable[*reservationHandle](tagReservation),
+		tasks:        NewHandleTable[*taskSlot](tagTask),
 		registry:     taskshared.NewRegistry(taskshared.WithLogger(logger)),
 		logger:       logger,
 	}
@@ -108,16 +121,16 @@ func kindName(kind int32) string {
 	}
 }
 
-// ownedUpstream is a pool.Upstream holding a resource (a JVM global ref)
+// OwnedUpstream is a pool.Upstream holding a resource (a JVM global ref)
 // that Close frees once the pool no longer calls it.
-type ownedUpstream interface {
+type OwnedUpstream interface {
 	pool.Upstream
 	Close()
 }
 
-// ownedSpiller is a pool.Spiller holding a resource (a JVM global ref) that
+// OwnedSpiller is a pool.Spiller holding a resource (a JVM global ref) that
 // Close frees; after Close, Spill returns 0 without calling out.
-type ownedSpiller interface {
+type OwnedSpiller interface {
 	pool.Spiller
 	Close()
 }
@@ -133,7 +146,7 @@ type taskPool struct {
 	taskID    int64
 	top       pool.Pool    // TrackConsumers(Logging?(unified))
 	unified   pool.Unified // the pool itself, for Stats, Reclaim and Close
-	upstream  ownedUpstream
+	upstream  OwnedUpstream
 	// task is the pool's task handle (tasks.go), removed by Close.
 	task  int64
 	stops []func()
@@ -213,7 +226,7 @@ type poolHandle struct {
 type reservationHandle struct {
 	r       *pool.Reservation
 	tp      *taskPool
-	spiller ownedSpiller // nil without a spiller
+	spiller OwnedSpiller // nil without a spiller
 	arrow   arrowSlot    // the reservation's Arrow allocator, made on first use (arrow.go)
 }
 
@@ -232,16 +245,16 @@ type reservationHandle struct {
 // error.
 //
 // Errors: an unknown kind or a negative size or chunk wraps
-// errInvalidArgument. On error nothing stays open.
-func (b *Bridge) OpenPool(taskID int64, kind int32, poolSize, chunk int64, newOwner ownerFactory) (int64, error) {
+// ErrInvalidArgument. On error nothing stays open.
+func (b *Bridge) OpenPool(taskID int64, kind int32, poolSize, chunk int64, newOwner OwnerFactory) (int64, error) {
 	if kind != KindFairUnified && kind != KindGreedyUnified {
-		return 0, fmt.Errorf("nativepool: openPool(task %d): unknown pool kind %d: %w", taskID, kind, errInvalidArgument)
+		return 0, fmt.Errorf("nativepool: openPool(task %d): unknown pool kind %d: %w", taskID, kind, ErrInvalidArgument)
 	}
 	if poolSize < 0 {
-		return 0, fmt.Errorf("nativepool: openPool(task %d): negative pool size %d: %w", taskID, poolSize, errInvalidArgument)
+		return 0, fmt.Errorf("nativepool: openPool(task %d): negative pool size %d: %w", taskID, poolSize, ErrInvalidArgument)
 	}
 	if chunk < 0 {
-		return 0, fmt.Errorf("nativepool: openPool(task %d): negative chunk size %d: %w", taskID, chunk, errInvalidArgument)
+		return 0, fmt.Errorf("nativepool: openPool(task %d): negative chunk size %d: %w", taskID, chunk, ErrInvalidArgument)
 	}
 	spec := taskshared.Spec{Kind: kindName(kind), Size: poolSize, Chunk: chunk}
 	if kind == KindGreedyUnified {
@@ -263,7 +276,7 @@ func (b *Bridge) OpenPool(taskID int64, kind int32, poolSize, chunk int64, newOw
 }
 
 // newTaskPool builds a task's pool stack under the current settings.
-func (b *Bridge) newTaskPool(taskID int64, kind int32, poolSize, chunk int64, up ownedUpstream) *taskPool {
+func (b *Bridge) newTaskPool(taskID int64, kind int32, poolSize, chunk int64, up OwnedUpstream) *taskPool {
 	set := b.settings.Load()
 	opts := []pool.UnifiedOption{
 		pool.WithChunkSize(chunk),
@@ -333,7 +346,7 @@ func (b *Bridge) retireLocked(tp *taskPool) {
 // ClosePool releases a pool handle. The last handle of a task closes the
 // pool (taskPool.Close): everything still held goes back through the
 // upstream, leaks are logged with consumer names and counted, the upstream
-// is released. A second close of the same handle fails with errStaleHandle.
+// is released. A second close of the same handle fails with ErrStaleHandle.
 // A failed final release (a *JavaException when releaseMemory threw) is
 // returned by the close that closed the pool.
 func (b *Bridge) ClosePool(h int64) error {
@@ -351,7 +364,7 @@ func (b *Bridge) pool(h int64) (*poolHandle, error) { return b.pools.Get(h) }
 // h and returns a reservation handle. spiller may be nil; a non-nil spiller
 // implies canSpill and is closed when the reservation closes (or now, on
 // error).
-func (b *Bridge) NewReservation(h int64, name string, canSpill bool, spiller ownedSpiller) (int64, error) {
+func (b *Bridge) NewReservation(h int64, name string, canSpill bool, spiller OwnedSpiller) (int64, error) {
 	ph, err := b.pool(h)
 	if err != nil {
 		if spiller != nil {
@@ -458,7 +471,7 @@ func (b *Bridge) Size(h int64) (int64, error) {
 }
 
 // CloseReservation frees and closes the reservation; its handle becomes
-// stale (a second close fails with errStaleHandle) and its spiller is
+// stale (a second close fails with ErrStaleHandle) and its spiller is
 // released once no reclaim is calling it. A failed final release is
 // returned after the close.
 func (b *Bridge) CloseReservation(h int64) error {
@@ -556,13 +569,13 @@ func (b *Bridge) ProcessStats() ProcessStats {
 }
 
 // Configure replaces the process-wide settings; pools opened afterwards use
-// them. A threshold that is not positive wraps errInvalidArgument and
+// them. A threshold that is not positive wraps ErrInvalidArgument and
 // nothing changes. Thresholds are sorted and deduplicated.
 func (b *Bridge) Configure(s Settings) error {
 	th := slices.Clone(s.Thresholds)
 	for _, t := range th {
 		if t <= 0 {
-			return fmt.Errorf("nativepool: configure: threshold %d must be positive: %w", t, errInvalidArgument)
+			return fmt.Errorf("nativepool: configure: threshold %d must be positive: %w", t, ErrInvalidArgument)
 		}
 	}
 	slices.Sort(th)
@@ -587,6 +600,4 @@ var (
 	_ pool.Pool                       = (*taskPool)(nil)
 	_ interface{ Close() error }      = (*taskPool)(nil)
 	_ interface{ Unwrap() pool.Pool } = (*taskPool)(nil)
-	_ ownedUpstream                   = (*jvmUpstream)(nil)
-	_ ownedSpiller                    = (*jvmSpiller)(nil)
 )

@@ -1,4 +1,4 @@
-package jni
+package bridge
 
 import (
 	"errors"
@@ -49,13 +49,13 @@ func (t *thrownRef) drop() {
 	}
 }
 
-// newJavaException wraps a global ref taken from an upcall. deleteRef
+// NewJavaException wraps a global ref taken from an upcall. deleteRef
 // deletes it when the exception is discarded instead of rethrown, also when
 // the exception is dropped on the way without either (the pool swallows an
 // upcall's failure it only logs, such as a failed release of surplus slack
 // after a successful TryGrow): a cleanup then deletes the ref after the
 // exception becomes unreachable, so no global ref outlives its error.
-func newJavaException(class, message, upcall string, ref uintptr, deleteRef func(uintptr)) *JavaException {
+func NewJavaException(class, message, upcall string, ref uintptr, deleteRef func(uintptr)) *JavaException {
 	t := &thrownRef{deleteRef: deleteRef}
 	t.ref.Store(ref)
 	e := &JavaException{Class: class, Message: message, Upcall: upcall, ref: t}
@@ -81,25 +81,25 @@ func (e *JavaException) Error() string {
 	return s
 }
 
-// take returns the global ref and forgets it; only the first caller gets a
+// Take returns the global ref and forgets it; only the first caller gets a
 // non-zero ref, which it must rethrow and then delete.
-func (e *JavaException) take() uintptr {
+func (e *JavaException) Take() uintptr {
 	if e.ref == nil {
 		return 0
 	}
 	return e.ref.ref.Swap(0)
 }
 
-// discard deletes the global ref unless it was already taken.
-func (e *JavaException) discard() {
+// Discard deletes the global ref unless it was already taken.
+func (e *JavaException) Discard() {
 	if e.ref != nil {
 		e.ref.drop()
 	}
 }
 
-// javaExceptions lists, depth first, every *JavaException in err's tree
+// JavaExceptions lists, depth first, every *JavaException in err's tree
 // (through Unwrap() error and Unwrap() []error, as errors.As walks it).
-func javaExceptions(err error) []*JavaException {
+func JavaExceptions(err error) []*JavaException {
 	var out []*JavaException
 	var walk func(error)
 	walk = func(err error) {

@@ -1,4 +1,4 @@
-package jni
+package bridge
 
 import "github.com/nativepool/nativepool/pool"
 
@@ -128,7 +128,7 @@ type ProcessStats struct {
 	LeakedBytes     int64 // bytes those pools still had reserved
 }
 
-// array lays the stats out as processStats0 returns them.
-func (s ProcessStats) array() []int64 {
+// Array lays the stats out as processStats0 returns them.
+func (s ProcessStats) Array() []int64 {
 	return statsArray(processStatFields[:], s)
 }

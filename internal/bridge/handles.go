@@ -1,4 +1,4 @@
-package jni
+package bridge
 
 import (
 	"errors"
@@ -7,30 +7,36 @@ import (
 	"sync/atomic"
 )
 
-// Handle errors. An export maps errInvalidHandle to IllegalArgumentException
-// and errStaleHandle to IllegalStateException (jni/API.md "Handles").
+// Handle errors. An export maps ErrInvalidHandle to IllegalArgumentException
+// and ErrStaleHandle to IllegalStateException (jni/API.md "Handles").
 var (
-	// errInvalidHandle is wrapped when a handle was never issued by the
+	// ErrInvalidHandle is wrapped when a handle was never issued by the
 	// table: zero, forged, or of another type (a reservation handle passed as
 	// a pool).
-	errInvalidHandle = errors.New("invalid handle")
-	// errStaleHandle is wrapped when a handle was issued but has been closed
+	ErrInvalidHandle = errors.New("invalid handle")
+	// ErrStaleHandle is wrapped when a handle was issued but has been closed
 	// (its slot may since hold another object under a newer generation).
-	errStaleHandle = errors.New("stale handle")
+	ErrStaleHandle = errors.New("stale handle")
 )
 
-// handleTag is the type tag in the top byte of a handle. Tags are non-zero,
+// HandleTag is the type tag in the top byte of a handle. Tags are non-zero,
 // so no handle is ever 0 (Java's "no handle").
-type handleTag uint8
+type HandleTag uint8
 
 const (
-	tagPool        handleTag = 0x50 // 'P'
-	tagReservation handleTag = 0x52 // 'R'
-	tagBatch       handleTag = 0x42 // 'B': Arrow batches (arrow.go)
-	tagTask        handleTag = 0x54 // 'T': task pools, held by the task's owner (tasks.go)
+	tagPool        HandleTag = 0x50 // 'P'
+	tagReservation HandleTag = 0x52 // 'R'
+	tagBatch       HandleTag = 0x42 // 'B': Arrow batches (arrow.go)
+	tagTask        HandleTag = 0x54 // 'T': task pools, held by the task's owner (tasks.go)
 )
 
-func (t handleTag) String() string {
+// OwnTag reports whether tag is one of the bridge's own (pools,
+// reservations, Arrow batches, tasks), which an engine's table must not use.
+func OwnTag(tag HandleTag) bool {
+	return tag == tagPool || tag == tagReservation || tag == tagBatch || tag == tagTask
+}
+
+func (t HandleTag) String() string {
 	switch t {
 	case tagPool:
 		return "pool"
@@ -47,7 +53,7 @@ func (t handleTag) String() string {
 
 // Handle layout, from the most significant bit:
 //
-//	63..56 tag (handleTag, never 0)
+//	63..56 tag (HandleTag, never 0)
 //	55..32 slot index (24 bits: up to 16M live handles per table)
 //	31..0  generation of the slot (starts at 1; 0 is never issued)
 //
@@ -67,25 +73,25 @@ const (
 	tagShift  = genBits + slotBits
 )
 
-func makeHandle(tag handleTag, slot uint32, gen uint32) int64 {
+func makeHandle(tag HandleTag, slot uint32, gen uint32) int64 {
 	return int64(uint64(tag)<<tagShift | uint64(slot)<<slotShift | uint64(gen))
 }
 
-func splitHandle(h int64) (tag handleTag, slot uint32, gen uint32) {
+func splitHandle(h int64) (tag HandleTag, slot uint32, gen uint32) {
 	u := uint64(h)
-	return handleTag(u >> tagShift), uint32(u>>slotShift) & (maxSlots - 1), uint32(u)
+	return HandleTag(u >> tagShift), uint32(u>>slotShift) & (maxSlots - 1), uint32(u)
 }
 
-// handleTable maps 64-bit handles to values of one type. Lookups are
+// HandleTable maps 64-bit handles to values of one type. Lookups are
 // lock-free (two atomic loads); Insert and Remove take a mutex. Freed slots
 // are reused with a bumped generation, so a stale handle is told apart from
 // a forged one and never reaches the slot's new occupant.
 //
-// A handleTable is safe for concurrent use by multiple goroutines. It must
-// not be copied after first use; build one with newHandleTable (the zero
+// A HandleTable is safe for concurrent use by multiple goroutines. It must
+// not be copied after first use; build one with NewHandleTable (the zero
 // value has no tag and issues nothing).
-type handleTable[T any] struct {
-	tag handleTag
+type HandleTable[T any] struct {
+	tag HandleTag
 	// pages holds the slots in fixed pages, allocated on demand under mu and
 	// published with an atomic store, so lookups never see a moving slice.
 	pages [maxPages]atomic.Pointer[handlePage[T]]
@@ -104,10 +110,10 @@ type handlePage[T any] [pageSize]handleSlot[T]
 
 type handleSlot[T any] struct {
 	// cur is the live entry, or nil when the slot is free. Written under
-	// handleTable.mu; read without it.
+	// HandleTable.mu; read without it.
 	cur atomic.Pointer[handleEntry[T]]
 	// gen is the generation most recently issued for this slot (0: never).
-	// Written under handleTable.mu; read without it on the error path.
+	// Written under HandleTable.mu; read without it on the error path.
 	gen atomic.Uint32
 }
 
@@ -116,16 +122,16 @@ type handleEntry[T any] struct {
 	val T
 }
 
-func newHandleTable[T any](tag handleTag) *handleTable[T] {
+func NewHandleTable[T any](tag HandleTag) *HandleTable[T] {
 	if tag == 0 {
-		panic("jni: newHandleTable(0): the tag must be non-zero")
+		panic("jni: NewHandleTable(0): the tag must be non-zero")
 	}
-	return &handleTable[T]{tag: tag}
+	return &HandleTable[T]{tag: tag}
 }
 
 // Insert stores v and returns its new handle. It fails only when every slot
 // is in use (16M live handles of this type); the table is then unchanged.
-func (t *handleTable[T]) Insert(v T) (int64, error) {
+func (t *HandleTable[T]) Insert(v T) (int64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for {
@@ -156,9 +162,9 @@ func (t *handleTable[T]) Insert(v T) (int64, error) {
 }
 
 // Get returns the value of a live handle. It returns an error wrapping
-// errInvalidHandle for a handle this table never issued (zero, forged, wrong
-// type) and errStaleHandle for a handle that has been removed.
-func (t *handleTable[T]) Get(h int64) (T, error) {
+// ErrInvalidHandle for a handle this table never issued (zero, forged, wrong
+// type) and ErrStaleHandle for a handle that has been removed.
+func (t *HandleTable[T]) Get(h int64) (T, error) {
 	tag, slot, gen := splitHandle(h)
 	if tag == t.tag {
 		if p := t.pages[slot>>pageBits].Load(); p != nil {
@@ -173,8 +179,8 @@ func (t *handleTable[T]) Get(h int64) (T, error) {
 
 // Remove removes a live handle and returns its value, so that exactly one of
 // several concurrent Removes of the same handle succeeds. The others, and
-// any later Get, fail with errStaleHandle. Errors are those of Get.
-func (t *handleTable[T]) Remove(h int64) (T, error) {
+// any later Get, fail with ErrStaleHandle. Errors are those of Get.
+func (t *HandleTable[T]) Remove(h int64) (T, error) {
 	var zero T
 	tag, slot, gen := splitHandle(h)
 	if tag != t.tag || slot >= maxSlots {
@@ -197,29 +203,29 @@ func (t *handleTable[T]) Remove(h int64) (T, error) {
 }
 
 // Len is the number of live handles.
-func (t *handleTable[T]) Len() int { return int(t.live.Load()) }
+func (t *HandleTable[T]) Len() int { return int(t.live.Load()) }
 
 // slot returns the slot at index i; its page must exist.
-func (t *handleTable[T]) slot(i uint32) *handleSlot[T] {
+func (t *HandleTable[T]) slot(i uint32) *handleSlot[T] {
 	return &t.pages[i>>pageBits].Load()[i&(pageSize-1)]
 }
 
 // classify explains why h is not a live handle of this table, in the words
 // of jni's own natives (jni/API.md "Handles").
-func (t *handleTable[T]) classify(h int64) error {
+func (t *HandleTable[T]) classify(h int64) error {
 	f, other := t.fault(h)
 	switch f {
 	case faultStale:
-		return fmt.Errorf("nativepool: %s handle 0x%x is stale (closed; its slot was reused): %w", t.tag, uint64(h), errStaleHandle)
+		return fmt.Errorf("nativepool: %s handle 0x%x is stale (closed; its slot was reused): %w", t.tag, uint64(h), ErrStaleHandle)
 	case faultClosed:
-		return fmt.Errorf("nativepool: %s handle 0x%x is closed: %w", t.tag, uint64(h), errStaleHandle)
+		return fmt.Errorf("nativepool: %s handle 0x%x is closed: %w", t.tag, uint64(h), ErrStaleHandle)
 	case faultNeverIssued:
-		return fmt.Errorf("nativepool: invalid %s handle 0x%x: never issued: %w", t.tag, uint64(h), errInvalidHandle)
+		return fmt.Errorf("nativepool: invalid %s handle 0x%x: never issued: %w", t.tag, uint64(h), ErrInvalidHandle)
 	}
 	if other != "" {
-		return fmt.Errorf("nativepool: invalid %s handle 0x%x: a %s handle: %w", t.tag, uint64(h), other, errInvalidHandle)
+		return fmt.Errorf("nativepool: invalid %s handle 0x%x: a %s handle: %w", t.tag, uint64(h), other, ErrInvalidHandle)
 	}
-	return fmt.Errorf("nativepool: invalid %s handle 0x%x: %w", t.tag, uint64(h), errInvalidHandle)
+	return fmt.Errorf("nativepool: invalid %s handle 0x%x: %w", t.tag, uint64(h), ErrInvalidHandle)
 }
 
 // handleFault is why a handle is not live in a table.
@@ -235,10 +241,10 @@ const (
 // fault classifies a handle that Get or Remove did not find. For a handle
 // of one of jni's own other tables it also names that table's type, so a
 // reservation handle passed as a pool says so.
-func (t *handleTable[T]) fault(h int64) (f handleFault, other string) {
+func (t *HandleTable[T]) fault(h int64) (f handleFault, other string) {
 	tag, slot, gen := splitHandle(h)
 	if h == 0 || tag != t.tag {
-		if h != 0 && (tag == tagPool || tag == tagReservation || tag == tagBatch || tag == tagTask) {
+		if h != 0 && OwnTag(tag) {
 			other = tag.String()
 		}
 		return faultInvalid, other
@@ -257,9 +263,17 @@ func (t *handleTable[T]) fault(h int64) (f handleFault, other string) {
 	}
 }
 
-// values returns the live values, in slot order. It reads under mu, so the
-// caller may act on them (even Remove them) without holding anything.
-func (t *handleTable[T]) values() []T {
+// IsClosed reports whether h was issued by t and is closed now (also once
+// its slot was reused): the handle was real, unlike a forged one.
+func (t *HandleTable[T]) IsClosed(h int64) bool {
+	f, _ := t.fault(h)
+	return f == faultClosed || f == faultStale
+}
+
+// Values returns the live values, in slot order. It reads under the
+// table's lock, so the caller may act on them (even Remove them) without
+// holding anything.
+func (t *HandleTable[T]) Values() []T {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []T

@@ -1,4 +1,4 @@
-package jni
+package bridge
 
 import (
 	"os"
@@ -27,7 +27,7 @@ func TestProcessStatsArrayLayoutMatchesAPIMD(t *testing.T) {
 	got := ProcessStats{
 		LiveTasks: 1, Reserved: 2, Held: 3, Slack: 4, Overcommit: 5, Peak: 6, UpstreamCalls: 7,
 		SpillRequests: 8, SpillBytesFreed: 9, LateReleases: 10, Leaks: 11, LeakedBytes: 12,
-	}.array()
+	}.Array()
 	assert.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, got)
 	assert.Len(t, got, PStatCount)
 }
@@ -36,7 +36,7 @@ func TestProcessStatsArrayLayoutMatchesAPIMD(t *testing.T) {
 // constants (NativeBridge.java) and checks every one against ours, so that
 // the two sides cannot drift apart silently.
 func TestSharedConstantsMatchNativeBridgeJava(t *testing.T) {
-	src, err := os.ReadFile("../spark/src/main/java/org/nativepool/spark/NativeBridge.java")
+	src, err := os.ReadFile("../../spark/src/main/java/org/nativepool/spark/NativeBridge.java")
 	if os.IsNotExist(err) {
 		t.Skip("spark/ (the Java module) not present")
 	}
@@ -68,7 +68,7 @@ func names[S any](fields []statField[S]) []string {
 }
 
 func statTables() []statTable {
-	const dir = "../spark/src/main/java/org/nativepool/spark/"
+	const dir = "../../spark/src/main/java/org/nativepool/spark/"
 	return []statTable{
 		{"poolStats0", names(poolStatFields[:]), dir + "PoolStat.java", "Pool stats (`poolStats0`)"},
 		{"processStats0", names(processStatFields[:]), dir + "ProcessStat.java", "Process stats (`processStats0`)"},
@@ -124,7 +124,7 @@ func TestStatTablesMatchJavaEnums(t *testing.T) {
 // TestStatTablesMatchAPIMD checks the lists of jni/API.md ("0 RESERVED, 1
 // HELD (from Spark), …; length 12.") against the Go tables.
 func TestStatTablesMatchAPIMD(t *testing.T) {
-	src, err := os.ReadFile("API.md")
+	src, err := os.ReadFile("../../jni/API.md")
 	require.NoError(t, err)
 	doc := string(src)
 	item := regexp.MustCompile("(?:`|, )(\\d+) ([A-Z][A-Z0-9_]*)")

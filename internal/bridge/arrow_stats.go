@@ -1,4 +1,4 @@
-package jni
+package bridge
 
 // The Arrow figures of the bridge (jni/API.md, "Arrow batches"):
 // arrowStats0 per reservation, processArrowStats0 per process, and the

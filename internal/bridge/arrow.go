@@ -1,4 +1,4 @@
-package jni
+package bridge
 
 import (
 	"fmt"
@@ -41,7 +41,7 @@ import (
 //
 // Batch handles live in a generation-checked table (tagBatch) like pools and
 // reservations: a second release, or any use of a released batch, is an
-// errStaleHandle (IllegalStateException), and nothing is released twice.
+// ErrStaleHandle (IllegalStateException), and nothing is released twice.
 // Closing an allocator releases the batch handles it still owns (after the
 // leak report has named them), so a batch left unreleased at task end is
 // both reported and freed.
@@ -110,7 +110,7 @@ type ArrowSettings struct {
 type arrowState struct {
 	runtime ArrowRuntime
 	once    sync.Once
-	batches *handleTable[*batchHandle]
+	batches *HandleTable[*batchHandle]
 	sites   atomic.Bool
 
 	mu struct {
@@ -128,8 +128,8 @@ type arrowState struct {
 	leakedBytes atomic.Int64
 }
 
-func (s *arrowState) table() *handleTable[*batchHandle] {
-	s.once.Do(func() { s.batches = newHandleTable[*batchHandle](tagBatch) })
+func (s *arrowState) table() *HandleTable[*batchHandle] {
+	s.once.Do(func() { s.batches = NewHandleTable[*batchHandle](tagBatch) })
 	return s.batches
 }
 
@@ -290,9 +290,9 @@ func (b *Bridge) registerBatch(op string, rh *reservationHandle, a ArrowAllocato
 // nothing may touch the structs before it accepts them); then imp imports
 // with the allocator, inside the call (enterArrow).
 //
-// Errors: a bad handle wraps errInvalidHandle; what check or imp return is
+// Errors: a bad handle wraps ErrInvalidHandle; what check or imp return is
 // returned as it is; a closed reservation or allocator wraps pool.ErrClosed
-// (errStaleHandle for a closed handle).
+// (ErrStaleHandle for a closed handle).
 func (b *Bridge) ImportBatch(res int64, check func(consumer string) error, imp func(ArrowAllocator) (arrow.RecordBatch, error)) (int64, error) {
 	rh, err := b.reservation(res)
 	if err != nil {
@@ -319,7 +319,7 @@ func (b *Bridge) ImportBatch(res int64, check func(consumer string) error, imp f
 // first (the target structs' validation); exp runs inside the call, with
 // the batch locked against a concurrent release.
 //
-// Errors: a released batch wraps errStaleHandle; a closed allocator
+// Errors: a released batch wraps ErrStaleHandle; a closed allocator
 // pool.ErrClosed; what check or exp return is returned as it is.
 func (b *Bridge) ExportBatch(batch int64, check func() error, exp func(arrow.RecordBatch, ArrowAllocator) error) error {
 	bh, err := b.arrow.table().Get(batch)
@@ -336,7 +336,7 @@ func (b *Bridge) ExportBatch(batch int64, check func() error, exp func(arrow.Rec
 	bh.mu.Lock()
 	defer bh.mu.Unlock()
 	if bh.rb == nil {
-		return fmt.Errorf("nativepool: batch handle 0x%x is closed: %w", uint64(batch), errStaleHandle)
+		return fmt.Errorf("nativepool: batch handle 0x%x is closed: %w", uint64(batch), ErrStaleHandle)
 	}
 	if err := exp(bh.rb, bh.alloc); err != nil {
 		return fmt.Errorf("nativepool: exportBatch: %w", err)
@@ -352,7 +352,7 @@ func (b *Bridge) ExportBatch(batch int64, check func() error, exp func(arrow.Rec
 //
 // Errors: the pool's refusal wraps pool.ErrResourcesExhausted; nothing
 // stays charged, and the source batch is unchanged. A released batch wraps
-// errStaleHandle; a closed reservation or allocator pool.ErrClosed; an
+// ErrStaleHandle; a closed reservation or allocator pool.ErrClosed; an
 // upcall failure is a *JavaException.
 func (b *Bridge) CopyBatch(res, batch int64, cp func(ArrowAllocator, arrow.RecordBatch) (arrow.RecordBatch, error)) (int64, error) {
 	rh, err := b.reservation(res)
@@ -375,7 +375,7 @@ func (b *Bridge) CopyBatch(res, batch int64, cp func(ArrowAllocator, arrow.Recor
 	}
 	bh.mu.Unlock()
 	if src == nil {
-		return 0, fmt.Errorf("nativepool: batch handle 0x%x is closed: %w", uint64(batch), errStaleHandle)
+		return 0, fmt.Errorf("nativepool: batch handle 0x%x is closed: %w", uint64(batch), ErrStaleHandle)
 	}
 	defer src.Release()
 	out, err := cp(a, src)
@@ -388,7 +388,7 @@ func (b *Bridge) CopyBatch(res, batch int64, cp func(ArrowAllocator, arrow.Recor
 // ReleaseBatch releases a batch handle: the buffers are freed (an imported
 // batch's producer is called back) once no export still references them. A
 // second release, or a release of a batch its allocator's close already
-// released, wraps errStaleHandle and releases nothing.
+// released, wraps ErrStaleHandle and releases nothing.
 func (b *Bridge) ReleaseBatch(batch int64) error {
 	bh, err := b.arrow.table().Remove(batch)
 	if err != nil {
@@ -418,7 +418,7 @@ func (b *Bridge) ArrowSettings() ArrowSettings {
 // consumer, what is held, and with allocation sites the allocating functions
 // and their stacks — or "" if nothing leaked or the allocator was closed
 // already. Later imports and copies into res fail with pool.ErrClosed. It
-// fails with errStaleHandle for a closed handle, and with an error wrapping
+// fails with ErrStaleHandle for a closed handle, and with an error wrapping
 // pool.ErrClosed, closing nothing, if a call is using the allocator.
 func (b *Bridge) CloseArrow(res int64) (string, error) {
 	rh, err := b.reservation(res)

@@ -1,4 +1,4 @@
-package jni
+package bridge
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ func TestOpenPoolIssuesOneTaskHandleWhenItCreatesThePool(t *testing.T) {
 	p2 := mustOpen(t, b, 5, KindGreedyUnified, 0, 0, newFakeUpstream(0))
 	assert.Equal(t, int64(1), owner.calls.Load())
 	th := owner.task.Load()
-	assert.Equal(t, tagTask, handleTag(uint64(th)>>tagShift), "the owner got a task handle")
+	assert.Equal(t, tagTask, HandleTag(uint64(th)>>tagShift), "the owner got a task handle")
 	for _, p := range []int64{p1, p2} {
 		got, err := b.TaskHandle(p)
 		require.NoError(t, err)
@@ -86,7 +86,7 @@ func TestClosingTheTasksPoolRemovesItsTaskHandle(t *testing.T) {
 	require.NoError(t, b.ClosePool(p2))
 	assert.Zero(t, b.LiveTasks())
 	_, err = b.tasks.Get(owner.task.Load())
-	assert.ErrorIs(t, err, errStaleHandle)
+	assert.ErrorIs(t, err, ErrStaleHandle)
 }
 
 func TestOpenAfterTheTasksPoolClosedGetsANewTaskHandle(t *testing.T) {
@@ -111,19 +111,19 @@ func TestReclaimTaskWithAPoolHandleIsIllegalArgument(t *testing.T) {
 	b, _ := newTestBridge(t)
 	p := mustOpen(t, b, 11, KindGreedyUnified, 0, 0, newFakeUpstream(0))
 	_, err := b.ReclaimTask(p, 1)
-	require.ErrorIs(t, err, errInvalidHandle)
+	require.ErrorIs(t, err, ErrInvalidHandle)
 	assert.Contains(t, err.Error(), "a pool handle")
 	_, err = b.ReclaimTask(0, 1)
-	assert.Equal(t, throwIllegalArgument, classify(err))
+	assert.Equal(t, ThrowIllegalArgument, Classify(err))
 	require.NoError(t, b.ClosePool(p))
 }
 
 func TestOpenPoolWhoseOwnerFailsLeavesNoTaskHandle(t *testing.T) {
 	b, _ := newTestBridge(t)
-	_, err := b.OpenPool(12, KindGreedyUnified, 0, 0, func(int64) (ownedUpstream, error) {
-		return nil, errInvalidArgument
+	_, err := b.OpenPool(12, KindGreedyUnified, 0, 0, func(int64) (OwnedUpstream, error) {
+		return nil, ErrInvalidArgument
 	})
-	require.ErrorIs(t, err, errInvalidArgument)
+	require.ErrorIs(t, err, ErrInvalidArgument)
 	assert.Zero(t, b.LiveTasks())
 	assert.Zero(t, b.registry.Len())
 }

@@ -1,4 +1,4 @@
-package jni
+package bridge
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 )
 
 func TestHandleIsNeverZeroAndCarriesItsTag(t *testing.T) {
-	pools := newHandleTable[string](tagPool)
-	res := newHandleTable[string](tagReservation)
+	pools := NewHandleTable[string](tagPool)
+	res := NewHandleTable[string](tagReservation)
 	for i := range 3000 { // crosses page boundaries
 		h, err := pools.Insert(fmt.Sprint(i))
 		require.NoError(t, err)
@@ -37,8 +37,8 @@ func TestHandleIsNeverZeroAndCarriesItsTag(t *testing.T) {
 }
 
 func TestHandleErrorsAreClassifiedWithWholeMessages(t *testing.T) {
-	pools := newHandleTable[string](tagPool)
-	res := newHandleTable[string](tagReservation)
+	pools := NewHandleTable[string](tagPool)
+	res := NewHandleTable[string](tagReservation)
 	p, err := pools.Insert("p")
 	require.NoError(t, err)
 	r, err := res.Insert("r")
@@ -97,7 +97,7 @@ func TestHandleErrorsAreClassifiedWithWholeMessages(t *testing.T) {
 }
 
 func TestHandleStaleNeverReachesTheSlotsNewOccupant(t *testing.T) {
-	tab := newHandleTable[int](tagReservation)
+	tab := NewHandleTable[int](tagReservation)
 	old, err := tab.Insert(1)
 	require.NoError(t, err)
 	for i := 2; i < 50; i++ {
@@ -118,7 +118,7 @@ func TestHandleStaleNeverReachesTheSlotsNewOccupant(t *testing.T) {
 }
 
 func TestHandleSlotIsRetiredAfterItsLastGeneration(t *testing.T) {
-	tab := newHandleTable[int](tagPool)
+	tab := NewHandleTable[int](tagPool)
 	h, err := tab.Insert(1)
 	require.NoError(t, err)
 	_, slot, _ := splitHandle(h)
@@ -152,7 +152,7 @@ func TestHandleRandomForgedValuesAreRejected(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	tab := newHandleTable[int](tagPool)
+	tab := NewHandleTable[int](tagPool)
 	live := map[int64]int{}
 	for i := range 2500 {
 		h, err := tab.Insert(i)
@@ -190,7 +190,7 @@ func TestHandleRandomForgedValuesAreRejected(t *testing.T) {
 // values until removed and are stale afterwards, and that a double remove
 // fails. Run with -race. Returning before the deadline means no deadlock.
 func TestHandleConcurrentInsertGetRemove(t *testing.T) {
-	tab := newHandleTable[[2]int](tagReservation)
+	tab := NewHandleTable[[2]int](tagReservation)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	g, ctx := errgroup.WithContext(ctx)
