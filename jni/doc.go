@@ -1,85 +1,64 @@
-// Package jni is the Go side of the bridge between nativepool's pools and
+// Package jni is the cgo half of the bridge between nativepool's pools and
 // Spark's TaskMemoryManager: the natives of org.nativepool.spark.NativeBridge,
 // built into libnativepool.so by the command jni/libnativepool
 // (go build -buildmode=c-shared). The contract with the Java module spark/
-// is jni/API.md; this package implements it exactly. It is not for direct use
-// from Go: Go code uses pool and taskshared.
+// is jni/API.md. Everything here touches the JVM or C; everything that does
+// not lives in the pure-Go core, internal/bridge, whose tests run with
+// CGO_ENABLED=0 and no JDK. It is not for direct use from Go: Go code uses
+// pool and taskshared, and a Go engine linking the bridge into its own
+// library uses engine.go.
 //
 // # Exported API
 //
-// The exports (exports.go) are Java_org_nativepool_spark_NativeBridge_<name>0
-// for init0, openPool0, closePool0, newReservation0, tryGrow0, grow0,
-// shrink0, free0, size0, closeReservation0, reclaim0, reclaimTask0,
-// poolStats0, processStats0 and configure0. Each one converts its JNI arguments and calls
-// a method of the process Bridge (bridge.go), the pure-Go core, which tests
-// drive without a JVM. Pool kinds live in stats.go, with their other copy in
-// NativeBridge.java; each stats array is declared once, as a table in
-// stats.go or arrow_stats.go, and tests check the Java enums (PoolStat, …)
-// and API.md against the tables.
+// The exports (exports.go, arrow_exports.go) are
+// Java_org_nativepool_spark_NativeBridge_<name>0. Each one converts its JNI
+// arguments, calls a method of the process Bridge (process.go; a
+// *bridge.Bridge), and throws what that call returned (call.end): the
+// natives hold no logic of their own.
 //
 // # Layout
 //
-//	np.h, np.c     every JNI call, prefix np_ (cgo's -Werror -Wall apply)
-//	cgotypes.go    the C types under Go names: no Go signature says C.
-//	jnienv.go      Go halves of the np_ helpers that take a JNIEnv
-//	exports.go     only the //export functions
-//	process.go     the process registry (the one Bridge) and call settling
-//	bridge.go      the pure-Go core: pools, reservations, reclaim, stats
-//	callgate.go    callGate: the calls in flight on a task pool, which its
-//	               close waits for
-//	handles.go     generation-checked handle tables (pure Go)
-//	tasks.go       task handles: one per task pool, held by the task's owner,
-//	               the path of Spark's spill (reclaimTask0)
-//	taskowner.go   tells a SparkTaskUpstream candidate the task's owner
-//	upstream.go    jvmUpstream: pool.Upstream over NativeUpstream
-//	spiller.go     jvmSpiller: pool.Spiller over NativeSpiller
-//	globalref.go   sharedRef: a global ref that upcalls use while it may close
-//	exception.go   JavaException: a Java throwable as a Go error
-//	failure.go     which Java exception an export throws
-//	arrow.go       Arrow batches across the C Data Interface: one ffi.Allocator
-//	               per reservation handle, batch handles (API.md)
-//	arrow_exports.go, arrow_jni.go
-//	               the Arrow natives and their JNI helpers
-//	arrow_stats.go the tables of arrowStats0 and processArrowStats0, and the
-//	               lingering allocators
+//	np.h, np.c        every JNI call, prefix np_ (cgo's -Werror -Wall apply)
+//	cgotypes.go       the C types under Go names: no Go signature says C.
+//	jnienv.go         Go halves of the np_ helpers that take a JNIEnv, and the
+//	                  throw of a bridge.Failure
+//	exports.go        the //export functions of pools and reservations
+//	arrow_exports.go  the //export functions of Arrow batches
+//	process.go        the process registry (the one Bridge) and call settling
+//	upstream.go       jvmUpstream: pool.Upstream over NativeUpstream (upcalls)
+//	spiller.go        jvmSpiller: pool.Spiller over NativeSpiller (upcall)
+//	globalref.go      sharedRef: a global ref that upcalls use while it may close
+//	taskowner.go      tells a SparkTaskUpstream candidate the task's owner
+//	arrow.go          ffi's allocator as the registry's ArrowAllocator, and the
+//	                  C Data import, export and copy the registry runs
+//	arrow_jni.go      the Arrow natives' JNI helpers
 //	arrow_validate.go, arrow_probe.go
-//	               C Data addresses from Java checked before anything
-//	               dereferences them, read without faulting (process_vm_readv)
-//	engine.go      the Go engine API: JoinTaskPool, EngineCall and HandleTable for engines
-//	               that link this package into their own c-shared library
-//	testexports.go one extra native for jvm_test.go only (build tag
-//	               nativepool_jvmtest): an upcall from a goroutine's own thread
+//	                  C Data addresses from Java checked before anything
+//	                  dereferences them, read without faulting (process_vm_readv)
+//	engine.go         the Go engine API: JoinTaskPool, EngineCall and HandleTable
+//	                  for engines that link this package into their own library
+//	testexports.go    one extra native for jvm_test.go only (build tag
+//	                  nativepool_jvmtest): an upcall from a goroutine's own thread
+//	libnativepool/    the c-shared main
+//
+// What moved to internal/bridge: the Bridge (pools, reservations, task
+// handles, reclaim, stats tables), the handle tables, the call gate, the
+// failure mapping, JavaException, and the Arrow batch registry.
 //
 // jvm_test.go (skipped with -short) builds the library with that tag, loads
 // it into a JVM under -Xcheck:jni and runs testdata/jvm/Smoke.java against
 // a minimal copy of NativeBridge: the Go side checked in a real JVM without
 // the Java module.
 //
-// # Handles
-//
-// Java holds 64-bit handles, never 0: a type tag, a slot and the slot's
-// generation. A forged, never-issued or wrong-type handle is rejected with
-// IllegalArgumentException, a closed or stale one with
-// IllegalStateException; neither is ever dereferenced, and a stale handle
-// never reaches the slot's next occupant. Each openPool0 is one reference to
-// the task's pool in a taskshared.Registry (explicit refcounts,
-// compare-and-delete); the last closePool0 of a task closes the pool, which
-// hands everything it holds back to Spark and reports leaks by consumer.
-// That close first waits for the calls in flight on the pool (callGate): a
-// tryGrow0 parked in Spark's 1/2N wait on another thread ends in the open
-// pool, so its grant goes back with the close and is never reported as a
-// leak (API.md, "Closing while calls are in flight").
+// # The open of a task's pool
 //
 // The open that creates a task's pool is given an owner candidate
 // (SparkTaskUpstream): inside the registry's create, and only there, the
 // export makes the pool's one global ref to it and stores the pool's task
-// handle in it (a third handle type, removed when the pool closes), so no
-// spill of the task can find the owner without its handle. A join makes no
-// global ref; it only tells its candidate the registered owner
-// (registeredOwner). Spark's spill of the owner's consumer is one
-// reclaimTask0 through the task handle; once the pool has closed the handle
-// is stale and the spill reclaims 0. So the Go registry is the only record
-// of which pool a task has.
+// handle in it, so no spill of the task can find the owner without its
+// handle. A join makes no global ref; it only tells its candidate the
+// registered owner (registeredOwner). Spark's spill of the owner's consumer
+// is one reclaimTask0 through the task handle.
 //
 // # Threads and the JNIEnv
 //
@@ -108,7 +87,7 @@
 //
 // # Exceptions and panics
 //
-// A Java exception raised by an upcall becomes a *JavaException, a Go error
+// A Java exception raised by an upcall becomes a *bridge.JavaException, a Go error
 // that is not pool.ErrResourcesExhausted and that keeps a global ref to the
 // original throwable. It travels back to the export as (part of) the error
 // of the Bridge call that made the upcall, by return value only: where the
@@ -146,7 +125,7 @@
 //
 // The process registry (process.go) is the only package-level state: the
 // handle tables, the task-shared registry, the configure0 settings and the
-// cumulative process counters, all inside one Bridge.
+// cumulative process counters, all inside one bridge.Bridge.
 //
 // # Build
 //

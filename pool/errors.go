@@ -39,11 +39,11 @@ func (e *ExhaustedError) Is(target error) bool { return target == ErrResourcesEx
 // Unwrap returns the decorated refusal, if any.
 func (e *ExhaustedError) Unwrap() error { return e.Err }
 
-// InsufficientCapacity builds the refusal every finite pool in this package
+// insufficientCapacity builds the refusal every finite pool in this package
 // returns, in DataFusion's exact wording. It reports n (the request), the
 // reservation's size before the request, the bytes still available to this
 // reservation as the pool computed them, and the pool's String form.
-func InsufficientCapacity(r *Reservation, n, available int64, p Pool) error {
+func insufficientCapacity(r *Reservation, n, available int64, p Pool) error {
 	return &ExhaustedError{Msg: fmt.Sprintf(
 		"Failed to allocate additional %s for %s with %s already allocated for this reservation - %s remain available for the total memory pool: %s",
 		HumanReadableSize(n), r.Consumer().Name(), HumanReadableSize(r.Size()),

@@ -17,7 +17,7 @@ func TestInsufficientCapacityUsesDataFusionWording(t *testing.T) {
 	p := NewGreedy(100)
 	r := NewConsumer("r1").Register(p)
 	r.Grow(95)
-	err := InsufficientCapacity(r, 150, 5, p)
+	err := insufficientCapacity(r, 150, 5, p)
 	assert.EqualError(t, err, "Resources exhausted: Failed to allocate additional 150.0 B for r1 with 95.0 B already allocated for this reservation - 5.0 B remain available for the total memory pool: greedy(used: 95.0 B, pool_size: 100.0 B)")
 	require.ErrorIs(t, err, ErrResourcesExhausted)
 	var ex *ExhaustedError

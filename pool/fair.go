@@ -233,7 +233,7 @@ func (p *fairPool) TryGrow(r *Reservation, n int64) error {
 				p.deleteLocked(c) // made just now for an unregistered consumer
 			}
 			p.mu.Unlock()
-			return InsufficientCapacity(r, n, max(share-siblings, 0), p)
+			return insufficientCapacity(r, n, max(share-siblings, 0), p)
 		}
 		s.reserved += n
 		p.mu.spillable += n
@@ -241,7 +241,7 @@ func (p *fairPool) TryGrow(r *Reservation, n int64) error {
 		available := max(p.size-(p.mu.unspillable+p.mu.spillable), 0)
 		if n > available {
 			p.mu.Unlock()
-			return InsufficientCapacity(r, n, available, p)
+			return insufficientCapacity(r, n, available, p)
 		}
 		p.mu.unspillable += n
 	}

@@ -54,7 +54,7 @@ func (p *greedyPool) Shrink(_ *Reservation, n int64) {
 }
 
 // TryGrow implements Pool. It records n bytes if the total stays within the
-// pool's size; otherwise it returns InsufficientCapacity (wrapping
+// pool's size; otherwise it returns insufficientCapacity (wrapping
 // ErrResourcesExhausted) reporting size-used as available, and records
 // nothing.
 func (p *greedyPool) TryGrow(r *Reservation, n int64) error {
@@ -64,7 +64,7 @@ func (p *greedyPool) TryGrow(r *Reservation, n int64) error {
 		// After Grow went past size, size-used is negative and even n == 0
 		// is refused, as in DataFusion.
 		if n > p.size-used {
-			return InsufficientCapacity(r, n, max(p.size-used, 0), p)
+			return insufficientCapacity(r, n, max(p.size-used, 0), p)
 		}
 		if p.used.CompareAndSwap(used, used+n) {
 			if now := used + n; p.risesPast(now) {

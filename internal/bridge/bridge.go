@@ -18,13 +18,13 @@ const topConsumers = 10
 
 // Bridge is the pure-Go core behind the natives of NativeBridge: the pool
 // and reservation handle tables, the task-shared registry, the settings of
-// configure0, and the process-wide counters. The exports in exports.go only
+// configure0, and the process-wide counters. The exports in jni/exports.go only
 // convert JNI values, call a Bridge method, and throw what it returns; a
 // Bridge needs no JVM, so tests drive it with fake upstreams.
 //
-// The library keeps exactly one Bridge, the process registry (see process.go
-// and doc.go): it is the only package-level state of this module besides
-// pool's consumer-ID counter and taskshared's current-task variable.
+// The library keeps exactly one Bridge, the process registry (jni/process.go):
+// it is the only package-level state of this module besides pool's
+// consumer-ID counter and taskshared's current-task variable.
 //
 // A Bridge is safe for concurrent use by any number of JVM threads; no Go
 // lock is held across an upcall (acquireMemory may block in Spark's wait and
@@ -591,8 +591,8 @@ func (b *Bridge) Settings() Settings {
 	return s
 }
 
-// LiveHandles reports the open pool and reservation handles.
-func (b *Bridge) LiveHandles() (pools, reservations int) {
+// liveHandles reports the open pool and reservation handles.
+func (b *Bridge) liveHandles() (pools, reservations int) {
 	return b.pools.Len(), b.reservations.Len()
 }
 

@@ -46,7 +46,7 @@ func TestOpenPoolJoinsTheTasksPoolWithoutMakingAnUpstream(t *testing.T) {
 	assert.Equal(t, int64(0), first.Held())
 	first.requireSane(t)
 	second.requireSane(t)
-	pools, res := b.LiveHandles()
+	pools, res := b.liveHandles()
 	assert.Zero(t, pools)
 	assert.Zero(t, res)
 }
@@ -557,7 +557,7 @@ func TestConcurrentTasksOpenGrowShrinkClose(t *testing.T) {
 	for _, sp := range spillers {
 		assert.Equal(t, int32(1), sp.closed.Load())
 	}
-	pools, res := b.LiveHandles()
+	pools, res := b.liveHandles()
 	assert.Zero(t, pools)
 	assert.Zero(t, res)
 	assert.Zero(t, b.registry.Len())

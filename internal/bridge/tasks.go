@@ -93,8 +93,8 @@ func (b *Bridge) TaskOwner(h int64) (OwnedUpstream, error) {
 	return ph.tp.upstream, nil
 }
 
-// TaskHandle returns the task handle of the pool of handle h.
-func (b *Bridge) TaskHandle(h int64) (int64, error) {
+// taskHandle returns the task handle of the pool of handle h.
+func (b *Bridge) taskHandle(h int64) (int64, error) {
 	ph, err := b.pool(h)
 	if err != nil {
 		return 0, err

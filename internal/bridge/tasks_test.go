@@ -21,7 +21,7 @@ func TestOpenPoolIssuesOneTaskHandleWhenItCreatesThePool(t *testing.T) {
 	th := owner.task.Load()
 	assert.Equal(t, tagTask, HandleTag(uint64(th)>>tagShift), "the owner got a task handle")
 	for _, p := range []int64{p1, p2} {
-		got, err := b.TaskHandle(p)
+		got, err := b.taskHandle(p)
 		require.NoError(t, err)
 		assert.Equal(t, th, got, "every handle of the task reaches one task handle")
 	}

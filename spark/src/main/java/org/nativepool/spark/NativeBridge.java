@@ -16,10 +16,11 @@ package org.nativepool.spark;
  */
 public final class NativeBridge {
 
-  // The other copy of the KIND_* constants lives on the Go side, in jni/stats.go (API.md names
-  // jni/exports.go; the exports there use these constants); change both together. The stats arrays
-  // are named by the enums PoolStat, ProcessStat, ArrowStat and ArrowProcessStat, which a Go test
-  // checks against the tables in jni/stats.go and jni/arrow_stats.go.
+  // The other copy of the KIND_* constants lives on the Go side, in internal/bridge/stats.go
+  // (API.md names jni/exports.go; the exports there use these constants); change both together. The
+  // stats arrays are named by the enums PoolStat, ProcessStat, ArrowStat and ArrowProcessStat,
+  // which a Go test checks against the tables in internal/bridge/stats.go and
+  // internal/bridge/arrow_stats.go.
 
   /** {@code kind} code of {@link PoolKind#FAIR_UNIFIED} for {@link #openPool0}. */
   public static final int KIND_FAIR_UNIFIED = 0;

@@ -53,10 +53,10 @@ package org.nativepool.spark;
  * another consumer up to {@code 2Q} bytes per open Java reservation sooner than without the slack.
  *
  * <p>Arrow memory the Go side allocates for this reservation ({@code NativeBatch.copy}) is charged
- * to a Go reservation of its own, of the same consumer ({@code jni/arrow.go}), not to this one: it
- * counts for the consumer in the pool, but never in {@link #size()}, and {@link #free()} leaves it
- * to its Go buffers; {@code NativeArrow.stats(res).reserved()} reads that Arrow reservation once
- * the allocator exists.
+ * to a Go reservation of its own, of the same consumer ({@code internal/bridge/arrow.go}), not to
+ * this one: it counts for the consumer in the pool, but never in {@link #size()}, and {@link
+ * #free()} leaves it to its Go buffers; {@code NativeArrow.stats(res).reserved()} reads that Arrow
+ * reservation once the allocator exists.
  *
  * <p>The local counters are guarded by a private monitor held only for a few field updates,
  * never across a native call: a native call may block in Spark's {@code acquireExecutionMemory}

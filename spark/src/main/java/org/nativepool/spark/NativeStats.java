@@ -6,10 +6,10 @@ import java.util.Arrays;
  * An immutable snapshot of one stats array of the Go side, indexed by the enum {@code E}: the
  * constant's ordinal is its index ({@link PoolStat}, {@link ProcessStat}, {@link
  * org.nativepool.spark.arrow.ArrowStat}, {@link org.nativepool.spark.arrow.ArrowProcessStat}).
- * The arrays are declared once, in the Go tables of {@code jni/stats.go} and {@code
- * jni/arrow_stats.go}; a Go test checks every enum against its table. Values are read one by one
- * on the Go side, not under one lock, so while other threads use the pool they need not be
- * mutually consistent. Instances are immutable and safe to share between threads.
+ * The arrays are declared once, in the Go tables of {@code internal/bridge/stats.go} and {@code
+ * internal/bridge/arrow_stats.go}; a Go test checks every enum against its table. Values are read
+ * one by one on the Go side, not under one lock, so while other threads use the pool they need not
+ * be mutually consistent. Instances are immutable and safe to share between threads.
  *
  * @param <E> the enum naming the figures of this array
  */

@@ -2,9 +2,9 @@ package org.nativepool.spark;
 
 /**
  * The figures of one task pool ({@code poolStats0}, {@link PoolStats}); the ordinal is the index.
- * The declaration is the Go table {@code poolStatFields} in {@code jni/stats.go}; the Go test
- * {@code TestStatTablesMatchJavaEnums} checks these constants, in order, against it. Add a figure
- * there first.
+ * The declaration is the Go table {@code poolStatFields} in {@code internal/bridge/stats.go}; the
+ * Go test {@code TestStatTablesMatchJavaEnums} checks these constants, in order, against it. Add a
+ * figure there first.
  */
 public enum PoolStat {
   /** Bytes reserved by the pool's consumers. */

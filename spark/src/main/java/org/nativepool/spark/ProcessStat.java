@@ -4,8 +4,9 @@ package org.nativepool.spark;
  * The process-wide figures of the Go side ({@code processStats0}, {@link ProcessStats}); the
  * ordinal is the index. Each is also a Dropwizard gauge of {@link NativePoolPlugin}, named by
  * {@link #gaugeName()} (the names README lists). The declaration is the Go table {@code
- * processStatFields} in {@code jni/stats.go}; the Go test {@code TestStatTablesMatchJavaEnums}
- * checks these constants, in order, against it. Add a figure there first.
+ * processStatFields} in {@code internal/bridge/stats.go}; the Go test {@code
+ * TestStatTablesMatchJavaEnums} checks these constants, in order, against it. Add a figure there
+ * first.
  */
 public enum ProcessStat {
   /** Task pools open now. */

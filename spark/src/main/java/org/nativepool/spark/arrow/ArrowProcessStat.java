@@ -4,9 +4,9 @@ package org.nativepool.spark.arrow;
  * The Go side's Arrow figures over the whole process ({@code processArrowStats0}, {@link
  * ArrowProcessStats}); the ordinal is the index. Those with a {@link #gaugeName()} are Dropwizard
  * gauges of {@link org.nativepool.spark.NativePoolPlugin} (the names README lists). The
- * declaration is the Go table {@code processArrowStatFields} in {@code jni/arrow_stats.go}; the Go
- * test {@code TestStatTablesMatchJavaEnums} checks these constants, in order, against it. Add a
- * figure there first.
+ * declaration is the Go table {@code processArrowStatFields} in {@code
+ * internal/bridge/arrow_stats.go}; the Go test {@code TestStatTablesMatchJavaEnums} checks these
+ * constants, in order, against it. Add a figure there first.
  */
 public enum ArrowProcessStat {
   /** Bytes in live buffers of every open Go allocator. */

@@ -3,8 +3,8 @@ package org.nativepool.spark.arrow;
 /**
  * The Arrow figures of one reservation's Go allocator ({@code arrowStats0}, {@link ArrowStats});
  * the ordinal is the index. The declaration is the Go table {@code arrowStatFields} in {@code
- * jni/arrow_stats.go}; the Go test {@code TestStatTablesMatchJavaEnums} checks these constants, in
- * order, against it. Add a figure there first.
+ * internal/bridge/arrow_stats.go}; the Go test {@code TestStatTablesMatchJavaEnums} checks these
+ * constants, in order, against it. Add a figure there first.
  */
 public enum ArrowStat {
   /** Bytes in live buffers the Go allocator made (Go-charged). */

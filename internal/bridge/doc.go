@@ -1,0 +1,64 @@
+// Package bridge is the JNI-facing core of nativepool: everything the natives
+// of org.nativepool.spark.NativeBridge do that needs neither the JVM nor C.
+// jni/ converts JNI values, makes the upcalls and throws; this package holds
+// the state and the rules, so that its tests run with CGO_ENABLED=0 and no
+// JDK (make test does so). The contract both serve is jni/API.md.
+//
+// # Where each job lives
+//
+//	bridge.go      Bridge: the task pools (TrackConsumers over Logging over a
+//	               unified pool, per task, in a taskshared.Registry), the
+//	               reservation handles, reclaim, the process totals, configure
+//	tasks.go       task handles: one per task pool, held by the task's Java
+//	               owner, the path of Spark's spill (ReclaimTask)
+//	callgate.go    callGate: the calls in flight on a task pool, which its close
+//	               waits for
+//	handles.go     HandleTable: generation-checked, tagged 64-bit handles
+//	stats.go       the tables of poolStats0 and processStats0 (name, doc,
+//	               getter), checked against the Java enums and API.md
+//	failure.go     Settle and Classify: which Java exception an error becomes
+//	exception.go   JavaException: a Java throwable as a Go error, its global ref
+//	               taken once or deleted
+//	arrow.go       the Arrow batch registry: one ArrowAllocator per reservation
+//	               handle, made on first use through ArrowRuntime; batch handles;
+//	               ImportBatch, ExportBatch and CopyBatch run the C Data work
+//	               jni hands them inside the call
+//	arrow_stats.go the tables of arrowStats0 and processArrowStats0, and the
+//	               lingering allocators
+//
+// The pictures of the data path and the spill path are in the README's
+// "Architecture" section.
+//
+// # Handles
+//
+// Java holds 64-bit handles, never 0: a type tag, a slot and the slot's
+// generation. A forged, never-issued or wrong-type handle is rejected
+// (ErrInvalidHandle: IllegalArgumentException), a closed or stale one too
+// (ErrStaleHandle: IllegalStateException); neither is ever dereferenced, and
+// a stale handle never reaches the slot's next occupant. Four tables: pools
+// (one handle per openPool0), reservations, Arrow batches and tasks.
+//
+// Each pool handle is one reference to the task's pool in the registry
+// (explicit refcounts, compare-and-delete); the last ClosePool of a task
+// closes the pool, which hands everything it holds back to Spark and reports
+// leaks by consumer. That close first waits for the calls in flight on the
+// pool (callGate): a TryGrow parked in Spark's 1/2N wait on another thread
+// ends in the open pool, so its grant goes back with the close and is never
+// reported as a leak. The pool's create issues its task handle and asks the
+// OwnerFactory for the upstream (jni makes the global ref to the owner
+// there, and only there); a join calls no factory. So the registry is the
+// only record of which pool a task has.
+//
+// # Errors
+//
+// Every method returns what went wrong as its error, and nothing else
+// carries it: a Java exception raised by an upcall (a *JavaException, made
+// by jni's upstream or spiller) comes back through the pools' reporting
+// forms (pool.Reservation.GrowReporting and its siblings,
+// pool.Unified.ReclaimReporting, taskshared.Handle.CloseReporting), which
+// move the bytes exactly as the plain forms do. Settle turns the error into
+// the Failure the export throws: the first JavaException in it, rethrown as
+// the original throwable, else the exception Classify names.
+//
+// A Bridge is safe for concurrent use; no lock is held across an upcall.
+package bridge
