@@ -110,6 +110,8 @@
 //	unified_grow.go                        Grow, TryGrow, Shrink and every upstream call
 //	unified_reclaim.go                     Reclaim (Spark's spill) and Close
 //	track_consumers.go, logging.go         the decorators
+//	reporting.go                           the error-returning forms (Reservation.GrowReporting and
+//	                                       its siblings): what Grow and Shrink only log, returned
 //	meter.go                               high-water marks and thresholds
 //	errors.go, leak.go, size.go            refusals in DataFusion's words, leak reports, sizes
 //	arbiter.go, arbiter_task.go,           the in-process Upstream with Spark's rules: the executor
