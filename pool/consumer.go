@@ -77,6 +77,9 @@ func (c *Consumer) Register(p Pool) *Reservation {
 	c.registered.Store(true)
 	p.Register(c)
 	reg := &registration{consumer: c}
+	if t, ok := p.(*TrackConsumers); ok {
+		reg.tracked = t.counters(c)
+	}
 	reg.live.Store(1)
 	return &Reservation{reg: reg, pool: p}
 }

@@ -42,14 +42,14 @@ func shrinkIn(p Pool, r *Reservation, n int64) error {
 
 func (t *TrackConsumers) growReporting(r *Reservation, n int64) error {
 	err := growIn(t.inner, r, n)
-	t.track(r.Consumer(), n)
+	t.entry(r).add(n)
 	t.afterIncrease()
 	return err
 }
 
 func (t *TrackConsumers) shrinkReporting(r *Reservation, n int64) error {
 	err := shrinkIn(t.inner, r, n)
-	t.untrack(r.Consumer(), n)
+	t.entry(r).sub(n)
 	t.afterDecrease()
 	return err
 }

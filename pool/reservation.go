@@ -11,6 +11,10 @@ import (
 // exactly one Register and one Unregister per registration.
 type registration struct {
 	consumer *Consumer
+	// tracked is the consumer's counters in the TrackConsumers the
+	// registration was made on, if it was made on one (Consumer.Register);
+	// set before the first reservation exists, never changed.
+	tracked *trackedConsumer
 	// live counts the registration's reservations that are not closed, plus
 	// Split, Take and NewEmpty calls between taking their slot and learning
 	// whether the reservation they split is still open. Raised only from a
