@@ -29,6 +29,11 @@ type fairPool struct {
 		// last is the entry spillerLocked returned last: a one-entry cache
 		// in front of the map for the common run of calls by one consumer.
 		last *fairSpiller
+		// share caches the spill share for the (available, numSpill) it
+		// was computed from: a run of grows between registrations and
+		// unspillable changes pays two compares instead of a 64-bit
+		// division each.
+		share struct{ available, num, share int64 }
 	}
 }
 
@@ -220,11 +225,7 @@ func (p *fairPool) TryGrow(r *Reservation, n int64) error {
 	c := r.Consumer()
 	p.mu.Lock()
 	if c.CanSpill() {
-		spillAvailable := max(p.size-p.mu.unspillable, 0)
-		share := spillAvailable
-		if p.mu.numSpill > 0 {
-			share = spillAvailable / p.mu.numSpill
-		}
+		share := p.shareLocked(max(p.size-p.mu.unspillable, 0))
 		s := p.spillerLocked(c)
 		// n > share-held rather than held+n > share: no overflow for a huge n.
 		if n > share-s.reserved {
@@ -251,6 +252,20 @@ func (p *fairPool) TryGrow(r *Reservation, n int64) error {
 		p.riseUndoable(c, n, now)
 	}
 	return nil
+}
+
+// shareLocked is DataFusion's spill share: available over the spillable
+// consumers (all of it if there are none), from the cache when neither has
+// changed. The caller holds p.mu.
+func (p *fairPool) shareLocked(available int64) int64 {
+	c := &p.mu.share
+	if c.available != available || c.num != p.mu.numSpill {
+		c.available, c.num, c.share = available, p.mu.numSpill, available
+		if c.num > 0 {
+			c.share = available / c.num
+		}
+	}
+	return c.share
 }
 
 // Reserved implements Pool. It takes the pool's mutex: an atomic mirror of
