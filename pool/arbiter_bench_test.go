@@ -35,7 +35,7 @@ func (m *mutexUpstream) Release(n int64) error {
 // one task per goroutine and never short of memory.
 func BenchmarkArbiterAcquireRelease(b *testing.B) {
 	const chunk = 8 << 20
-	for _, tasks := range []int{1, 2} {
+	for _, tasks := range []int{1, 8, 64} {
 		impls := []struct {
 			name string
 			up   func(i int) pool.Upstream

@@ -1,6 +1,7 @@
 package taskshared
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -150,5 +151,32 @@ func BenchmarkRegistryJoinLiveTask(b *testing.B) {
 				})
 			})
 		}
+	}
+}
+
+// BenchmarkRegistryLifecycleAmongLiveTasks is one task lifecycle (create,
+// close, removal) while 1 to 10,000 other tasks stay live: the registry's
+// cost must stay flat as the executor runs more tasks (issue 14).
+func BenchmarkRegistryLifecycleAmongLiveTasks(b *testing.B) {
+	for _, live := range []int{1, 10, 100, 1_000, 10_000} {
+		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {
+			r := NewRegistry()
+			for i := range live {
+				h, err := r.Acquire(int64(-1-i), createShared)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer h.Close()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range int64(b.N) {
+				h, err := r.Acquire(i, createShared)
+				if err != nil {
+					b.Fatal(err)
+				}
+				h.Close()
+			}
+		})
 	}
 }

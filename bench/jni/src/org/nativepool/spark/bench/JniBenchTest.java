@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.SparkConf;
 import org.apache.spark.memory.TaskMemoryManager;
 import org.apache.spark.memory.UnifiedMemoryManager;
@@ -128,6 +129,23 @@ class JniBenchTest {
     return System.nanoTime() - t0;
   }
 
+  /**
+   * The Java floor of any accounting: an 8 KiB add and subtract on one {@link AtomicLong}, the
+   * pair with nothing behind it (no monitor, no pool, no crossing). The 64 KiB-slack pair is
+   * measured against it.
+   */
+  private static long atomicPairs(AtomicLong counter, int n) {
+    long t0 = System.nanoTime();
+    for (int i = 0; i < n; i++) {
+      counter.addAndGet(8 * KIB);
+      counter.addAndGet(-8 * KIB);
+    }
+    if (counter.get() != 0) {
+      throw new AssertionError("atomic pair left " + counter.get());
+    }
+    return System.nanoTime() - t0;
+  }
+
   private static double median(List<Double> xs) {
     double[] a = xs.stream().mapToDouble(Double::doubleValue).sorted().toArray();
     return a.length % 2 == 1 ? a[a.length / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
@@ -153,10 +171,14 @@ class JniBenchTest {
       }
     }
     List<Double> sizeNs = new ArrayList<>();
+    List<Double> atomicNs = new ArrayList<>();
+    AtomicLong counter = new AtomicLong();
+    atomicPairs(counter, WARMUP_PAIRS);
     try (Task t = new Task(floorCase)) {
       sizeCalls(t.res, WARMUP_PAIRS);
     }
     for (int round = 0; round < ROUNDS; round++) {
+      atomicNs.add((double) atomicPairs(counter, PAIRS) / PAIRS);
       try (Task t = new Task(floorCase)) {
         sizeNs.add((double) sizeCalls(t.res, PAIRS) / PAIRS);
       }
@@ -232,6 +254,17 @@ class JniBenchTest {
                 "(%.1f..%.1f)",
                 sizeNs.stream().mapToDouble(Double::doubleValue).min().orElse(0),
                 sizeNs.stream().mapToDouble(Double::doubleValue).max().orElse(0))));
+    out.append(
+        String.format(
+            Locale.ROOT,
+            "%-44s %10.1f %22s%n",
+            "floor: a Java AtomicLong add+subtract pair",
+            median(atomicNs),
+            String.format(
+                Locale.ROOT,
+                "(%.1f..%.1f)",
+                atomicNs.stream().mapToDouble(Double::doubleValue).min().orElse(0),
+                atomicNs.stream().mapToDouble(Double::doubleValue).max().orElse(0))));
     PrintStream ps = new PrintStream(System.out, true, StandardCharsets.UTF_8);
     ps.print(out);
     Path target = Paths.get(System.getProperty("nativepool.bench.out", "target/bench-jni.txt"));
