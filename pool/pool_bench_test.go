@@ -53,11 +53,36 @@ func (impl pairImpl) pairFunc(p Pool, counter *atomic.Int64, goroutine int) (pai
 	}, r.Close
 }
 
-func runPairSerial(b *testing.B, impl pairImpl) {
+// others registers n more consumers on p (spillable like the measured
+// one), each holding 8 bytes, so that the pair runs among them; the
+// returned func closes them.
+func (impl pairImpl) others(p Pool, n int) (closeAll func()) {
+	if p == nil {
+		return func() {}
+	}
+	rs := make([]*Reservation, n)
+	for i := range rs {
+		rs[i] = NewConsumer(fmt.Sprintf("other-%d", i)).WithCanSpill(impl.spill).Register(p)
+		if err := rs[i].TryGrow(8); err != nil {
+			panic(err)
+		}
+	}
+	return func() {
+		for _, r := range rs {
+			r.Close()
+		}
+	}
+}
+
+func runPairSerial(b *testing.B, impl pairImpl) { runPairSerialAmong(b, impl, 0) }
+
+// runPairSerialAmong is runPairSerial with others more consumers registered.
+func runPairSerialAmong(b *testing.B, impl pairImpl, others int) {
 	var p Pool
 	if impl.newPool != nil {
 		p = impl.newPool()
 	}
+	defer impl.others(p, others)()
 	var counter atomic.Int64
 	pair, done := impl.pairFunc(p, &counter, 0)
 	defer done()
@@ -68,11 +93,16 @@ func runPairSerial(b *testing.B, impl pairImpl) {
 	}
 }
 
-func runPairParallel(b *testing.B, impl pairImpl) {
+func runPairParallel(b *testing.B, impl pairImpl) { runPairParallelAmong(b, impl, 0) }
+
+// runPairParallelAmong is runPairParallel with others more consumers
+// registered.
+func runPairParallelAmong(b *testing.B, impl pairImpl, others int) {
 	var p Pool
 	if impl.newPool != nil {
 		p = impl.newPool()
 	}
+	defer impl.others(p, others)()
 	var counter atomic.Int64
 	var next atomic.Int64
 	b.ReportAllocs()
@@ -103,22 +133,27 @@ func BenchmarkPair(b *testing.B) {
 // BenchmarkPairVsDataFusion is the Go side of bench/compare_datafusion.sh:
 // the same pair, pools and sizes as bench/datafusion (Greedy, Fair with
 // spillable consumers, TrackConsumers(Greedy, 5)), with one thread or two
-// threads sharing the pool. threads=2 runs exactly two goroutines:
-// GOMAXPROCS 2 and SetParallelism(1).
+// threads sharing the pool, and with the measured consumers alone or among
+// 1,000 registered consumers (999 others holding 8 bytes each). threads=2
+// runs exactly two goroutines: GOMAXPROCS 2 and SetParallelism(1).
 func BenchmarkPairVsDataFusion(b *testing.B) {
 	impls := map[string]pairImpl{}
 	for _, impl := range pairImpls() {
 		impls[impl.name] = impl
 	}
-	for _, name := range []string{"greedy", "fair", "track_consumers"} {
-		b.Run("pool="+name+"/threads=1", func(b *testing.B) { runPairSerial(b, impls[name]) })
-	}
-	for _, name := range []string{"greedy", "fair", "track_consumers"} {
-		b.Run("pool="+name+"/threads=2", func(b *testing.B) {
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-			b.SetParallelism(1)
-			runPairParallel(b, impls[name])
-		})
+	for _, consumers := range []int{1, 1000} {
+		for _, name := range []string{"greedy", "fair", "track_consumers"} {
+			b.Run(fmt.Sprintf("pool=%s/threads=1/consumers=%d", name, consumers), func(b *testing.B) {
+				runPairSerialAmong(b, impls[name], consumers-1)
+			})
+		}
+		for _, name := range []string{"greedy", "fair", "track_consumers"} {
+			b.Run(fmt.Sprintf("pool=%s/threads=2/consumers=%d", name, consumers), func(b *testing.B) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+				b.SetParallelism(1)
+				runPairParallelAmong(b, impls[name], consumers-1)
+			})
+		}
 	}
 }
 

@@ -32,6 +32,9 @@ const TRACK_TOP: usize = 5;
 const DEFAULT_ROUNDS: u32 = 10;
 const DEFAULT_ITERS: u64 = 10_000_000;
 const THREADS: [usize; 2] = [1, 2];
+/// Registered consumers: the measured ones alone, or among others holding
+/// 8 bytes each (999 of them for 1,000).
+const CONSUMERS: [usize; 2] = [1, 1000];
 
 #[derive(Clone, Copy, Debug)]
 enum PoolKind {
@@ -87,10 +90,26 @@ fn pair_loop(r: &MemoryReservation, n: u64) {
     }
 }
 
+/// `n` more consumers on `pool`, each holding 8 bytes, registered outside the
+/// timed part so that the measured pairs run among them.
+fn others(kind: PoolKind, pool: &Arc<dyn MemoryPool>, n: usize) -> Vec<MemoryReservation> {
+    (0..n)
+        .map(|i| {
+            let r = MemoryConsumer::new(format!("other-{i}"))
+                .with_can_spill(kind.can_spill())
+                .register(pool);
+            r.try_grow(GROW).expect("an idle consumer's 8 bytes");
+            r
+        })
+        .collect()
+}
+
 /// One round: `iters` pairs in total, split over `threads` threads sharing a
-/// fresh pool. Returns the wall time of the timed part.
-fn run_round(kind: PoolKind, threads: usize, iters: u64) -> Duration {
+/// fresh pool on which `consumers - 1` idle consumers are registered too. Returns
+/// the wall time of the timed part.
+fn run_round(kind: PoolKind, threads: usize, consumers: usize, iters: u64) -> Duration {
     let pool = kind.make();
+    let idle = others(kind, &pool, consumers - 1);
     if threads == 1 {
         let r = kind.register(&pool, 0);
         let start = Instant::now();
@@ -98,6 +117,7 @@ fn run_round(kind: PoolKind, threads: usize, iters: u64) -> Duration {
         let elapsed = start.elapsed();
         assert_eq!(r.size(), 0);
         drop(r);
+        drop(idle);
         assert_eq!(pool.reserved(), 0);
         return elapsed;
     }
@@ -130,6 +150,7 @@ fn run_round(kind: PoolKind, threads: usize, iters: u64) -> Duration {
         assert_eq!(r.size(), 0);
     }
     drop(spans);
+    drop(idle);
     assert_eq!(pool.reserved(), 0);
     last_end - first_start
 }
@@ -230,39 +251,51 @@ fn main() -> ExitCode {
     };
 
     println!("goos: {}", std::env::consts::OS);
-    println!("goarch: {}", if std::env::consts::ARCH == "x86_64" { "amd64" } else { std::env::consts::ARCH });
+    println!(
+        "goarch: {}",
+        if std::env::consts::ARCH == "x86_64" {
+            "amd64"
+        } else {
+            std::env::consts::ARCH
+        }
+    );
     if let Some(cpu) = cpu_model() {
         println!("cpu: {cpu}");
     }
 
     let mut ran = 0;
-    for kind in POOLS {
-        for threads in THREADS {
-            let sub = format!("pool={}/threads={threads}", kind.name());
-            let name = format!("BenchmarkDataFusion/{sub}{suffix}");
-            if let Some(f) = &args.filter {
-                if !name.contains(f.as_str()) {
-                    continue;
+    for consumers in CONSUMERS {
+        for kind in POOLS {
+            for threads in THREADS {
+                let sub = format!(
+                    "pool={}/threads={threads}/consumers={consumers}",
+                    kind.name()
+                );
+                let name = format!("BenchmarkDataFusion/{sub}{suffix}");
+                if let Some(f) = &args.filter {
+                    if !name.contains(f.as_str()) {
+                        continue;
+                    }
                 }
+                ran += 1;
+                // Warm-up round, discarded.
+                black_box(run_round(kind, threads, consumers, args.iters));
+                let mut samples = Vec::with_capacity(args.rounds as usize);
+                for _ in 0..args.rounds {
+                    let d = run_round(kind, threads, consumers, args.iters);
+                    let ns = d.as_nanos() as f64 / args.iters as f64;
+                    samples.push(ns);
+                    println!("{name}\t{:>10}\t{:>12.2} ns/op", args.iters, ns);
+                }
+                samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
+                eprintln!(
+                    "# {sub}: min {:.2} ns/op, median {:.2} ns/op ({} rounds x {} pairs)",
+                    samples[0],
+                    median(&samples),
+                    args.rounds,
+                    args.iters
+                );
             }
-            ran += 1;
-            // Warm-up round, discarded.
-            black_box(run_round(kind, threads, args.iters));
-            let mut samples = Vec::with_capacity(args.rounds as usize);
-            for _ in 0..args.rounds {
-                let d = run_round(kind, threads, args.iters);
-                let ns = d.as_nanos() as f64 / args.iters as f64;
-                samples.push(ns);
-                println!("{name}\t{:>10}\t{:>12.2} ns/op", args.iters, ns);
-            }
-            samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
-            eprintln!(
-                "# {sub}: min {:.2} ns/op, median {:.2} ns/op ({} rounds x {} pairs)",
-                samples[0],
-                median(&samples),
-                args.rounds,
-                args.iters
-            );
         }
     }
     if ran == 0 {
