@@ -86,16 +86,22 @@ type ExecutorArbiter struct {
 	// a task's monitor, then mu; never take a monitor while holding mu.
 	mu struct {
 		sync.Mutex
-		used   int64                  // bytes granted to all tasks and not released
-		peak   int64                  // high-water mark of used
-		tasks  map[*ArbiterTask]int64 // active tasks (N = len) and their balances
-		open   int                    // tasks made by NewTask and not yet closed
-		closed bool                   // set once by Close
+		used   int64 // bytes granted to all tasks and not released
+		peak   int64 // high-water mark of used
+		active int   // active tasks: N (each one's balance is ArbiterTask.balance)
+		open   int   // tasks made by NewTask and not yet closed
+		closed bool  // set once by Close
 		// wake is closed (and replaced) to wake every waiter: Spark's
 		// notifyAll. waiters counts goroutines holding the current wake, so
 		// releases without waiters allocate nothing.
 		wake    chan struct{}
 		waiters int
+		// shares caches sharesLocked's figures for the N they were
+		// computed for (0: none yet).
+		shares struct {
+			n        int
+			max, min int64
+		}
 	}
 }
 
@@ -120,7 +126,6 @@ func NewExecutorArbiter(size int64, opts ...ArbiterOption) *ExecutorArbiter {
 		panic(fmt.Sprintf("pool: NewExecutorArbiter(%d): negative size", size))
 	}
 	a := &ExecutorArbiter{size: size, logger: slog.Default(), done: make(chan struct{})}
-	a.mu.tasks = make(map[*ArbiterTask]int64)
 	a.mu.wake = make(chan struct{})
 	for _, o := range opts {
 		o(a)
@@ -137,7 +142,7 @@ func (a *ExecutorArbiter) NewTask(ctx context.Context, name string) *ArbiterTask
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	t := &ArbiterTask{arb: a, ctx: ctx, name: name, monitor: make(chan struct{}, 1), done: make(chan struct{})}
+	t := &ArbiterTask{arb: a, ctx: ctx, name: name, done: make(chan struct{})}
 	a.mu.Lock()
 	a.mu.open++
 	a.mu.Unlock()
@@ -170,7 +175,7 @@ type ArbiterStats struct {
 // Stats returns a snapshot of the arbiter's accounting.
 func (a *ExecutorArbiter) Stats() ArbiterStats {
 	a.mu.Lock()
-	s := ArbiterStats{Size: a.size, Used: a.mu.used, Peak: a.mu.peak, OpenTasks: a.mu.open, ActiveTasks: len(a.mu.tasks)}
+	s := ArbiterStats{Size: a.size, Used: a.mu.used, Peak: a.mu.peak, OpenTasks: a.mu.open, ActiveTasks: a.mu.active}
 	a.mu.Unlock()
 	s.Waits = a.waits.Load()
 	s.Spills = a.spills.Load()
@@ -210,23 +215,54 @@ func (a *ExecutorArbiter) notifyAllLocked() {
 
 // grantLocked adds n bytes to t's balance. a.mu must be held.
 func (a *ExecutorArbiter) grantLocked(t *ArbiterTask, n int64) {
-	a.mu.tasks[t] += n
+	t.balance += n
 	a.mu.used += n
 	a.mu.peak = max(a.mu.peak, a.mu.used)
-	t.peak = max(t.peak, a.mu.tasks[t])
+	t.peak = max(t.peak, t.balance)
 }
 
 // takeLocked removes n ≤ balance bytes from t's balance, drops t from the
 // active set when it reaches 0 and wakes waiters. a.mu must be held.
 func (a *ExecutorArbiter) takeLocked(t *ArbiterTask, n int64) {
-	bal := a.mu.tasks[t] - n
+	t.balance -= n
 	a.mu.used -= n
-	if bal <= 0 {
-		delete(a.mu.tasks, t)
-	} else {
-		a.mu.tasks[t] = bal
+	if t.balance <= 0 {
+		t.balance = 0
+		a.leaveLocked(t)
 	}
 	a.notifyAllLocked()
+}
+
+// sharesLocked returns Spark's 1/N cap and 1/2N floor for the current N,
+// from a cache keyed by N: a run of acquires pays a compare instead of two
+// 64-bit divisions. a.mu must be held and N must be positive.
+func (a *ExecutorArbiter) sharesLocked() (maxPerTask, minPerTask int64) {
+	c := &a.mu.shares
+	if c.n != a.mu.active {
+		n := int64(a.mu.active)
+		c.n, c.max, c.min = a.mu.active, a.size/n, a.size/(2*n)
+	}
+	return c.max, c.min
+}
+
+// enterLocked counts t among the active tasks (N), if it is not yet.
+// a.mu must be held. It reports whether t was not active.
+func (a *ExecutorArbiter) enterLocked(t *ArbiterTask) bool {
+	if t.active {
+		return false
+	}
+	t.active = true
+	a.mu.active++
+	return true
+}
+
+// leaveLocked removes t from the active tasks, if it is one. a.mu must be
+// held.
+func (a *ExecutorArbiter) leaveLocked(t *ArbiterTask) {
+	if t.active {
+		t.active = false
+		a.mu.active--
+	}
 }
 
 // openErrLocked returns why t may not acquire, or nil. a.mu must be held.
@@ -245,28 +281,28 @@ func (a *ExecutorArbiter) openErrLocked(t *ArbiterTask) error {
 
 // acquireMemory is ExecutionMemoryPool.acquireMemory: it grants t at most
 // n > 0 bytes within its 1/N cap, blocking while t would stay below 1/2N
-// and the request cannot be met. On error t gained nothing.
-func (a *ExecutorArbiter) acquireMemory(t *ArbiterTask, n int64) (int64, error) {
+// and the request cannot be met. On error t gained nothing. When the grant
+// is all of n and c is not nil, it also books the bytes to c under the same
+// lock (the common case of an acquire, which then needs no second lock) and
+// reports done.
+func (a *ExecutorArbiter) acquireMemory(t *ArbiterTask, c *ArbiterConsumer, n int64) (got int64, done bool, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	waited := false
 	for {
 		if err := a.openErrLocked(t); err != nil {
-			if bal, ok := a.mu.tasks[t]; ok && bal == 0 {
+			if t.active && t.balance == 0 {
 				a.takeLocked(t, 0)
 			}
-			return 0, err
+			return 0, false, err
 		}
-		cur, ok := a.mu.tasks[t]
-		if !ok {
+		cur := t.balance
+		if a.enterLocked(t) {
 			// A task entering the pool changes N: wake waiters so they
 			// recompute their share (Spark's notifyAll on registration).
-			a.mu.tasks[t] = 0
 			a.notifyAllLocked()
 		}
-		numActive := int64(len(a.mu.tasks))
-		maxPerTask := a.size / numActive
-		minPerTask := a.size / (2 * numActive)
+		maxPerTask, minPerTask := a.sharesLocked()
 		maxToGrant := min(n, max(0, maxPerTask-cur))
 		toGrant := max(0, min(maxToGrant, a.size-a.mu.used))
 		if toGrant < n && cur+toGrant < minPerTask {
@@ -275,7 +311,7 @@ func (a *ExecutorArbiter) acquireMemory(t *ArbiterTask, n int64) (int64, error) 
 				a.waits.Add(1)
 				t.waits.Add(1)
 				a.logger.Debug("pool: task waiting for at least 1/2N of the executor arbiter",
-					"task", t.name, "request", n, "held", cur, "active_tasks", numActive)
+					"task", t.name, "request", n, "held", cur, "active_tasks", a.mu.active)
 			}
 			wake := a.mu.wake
 			a.mu.waiters++
@@ -291,9 +327,14 @@ func (a *ExecutorArbiter) acquireMemory(t *ArbiterTask, n int64) (int64, error) 
 			continue
 		}
 		a.grantLocked(t, toGrant)
-		if a.mu.tasks[t] == 0 {
+		if t.balance == 0 {
 			a.takeLocked(t, 0)
 		}
-		return toGrant, nil
+		if c != nil && toGrant == n {
+			c.used += n
+			t.acquired.Add(n)
+			return n, true, nil
+		}
+		return toGrant, false, nil
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/timandy/routine"
@@ -18,9 +19,9 @@ type ArbiterTask struct {
 	arb  *ExecutorArbiter
 	ctx  context.Context
 	name string
-	// monitor is the TMM monitor as a one-slot semaphore, so that queuing
-	// on it is cancellable. Held by Acquire across spills and waits.
-	monitor chan struct{}
+	// monitor is the TMM monitor, a lock whose queue is cancellable
+	// (taskMonitor). Held by Acquire across spills and waits.
+	monitor taskMonitor
 	// spillOwner makes the monitor re-entrant: it is the id
 	// (routine.Goid, read from the runtime, never parsed from a stack) of
 	// the goroutine that holds the monitor while that goroutine runs a spill
@@ -42,8 +43,13 @@ type ArbiterTask struct {
 	spills   atomic.Int64
 
 	// Guarded by arb.mu.
-	closed    bool
-	peak      int64
+	closed bool
+	peak   int64
+	// balance is what the task holds in the arbiter (its consumers' total,
+	// plus what an acquire in progress gathered), and active whether it
+	// counts among the N active tasks; both guarded by arb.mu.
+	balance   int64
+	active    bool
 	consumers []*ArbiterConsumer
 }
 
@@ -55,7 +61,7 @@ func (t *ArbiterTask) Name() string { return t.name }
 func (t *ArbiterTask) Used() int64 {
 	t.arb.mu.Lock()
 	defer t.arb.mu.Unlock()
-	return t.arb.mu.tasks[t]
+	return t.balance
 }
 
 // ArbiterTaskStats is a snapshot of one task's accounting.
@@ -69,7 +75,7 @@ type ArbiterTaskStats struct {
 // Stats returns a snapshot of the task's accounting.
 func (t *ArbiterTask) Stats() ArbiterTaskStats {
 	t.arb.mu.Lock()
-	s := ArbiterTaskStats{Used: t.arb.mu.tasks[t], Peak: t.peak}
+	s := ArbiterTaskStats{Used: t.balance, Peak: t.peak}
 	t.arb.mu.Unlock()
 	s.Waits = t.waits.Load()
 	s.Spills = t.spills.Load()
@@ -104,7 +110,7 @@ func (t *ArbiterTask) Close() int64 {
 	}
 	t.closed = true
 	close(t.done)
-	held := a.mu.tasks[t]
+	held := t.balance
 	var leaks []any
 	for _, c := range t.consumers {
 		if c.used > 0 {
@@ -113,7 +119,7 @@ func (t *ArbiterTask) Close() int64 {
 		c.used = 0
 	}
 	a.mu.open--
-	if _, ok := a.mu.tasks[t]; ok {
+	if t.active {
 		a.takeLocked(t, held)
 	} else {
 		a.notifyAllLocked()
@@ -128,24 +134,71 @@ func (t *ArbiterTask) Close() int64 {
 
 // lockMonitor enters the task's monitor, or returns why it may not.
 func (t *ArbiterTask) lockMonitor() error {
-	select {
-	case t.monitor <- struct{}{}:
+	if t.monitor.tryLock() {
 		return nil
-	default:
 	}
-	select {
-	case t.monitor <- struct{}{}:
-		return nil
-	case <-t.ctx.Done():
-		return fmt.Errorf("pool: arbiter task %q: acquire cancelled: %w", t.name, t.ctx.Err())
-	case <-t.done:
-		return fmt.Errorf("pool: arbiter task %q: acquire after task Close: %w", t.name, ErrClosed)
-	case <-t.arb.done:
-		return fmt.Errorf("pool: arbiter task %q: acquire after arbiter Close: %w", t.name, ErrClosed)
+	return t.monitor.lockSlow(t)
+}
+
+func (t *ArbiterTask) unlockMonitor() { t.monitor.unlock() }
+
+// taskMonitor is a task's monitor (TaskMemoryManager's synchronized): an
+// uncontended lock and unlock are one atomic each; a goroutine that finds
+// it held waits on a wake channel, and gives up when the task's context is
+// cancelled or the task or the arbiter closes. Not reentrant (a spill
+// callback re-enters through holdsMonitorInSpill instead). The zero value
+// is unlocked.
+type taskMonitor struct {
+	held    atomic.Bool
+	waiters atomic.Int32
+	mu      sync.Mutex    // guards wake
+	wake    chan struct{} // closed (and replaced) by an unlock that finds waiters; nil until first needed
+}
+
+func (m *taskMonitor) tryLock() bool { return m.held.CompareAndSwap(false, true) }
+
+// unlock releases the monitor and wakes the goroutines waiting for it (one
+// of them wins; the others wait again).
+func (m *taskMonitor) unlock() {
+	m.held.Store(false)
+	if m.waiters.Load() > 0 {
+		m.mu.Lock()
+		if m.wake != nil {
+			close(m.wake)
+			m.wake = nil
+		}
+		m.mu.Unlock()
 	}
 }
 
-func (t *ArbiterTask) unlockMonitor() { <-t.monitor }
+// lockSlow waits for the monitor. The waiter count is raised before the
+// wake channel is taken and the lock tried again, so an unlock between the
+// failed fast path and the wait either is seen by the retry or closes the
+// channel this goroutine waits on: no wake-up is lost.
+func (m *taskMonitor) lockSlow(t *ArbiterTask) error {
+	m.waiters.Add(1)
+	defer m.waiters.Add(-1)
+	for {
+		m.mu.Lock()
+		if m.wake == nil {
+			m.wake = make(chan struct{})
+		}
+		wake := m.wake
+		m.mu.Unlock()
+		if m.tryLock() {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-t.ctx.Done():
+			return fmt.Errorf("pool: arbiter task %q: acquire cancelled: %w", t.name, t.ctx.Err())
+		case <-t.done:
+			return fmt.Errorf("pool: arbiter task %q: acquire after task Close: %w", t.name, ErrClosed)
+		case <-t.arb.done:
+			return fmt.Errorf("pool: arbiter task %q: acquire after arbiter Close: %w", t.name, ErrClosed)
+		}
+	}
+}
 
 // holdsMonitorInSpill reports whether the calling goroutine holds t's
 // monitor and is running a spill callback of it: then an acquire on t is
@@ -166,9 +219,12 @@ func (t *ArbiterTask) acquire(c *ArbiterConsumer, n int64) (int64, error) {
 		defer t.unlockMonitor()
 	}
 	a := t.arb
-	got, err := a.acquireMemory(t, n)
+	got, done, err := a.acquireMemory(t, c, n)
 	if err != nil {
 		return 0, err
+	}
+	if done {
+		return got, nil
 	}
 	if got < n {
 		if got, err = t.spillAndAcquire(c, n, got); err != nil {
@@ -231,7 +287,7 @@ func (t *ArbiterTask) spillAndAcquire(requester *ArbiterConsumer, n, got int64) 
 			cands = slices.Delete(cands, i, i+1)
 			continue
 		}
-		more, err := a.acquireMemory(t, need)
+		more, _, err := a.acquireMemory(t, nil, need)
 		if err != nil {
 			return 0, err
 		}
@@ -307,6 +363,6 @@ func (t *ArbiterTask) rollback(got int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !t.closed { // Close already released them otherwise
-		a.takeLocked(t, min(got, a.mu.tasks[t]))
+		a.takeLocked(t, min(got, t.balance))
 	}
 }
