@@ -129,9 +129,9 @@ func TestARefusalAmongTenThousandConsumersAllocatesAtMostSixteenKiB(t *testing.T
 }
 
 // BenchmarkRefusalAmongConsumers is one TrackConsumers refusal (the top-5
-// report included) with 10 to 10,000 registered consumers.
+// report included) with 1 to 10,000 registered consumers.
 func BenchmarkRefusalAmongConsumers(b *testing.B) {
-	for _, n := range []int{10, 100, 1_000, 10_000} {
+	for _, n := range []int{1, 10, 100, 1_000, 10_000} {
 		b.Run(fmt.Sprintf("consumers=%d", n), func(b *testing.B) {
 			_, rs := consumersWith(b, n, 0)
 			b.ReportAllocs()
