@@ -129,12 +129,7 @@ func (t *TrackConsumers) Register(c *Consumer) {
 // counters implements tracker: the counters Consumer.Register stores in a
 // new registration made on t, so that its reservations' grows find them
 // without a map lookup. Called right after Register(c).
-func (t *TrackConsumers) counters(c *Consumer) *trackedConsumer {
-	if v, ok := t.consumers.Load(c); ok {
-		return v.(*trackedConsumer)
-	}
-	return nil
-}
+func (t *TrackConsumers) counters(c *Consumer) *trackedConsumer { return t.lookup(c) }
 
 // Unregister implements Pool: it unregisters c from the inner pool, then
 // stops tracking it (after its last registration).
@@ -162,9 +157,14 @@ func (t *TrackConsumers) Unregister(c *Consumer) {
 // it was registered on t, else the map's entry (nil if untracked).
 func (t *TrackConsumers) entry(r *Reservation) *trackedConsumer {
 	if tc := r.reg.tracked; tc != nil && tc.owner == t {
-		return tc
+		return tc // inlined: the common case
 	}
-	if v, ok := t.consumers.Load(r.Consumer()); ok {
+	return t.lookup(r.Consumer())
+}
+
+// lookup is entry's slow path: the map's entry for c, or nil.
+func (t *TrackConsumers) lookup(c *Consumer) *trackedConsumer {
+	if v, ok := t.consumers.Load(c); ok {
 		return v.(*trackedConsumer)
 	}
 	return nil
