@@ -159,7 +159,7 @@ func (t *TrackConsumers) entry(r *Reservation) *trackedConsumer {
 	if tc := r.reg.tracked; tc != nil && tc.owner == t {
 		return tc // inlined: the common case
 	}
-	return t.lookup(r.Consumer())
+	return t.lookup(r.reg.consumer)
 }
 
 // lookup is entry's slow path: the map's entry for c, or nil.
