@@ -15,7 +15,7 @@ JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
 export JAVA_HOME
 export CGO_CFLAGS := -O2 -g -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all lib jar bench-jni example-go test test-go test-java test-java-checkjni vet fmt-check bench example clean
+.PHONY: all lib jar bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example clean
 
 all: lib jar
 
@@ -63,6 +63,17 @@ bench:
 ## bench-jni: Java -> JNI -> Go -> Spark TaskMemoryManager, exact vs chunked (see bench/jni/README.md).
 bench-jni: lib
 	$(MVN) -pl $(PLUGIN_DIR) -Pbench -Dnativepool.lib.dir=$(BUILD)/lib test
+
+## bench-container: each system's smallest surviving memoryOverhead in a memory cgroup sized like a
+## Kubernetes executor pod, bisected in 16 MiB steps (bench/container/run.sh; needs root, cgroup v1).
+bench-container:
+	bash bench/container/run.sh $(ARGS)
+
+## test-container: the demo at a one-minute size inside such a cgroup, with the idle-JVM baseline plus
+## a stated margin as its overhead: exit 0 and a correct result, or the test fails (skipped without a
+## writable memory cgroup). bench/container/test-demo.sh.
+test-container:
+	bash bench/container/test-demo.sh
 
 ## example: the main demo, a native Go sort inside Spark 4.1 local[2] (examples/spark/README.md).
 ## Options: make example ARGS="--rows 8000000 --budget 64m --chunk 8m --pool greedy_unified"

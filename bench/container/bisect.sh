@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Finds the smallest memoryOverhead under which a command survives in a memory cgroup sized like a
+# Kubernetes executor pod: limit = heap + off-heap + overhead (bench/container/cgrun.sh runs it).
+#
+#   bench/container/bisect.sh --label NAME --base BYTES --start MiB [--step MiB] [--timeout S] -- cmd...
+#
+# --base is heap + off-heap in bytes; --start the first overhead tried (near the expected answer,
+# so a cell costs a few runs); --step the resolution (16 MiB). It first runs the command with no
+# effective limit (64 GiB) to learn its unconstrained time and peak; a constrained run that is
+# still going after 3× that time is killed and counts as failed (a stall at the limit). Then it
+# walks from --start: down while runs survive, up while they fail, and prints the smallest
+# surviving overhead. Every run's figures go to stdout as one line:
+#   run label=… overhead_mib=… limit=… exit=… peak=… oom_kills=… seconds=…
+# and the answer as:
+#   result label=… min_overhead_mib=… unconstrained_peak=… unconstrained_seconds=…
+# Exit 3 (skipped) without a writable memory cgroup.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+label= base= start= step=16 timeout=
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--label) label=$2; shift 2 ;;
+	--base) base=$2; shift 2 ;;
+	--start) start=$2; shift 2 ;;
+	--step) step=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--) shift; break ;;
+	*) echo "bisect: unknown option $1" >&2; exit 2 ;;
+	esac
+done
+[[ -n $label && -n $base && -n $start && $# -gt 0 ]] || { echo "usage: bisect.sh --label N --base BYTES --start MiB [--step MiB] [--timeout S] -- cmd..." >&2; exit 2; }
+
+# field KEY FILE: the value of the last KEY=… line of a cgrun output.
+field() { grep "^$1=" "$2" | tail -1 | cut -d= -f2; }
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# One run with overhead $1 MiB (or "none"); sets rc and prints its line.
+attempt() {
+	local ov=$1 lim
+	shift
+	if [[ $ov == none ]]; then lim=$((64 << 30)); else lim=$((base + (ov << 20))); fi
+	rc=0
+	"$here/cgrun.sh" --name "np-bisect-$label-$$" --limit "$lim" --timeout "${run_timeout:-0}" -- "$@" >"$log" 2>"$log.err" || rc=$?
+	if [[ $rc -eq 3 ]]; then
+		cat "$log.err" >&2
+		exit 3
+	fi
+	echo "run label=$label overhead_mib=$ov limit=$lim exit=$rc peak=$(field peak "$log") oom_kills=$(field oom_kills "$log") seconds=$(field seconds "$log")"
+	last_peak=$(field peak "$log")
+	last_seconds=$(field seconds "$log")
+}
+
+run_timeout=0
+attempt none "$@"
+if [[ $rc -ne 0 ]]; then
+	echo "bisect: $label fails even without a limit (exit $rc); stderr tail:" >&2
+	tail -20 "$log.err" >&2
+	echo "result label=$label min_overhead_mib=none unconstrained_exit=$rc"
+	exit 1
+fi
+free_peak=$last_peak free_seconds=$last_seconds
+run_timeout=${timeout:-$(printf '%.0f' "$(echo "3 * $free_seconds + 10" | bc)")}
+
+ov=$start best=
+attempt "$ov" "$@"
+if [[ $rc -eq 0 ]]; then
+	best=$ov
+	while ((ov - step > 0)); do
+		ov=$((ov - step))
+		attempt "$ov" "$@"
+		[[ $rc -eq 0 ]] || break
+		best=$ov
+	done
+else
+	while [[ -z $best ]]; do
+		ov=$((ov + step))
+		attempt "$ov" "$@"
+		[[ $rc -eq 0 ]] && best=$ov
+	done
+fi
+echo "result label=$label min_overhead_mib=$best unconstrained_peak=$free_peak unconstrained_seconds=$free_seconds"

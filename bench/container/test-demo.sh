@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The test that would have caught issue 11 (`make test` runs it as test-container): the demo, at
+# a size that takes about a minute, inside a memory cgroup sized like a Kubernetes executor pod,
+#
+#   limit = heap (1 GiB) + off-heap (--budget, 64 MiB) + overhead,
+#   overhead = the idle-JVM baseline + a stated margin (both below, in MiB),
+#
+# must exit 0 with a correct result (SortDemo checks the sorted output's fingerprint and exits 1
+# on a wrong result). Over the limit the kernel kills it (exit 137) and the test fails. Without a
+# writable cgroup-v1 memory controller (not root, cgroup v2 only) it is skipped with a message.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+
+rows=${TEST_CONTAINER_ROWS:-16000000}
+budget_mib=64
+heap_mib=1024
+# The idle-JVM baseline: the smallest overhead under which the demo's JVM survives a 1-row job
+# (bench/container/run.sh idle:idle:…, bench/RESULTS.md "Container"). The margin covers the run
+# to run spread of that figure; the native side itself may use nothing beyond what it reserved.
+baseline_mib=${TEST_CONTAINER_BASELINE_MIB:-288}
+margin_mib=${TEST_CONTAINER_MARGIN_MIB:-64}
+limit=$(((heap_mib + budget_mib + baseline_mib + margin_mib) << 20))
+
+if [[ ! -w /sys/fs/cgroup/memory ]]; then
+	echo "test-container: SKIPPED: no writable cgroup-v1 memory controller at /sys/fs/cgroup/memory (needs root)"
+	exit 0
+fi
+# Build outside the cgroup: the Go library, the Java modules (run.sh builds, then prints usage).
+DEMO_BUILD=only bash examples/spark/run.sh >/dev/null
+echo "test-container: demo --rows $rows --budget ${budget_mib}m in a cgroup of $((limit >> 20)) MiB" \
+	"(heap $heap_mib + off-heap $budget_mib + baseline $baseline_mib + margin $margin_mib MiB)"
+rc=0
+out=$(bash bench/container/cgrun.sh --name "nativepool-test-$$" --limit "$limit" --timeout 900 -- \
+	env DEMO_BUILD=0 DEMO_HEAP=${heap_mib}m bash examples/spark/run.sh --rows "$rows" --budget "${budget_mib}m" 2>&1) || rc=$?
+if [[ $rc -eq 3 ]]; then
+	echo "test-container: SKIPPED: $(tail -1 <<<"$out")"
+	exit 0
+fi
+grep -E '^(exit|limit|peak|peak_rss|oom_kills|seconds)=' <<<"$out" | tr '\n' ' '
+echo
+if [[ $rc -ne 0 ]]; then
+	echo "$out" | tail -40
+	echo "test-container: FAILED: exit $rc (137: killed over the limit; 124: stalled; 1: wrong result)"
+	exit 1
+fi
+echo "test-container: ok"
