@@ -106,7 +106,7 @@ func NewBridge(logger *slog.Logger, arrow ArrowRuntime) *Bridge {
 	}
 	b.arrow.runtime = arrow
 	b.rts.rt = DefaultProcessRuntime()
-	b.rts.baseline, b.rts.limit = -1, -1
+	b.rts.baseline = -1
 	b.settings.Store(&Settings{})
 	b.mu.tasks = make(map[*taskPool]struct{})
 	return b

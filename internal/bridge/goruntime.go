@@ -116,8 +116,6 @@ type runtimeState struct {
 	// baseline is the Go runtime's footprint when first measured (-1 until
 	// then): mapped minus released, right after the library initialised.
 	baseline int64
-	// limit is the soft limit the Bridge set (-1: none set by it).
-	limit int64
 	// mmapThreshold is the M_MMAP_THRESHOLD the Bridge set (0: none).
 	mmapThreshold int64
 	// goPeak is the high-water mark of the Go runtime's mapped bytes, as
@@ -219,7 +217,6 @@ func (b *Bridge) ConfigureRuntime(s RuntimeSettings) error {
 	switch {
 	case limit > 0 && rt.SetMemoryLimit != nil:
 		rt.SetMemoryLimit(limit)
-		b.rts.limit = limit
 		attrs = append(attrs, slog.Int64("goMemoryLimit", limit), slog.String("goMemoryLimitFrom", how))
 	case limit == 0:
 		if s.GoMemoryLimit == 0 {
@@ -231,7 +228,7 @@ func (b *Bridge) ConfigureRuntime(s RuntimeSettings) error {
 	return mallocErr
 }
 
-// GoMemoryLimit is the Go runtime's soft memory limit now
+// goMemoryLimitLocked is the Go runtime's soft memory limit now
 // (debug.SetMemoryLimit(-1); math.MaxInt64 = none), or -1 if unknown.
 func (b *Bridge) goMemoryLimitLocked() int64 {
 	if b.rts.rt.SetMemoryLimit == nil {
