@@ -127,8 +127,10 @@
 // the user's environment (issue 11): configureRuntime0 calls
 // mallopt(M_MMAP_THRESHOLD, n) (malloc.go; default 128 KiB from the plugin's
 // spark.nativepool.mallocMmapThreshold), which also stops glibc raising the
-// threshold (and the trim threshold) after large frees, so memory the JVM
-// and native libraries free leaves the resident set. 0 leaves glibc alone,
+// threshold (and the trim threshold) after large frees, then resets the
+// trim threshold to glibc's default 128 KiB (frees before the plugin started
+// may have raised it), so memory the JVM and native libraries free leaves
+// the resident set. 0 leaves glibc alone,
 // and a MALLOC_MMAP_THRESHOLD_ the user exported wins (the log says so).
 // mallopt is process-wide and cannot be undone. The same call sets the Go
 // runtime's soft memory limit (debug.SetMemoryLimit; default: the Go

@@ -6,11 +6,17 @@ package jni
 
 // np_set_mmap_threshold is mallopt(M_MMAP_THRESHOLD, n): glibc serves
 // blocks of n bytes or more with mmap and unmaps them on free, and stops
-// raising the threshold (and M_TRIM_THRESHOLD) when such a block is freed,
-// exactly as MALLOC_MMAP_THRESHOLD_ would. Returns 1 on success, 0 if glibc
-// refused the value (above its maximum, 32 MiB on 64-bit).
+// raising the threshold (and M_TRIM_THRESHOLD) when such a block is freed.
+// It then sets M_TRIM_THRESHOLD back to glibc's default (128 KiB), which
+// the dynamic adjustment may have raised (to twice the mmap threshold, up
+// to 64 MiB) before the plugin started: the state MALLOC_MMAP_THRESHOLD_
+// gives a process from its start. Returns 1 on success, 0 if glibc refused
+// a value (the threshold above its maximum, 32 MiB on 64-bit).
 static int np_set_mmap_threshold(int n) {
-	return mallopt(M_MMAP_THRESHOLD, n);
+	if (mallopt(M_MMAP_THRESHOLD, n) != 1) {
+		return 0;
+	}
+	return mallopt(M_TRIM_THRESHOLD, 128 * 1024);
 }
 */
 import "C"

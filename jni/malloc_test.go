@@ -55,6 +55,14 @@ func TestMallocChild(t *testing.T) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	require.NoError(t, err)
+	if os.Getenv(mallocChildEnv+"_TRIM") != "" {
+		mallocprobe.RaiseDynamicThresholds() // before the plugin starts, as the JVM does
+		b := newProcess()
+		require.NoError(t, b.ConfigureRuntime(bridge.RuntimeSettings{MallocMmapThreshold: n}))
+		fmt.Printf("probe: held=%d after=0\n", mallocprobe.HeapKept(100))
+		fmt.Printf("threshold set: %d\n", b.ProcessStats().MallocMmapThreshold)
+		return
+	}
 	b := newProcess()
 	require.NoError(t, b.ConfigureRuntime(bridge.RuntimeSettings{MallocMmapThreshold: n}))
 	held, after := mallocprobe.Mmapped(256 << 10)
@@ -89,4 +97,14 @@ func TestConfigureRuntimeLeavesAUsersMallocEnvVarInCharge(t *testing.T) {
 	assert.Zero(t, held, "the user's 1 MiB threshold: 256 KiB comes from the heap\n"+out)
 	assert.Contains(t, out, "threshold set: 0")
 	assert.Contains(t, out, "left to MALLOC_MMAP_THRESHOLD_=1048576 (set by the user)")
+}
+
+// Large frees before the plugin starts have raised glibc's trim threshold
+// (to 8 MiB here); configureRuntime0 puts it back to 128 KiB, so 6.4 MiB of
+// freed heap at the top is given back, where glibc alone keeps it.
+func TestConfigureRuntimeResetsATrimThresholdRaisedBeforeIt(t *testing.T) {
+	kept, _, out := runMallocChild(t, "131072", mallocChildEnv+"_TRIM=1")
+	assert.Less(t, kept, int64(1<<20), "heap kept after the frees\n"+out)
+	kept, _, out = runMallocChild(t, "0", mallocChildEnv+"_TRIM=1")
+	assert.Greater(t, kept, int64(4<<20), "glibc alone keeps the freed heap\n"+out)
 }

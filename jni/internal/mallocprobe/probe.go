@@ -42,6 +42,44 @@ static void np_probe(size_t size, long *held, long *after) {
 	*held = (long)b.hblkhd - (long)a.hblkhd;
 	*after = (long)c.hblkhd - (long)a.hblkhd;
 }
+
+// np_raise_dynamic frees a mmapped 4 MiB block, so that glibc's dynamic
+// adjustment (when on) raises M_MMAP_THRESHOLD to 4 MiB and
+// M_TRIM_THRESHOLD to 8 MiB.
+static void np_raise_dynamic(void) {
+	np_sink = malloc(64);
+	free(np_sink);
+	char *big = malloc(4 << 20);
+	if (big != NULL) {
+		memset(big, 1, 4 << 20);
+	}
+	np_sink = big;
+	free(np_sink);
+}
+
+// np_trim_probe mallocs n blocks of 64 KiB (below any mmap threshold: from
+// the heap, growing its top), touches and frees them all, and returns how
+// much of the arenas' system memory (mallinfo2.arena) they grew by that
+// stays after the frees.
+static long np_trim_probe(int n) {
+	struct mallinfo2 a = mallinfo2();
+	void *blocks[256];
+	if (n > 256) {
+		n = 256;
+	}
+	for (int i = 0; i < n; i++) {
+		blocks[i] = malloc(64 << 10);
+		if (blocks[i] != NULL) {
+			memset(blocks[i], 1, 64 << 10);
+		}
+	}
+	for (int i = n - 1; i >= 0; i--) {
+		np_sink = blocks[i];
+		free(np_sink);
+	}
+	struct mallinfo2 c = mallinfo2();
+	return (long)c.arena - (long)a.arena;
+}
 */
 import "C"
 
@@ -56,3 +94,14 @@ func Mmapped(size int) (held, after int64) {
 	C.np_probe(C.size_t(size), &h, &a)
 	return int64(h), int64(a)
 }
+
+// RaiseDynamicThresholds frees a 4 MiB mmapped block: under glibc's
+// dynamic adjustment this raises the mmap threshold to 4 MiB and the trim
+// threshold to 8 MiB, as a JVM's large frees do before the plugin starts.
+func RaiseDynamicThresholds() { C.np_raise_dynamic() }
+
+// HeapKept mallocs n 64 KiB blocks from the heap, frees them all, and
+// returns how many bytes of arena memory they added stay after the frees:
+// about 0 when glibc trims at 128 KiB, up to n × 64 KiB when its trim
+// threshold was raised.
+func HeapKept(n int) int64 { return int64(C.np_trim_probe(C.int(n))) }

@@ -155,7 +155,8 @@ public final class NativePoolPlugin implements SparkPlugin {
       String source = NativeLoader.ensureLoaded(s.library());
       NativeBridge.configure0(s.logging(), s.thresholds());
       NativeBridge.configureArrow0(s.allocationSites());
-      NativeBridge.configureRuntime0(s.mallocMmapThreshold(), s.goMemoryLimit(), s.memoryOverhead());
+      NativeBridge.configureRuntime0(
+          s.mallocMmapThreshold(), s.goMemoryLimit(), s.memoryOverhead());
       registerGauges(ctx.metricRegistry());
       registerArrowGauges(
           ctx.metricRegistry(), NativeBridge.processArrowStats0()[ArrowProcessStat.RSS.ordinal()]);

@@ -27,9 +27,9 @@ import org.apache.spark.network.util.JavaUtils;
  *   <li>{@value #MALLOC_MMAP_THRESHOLD} (default 128k): the glibc {@code M_MMAP_THRESHOLD} the
  *       library sets with {@code mallopt} when the plugin starts, so that blocks of that size or
  *       more are mmapped and unmapped on free, and glibc's dynamic threshold (which rises to 32 MiB
- *       after large frees and then keeps freed memory resident) stays off; 0 leaves glibc alone. A
- *       {@code MALLOC_MMAP_THRESHOLD_} set in the executor's environment wins (logged). At most
- *       32m;
+ *       after large frees and then keeps freed memory resident) stays off, and the trim
+ *       threshold goes back to 128 KiB; 0 leaves glibc alone. A {@code MALLOC_MMAP_THRESHOLD_}
+ *       set in the executor's environment wins (logged). At most 32m;
  *   <li>{@value #GO_MEMORY_LIMIT} (default derived): the Go runtime's soft memory limit ({@code
  *       debug.SetMemoryLimit}); unset = the measured Go baseline + memoryOverhead / 8; 0 or {@code
  *       off} leaves the Go runtime alone (no limit unless {@code GOMEMLIMIT} sets one). The

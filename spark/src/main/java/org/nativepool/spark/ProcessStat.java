@@ -38,7 +38,7 @@ public enum ProcessStat {
    * NativePoolSettings#GO_MEMORY_LIMIT}); 0 = none.
    */
   GO_MEMORY_LIMIT("goMemoryLimit"),
-  /** The idle Go runtime's mapped bytes, measured once when the library initialised; -1 = not yet. */
+  /** The idle Go runtime's mapped bytes, measured once when the library loaded; -1 = not yet. */
   GO_BASELINE("goBaseline"),
   /** The Go runtime's mapped bytes now (runtime/metrics: total minus heap released). */
   GO_MAPPED("goMapped"),
