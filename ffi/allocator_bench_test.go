@@ -14,7 +14,7 @@ import (
 	"github.com/nativepool/nativepool/pool"
 )
 
-var benchSizes = []int{64, 4 << 10, 64 << 10, 256 << 10, 1 << 20}
+var benchSizes = []int{64, 4 << 10, 64 << 10, 256 << 10, 1 << 20, 8 << 20}
 
 // benchAllocators is the table every allocator benchmark runs: the raw
 // allocators arrow-go ships (the baselines) beside ours in its
@@ -47,8 +47,26 @@ func newBenchFFI(inner memory.Allocator, opts ...ffi.Option) (memory.Allocator, 
 	}
 }
 
-// BenchmarkAllocateFree measures one Allocate plus one Free, single
-// goroutine, per size and allocator.
+// pageSize is the unit touch writes: one byte per page faults every page in.
+const pageSize = 4096
+
+// touch writes one byte in every page of buf, as a real user of the buffer
+// does. Without it an mmap'ed buffer whose pages are never faulted in looks
+// almost free, and the benchmark would not show what the page policy costs.
+func touch(buf []byte) {
+	for i := 0; i < len(buf); i += pageSize {
+		buf[i] = 1
+	}
+	if len(buf) > 0 {
+		buf[len(buf)-1] = 1
+	}
+}
+
+// BenchmarkAllocateFree measures one Allocate, a write to every page of the
+// buffer (touch), and one Free, single goroutine, per size and allocator.
+// Run it under MALLOC_MMAP_THRESHOLD_=131072 (what the library's mallopt
+// sets, jni/malloc.go) and without it to see what the page policy costs
+// glibc's allocators (bench/RESULTS.md, issue 11).
 func BenchmarkAllocateFree(b *testing.B) {
 	for _, size := range benchSizes {
 		for _, ba := range benchAllocators {
@@ -59,7 +77,9 @@ func BenchmarkAllocateFree(b *testing.B) {
 				runtime.GC() // no GC work left over from the previous entry (the Go allocator's garbage)
 				start := cpuTime()
 				for b.Loop() {
-					a.Free(a.Allocate(size))
+					buf := a.Allocate(size)
+					touch(buf)
+					a.Free(buf)
 				}
 				reportCPU(b, start)
 			})

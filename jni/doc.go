@@ -123,6 +123,22 @@
 // taskshared's current task, and nothing is kept per goroutine or per call
 // between calls.
 //
+// The library sets the process's allocator behaviour itself, never through
+// the user's environment (issue 11): configureRuntime0 calls
+// mallopt(M_MMAP_THRESHOLD, n) (malloc.go; default 128 KiB from the plugin's
+// spark.nativepool.mallocMmapThreshold), which also stops glibc raising the
+// threshold (and the trim threshold) after large frees, then resets the
+// trim threshold to glibc's default 128 KiB (frees before the plugin started
+// may have raised it), so memory the JVM and native libraries free leaves
+// the resident set. 0 leaves glibc alone,
+// and a MALLOC_MMAP_THRESHOLD_ the user exported wins (the log says so).
+// mallopt is process-wide and cannot be undone. The same call sets the Go
+// runtime's soft memory limit (debug.SetMemoryLimit; default: the Go
+// baseline measured at init0 plus memoryOverhead / 8), and a spill request
+// that frees nothing returns idle Go heap (debug.FreeOSMemory, at most once
+// a second). The Bridge reaches all of these through
+// bridge.ProcessRuntime, which tests replace.
+//
 // The process registry (process.go) is the only package-level state: the
 // handle tables, the task-shared registry, the configure0 settings and the
 // cumulative process counters, all inside one bridge.Bridge.

@@ -32,6 +32,7 @@ func Java_org_nativepool_spark_NativeBridge_init0(env *jniEnv, _ jclass) {
 	if rc := C.np_init(env); rc != npOK && !exceptionPending(env) {
 		err = npStatusError("init0", rc)
 	}
+	process.MeasureGoBaseline() // the idle runtime's footprint, once
 }
 
 //export Java_org_nativepool_spark_NativeBridge_openPool0
@@ -198,4 +199,16 @@ func Java_org_nativepool_spark_NativeBridge_configure0(env *jniEnv, _ jclass, lo
 		return
 	}
 	err = process.Configure(bridge.Settings{Logging: logging != 0, Thresholds: th})
+}
+
+//export Java_org_nativepool_spark_NativeBridge_configureRuntime0
+func Java_org_nativepool_spark_NativeBridge_configureRuntime0(env *jniEnv, _ jclass, mallocMmapThreshold, goMemoryLimit, memoryOverhead jlong) {
+	var err error
+	c := begin()
+	defer func() { c.end(env, recover(), err) }()
+	err = process.ConfigureRuntime(bridge.RuntimeSettings{
+		MallocMmapThreshold: int64(mallocMmapThreshold),
+		GoMemoryLimit:       int64(goMemoryLimit),
+		MemoryOverhead:      int64(memoryOverhead),
+	})
 }

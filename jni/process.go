@@ -16,7 +16,15 @@ import (
 // every native method works on. It is the only package-level state of this
 // package; everything else hangs off it, and tests build their own Bridge
 // with NewBridge instead of touching it.
-var process = bridge.NewBridge(nil, ffiRuntime)
+var process = newProcess()
+
+// newProcess builds the process registry on the real process runtime
+// (malloc.go): the Go runtime, glibc's mallopt, /proc.
+func newProcess() *bridge.Bridge {
+	b := bridge.NewBridge(nil, ffiRuntime)
+	b.UseProcessRuntime(processRuntime())
+	return b
+}
 
 // call is one native method in progress. Build it first thing in an
 // export, and end it in a deferred function that calls recover directly:

@@ -37,7 +37,8 @@ type Bridge struct {
 	registry     *taskshared.Registry
 	logger       *slog.Logger
 	settings     atomic.Pointer[Settings]
-	arrow        arrowState // Arrow batches and allocators (arrow.go); zero value ready
+	arrow        arrowState   // Arrow batches and allocators (arrow.go); zero value ready
+	rts          runtimeState // the process's own memory (goruntime.go)
 
 	// mu guards the process totals. Lock order: mu, then a pool's own lock
 	// (Stats); never the reverse, and never across an upcall.
@@ -104,6 +105,8 @@ func NewBridge(logger *slog.Logger, arrow ArrowRuntime) *Bridge {
 		logger:       logger,
 	}
 	b.arrow.runtime = arrow
+	b.rts.rt = DefaultProcessRuntime()
+	b.rts.baseline = -1
 	b.settings.Store(&Settings{})
 	b.mu.tasks = make(map[*taskPool]struct{})
 	return b
@@ -522,7 +525,9 @@ func (b *Bridge) Reclaim(h, target int64) (int64, error) {
 		return 0, nil
 	}
 	defer ph.tp.calls.exit()
-	return ph.tp.unified.ReclaimReporting(target)
+	n, err := ph.tp.unified.ReclaimReporting(target)
+	b.afterReclaim(n, err)
+	return n, err
 }
 
 // PoolStats returns the pool's statistics laid out as poolStats0 (poolStatFields).
@@ -565,6 +570,7 @@ func (b *Bridge) ProcessStats() ProcessStats {
 		r.peak = max(r.peak, st.Peak)
 	}
 	s.Peak = r.peak
+	b.processMemory(&s) // b.mu, then b.rts.mu
 	return s
 }
 

@@ -118,7 +118,9 @@ func (b *logBuffer) lines(substr string) []string {
 func newTestBridge(t testing.TB) (*Bridge, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	return NewBridge(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), (&fakeArrowRuntime{}).runtime()), logs
+	b := NewBridge(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), (&fakeArrowRuntime{}).runtime())
+	b.UseProcessRuntime(newFakeProcess().runtime()) // no forced GCs, no mallopt, no /proc
+	return b, logs
 }
 
 // mustOpen opens a pool and fails the test on error.

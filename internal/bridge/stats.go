@@ -81,6 +81,15 @@ const (
 	PStatLateReleases
 	PStatLeaks
 	PStatLeakedBytes
+	PStatGoMemoryLimit
+	PStatGoBaseline
+	PStatGoMapped
+	PStatGoPeak
+	PStatGoHeapReturns
+	PStatGoHeapReturnedBytes
+	PStatVmHWM
+	PStatCgroupPeak
+	PStatMallocMmapThreshold
 	PStatCount // length of the array
 )
 
@@ -101,6 +110,16 @@ var processStatFields = [PStatCount]statField[ProcessStats]{
 	PStatLateReleases:    {"LATE_RELEASES", "late releases, cumulative", func(s ProcessStats) int64 { return s.LateReleases }},
 	PStatLeaks:           {"LEAKS", "pools closed with bytes reserved, cumulative", func(s ProcessStats) int64 { return s.Leaks }},
 	PStatLeakedBytes:     {"LEAKED_BYTES", "bytes those pools still had reserved, cumulative", func(s ProcessStats) int64 { return s.LeakedBytes }},
+
+	PStatGoMemoryLimit:       {"GO_MEMORY_LIMIT", "the Go runtime's soft memory limit (debug.SetMemoryLimit); 0 = none", func(s ProcessStats) int64 { return s.GoMemoryLimit }},
+	PStatGoBaseline:          {"GO_BASELINE", "the idle Go runtime's mapped bytes, measured once after init (-1 = not yet)", func(s ProcessStats) int64 { return s.GoBaseline }},
+	PStatGoMapped:            {"GO_MAPPED", "the Go runtime's mapped bytes now: runtime/metrics total minus heap released", func(s ProcessStats) int64 { return s.GoMapped }},
+	PStatGoPeak:              {"GO_PEAK", "high-water mark of GO_MAPPED, sampled at each stats read and spill request", func(s ProcessStats) int64 { return s.GoPeak }},
+	PStatGoHeapReturns:       {"GO_HEAP_RETURNS", "FreeOSMemory calls made by spill requests that found nothing to spill, cumulative", func(s ProcessStats) int64 { return s.GoHeapReturns }},
+	PStatGoHeapReturnedBytes: {"GO_HEAP_RETURNED_BYTES", "idle Go heap those calls returned to the OS, cumulative", func(s ProcessStats) int64 { return s.GoHeapReturnedBytes }},
+	PStatVmHWM:               {"VM_HWM", "the process's peak resident set (VmHWM of /proc/self/status); -1 = unreadable", func(s ProcessStats) int64 { return s.VmHWM }},
+	PStatCgroupPeak:          {"CGROUP_PEAK", "peak usage of the process's memory cgroup (v1 memory.max_usage_in_bytes, v2 memory.peak); -1 = none", func(s ProcessStats) int64 { return s.CgroupPeak }},
+	PStatMallocMmapThreshold: {"MALLOC_MMAP_THRESHOLD", "glibc M_MMAP_THRESHOLD the library set with mallopt; 0 = left to glibc", func(s ProcessStats) int64 { return s.MallocMmapThreshold }},
 }
 
 // poolStatsArray lays out a unified pool's snapshot as poolStats0 returns it.
@@ -126,6 +145,17 @@ type ProcessStats struct {
 	LateReleases    int64 // shrinks after a pool closed
 	Leaks           int64 // pools closed with bytes still reserved
 	LeakedBytes     int64 // bytes those pools still had reserved
+
+	// The process's own memory (goruntime.go, procpeak.go).
+	GoMemoryLimit       int64 // the Go soft memory limit; 0 = none
+	GoBaseline          int64 // the idle Go runtime's mapped bytes after init; -1 = not measured
+	GoMapped            int64 // the Go runtime's mapped bytes now
+	GoPeak              int64 // high-water mark of GoMapped as sampled
+	GoHeapReturns       int64 // FreeOSMemory calls for spill requests that freed nothing
+	GoHeapReturnedBytes int64 // heap those calls returned to the OS
+	VmHWM               int64 // peak resident set; -1 = unreadable
+	CgroupPeak          int64 // the memory cgroup's peak; -1 = none
+	MallocMmapThreshold int64 // M_MMAP_THRESHOLD set by the library; 0 = none
 }
 
 // Array lays the stats out as processStats0 returns them.

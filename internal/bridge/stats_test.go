@@ -27,8 +27,10 @@ func TestProcessStatsArrayLayoutMatchesAPIMD(t *testing.T) {
 	got := ProcessStats{
 		LiveTasks: 1, Reserved: 2, Held: 3, Slack: 4, Overcommit: 5, Peak: 6, UpstreamCalls: 7,
 		SpillRequests: 8, SpillBytesFreed: 9, LateReleases: 10, Leaks: 11, LeakedBytes: 12,
+		GoMemoryLimit: 13, GoBaseline: 14, GoMapped: 15, GoPeak: 16, GoHeapReturns: 17,
+		GoHeapReturnedBytes: 18, VmHWM: 19, CgroupPeak: 20, MallocMmapThreshold: 21,
 	}.Array()
-	assert.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, got)
+	assert.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}, got)
 	assert.Len(t, got, PStatCount)
 }
 

@@ -80,7 +80,9 @@ func (b *Bridge) ReclaimTask(th, target int64) (int64, error) {
 		return 0, nil
 	}
 	defer tp.calls.exit()
-	return tp.unified.ReclaimReporting(target)
+	n, err := tp.unified.ReclaimReporting(target)
+	b.afterReclaim(n, err)
+	return n, err
 }
 
 // TaskOwner returns the upstream (the task's owner) of the pool of handle h:

@@ -18,6 +18,7 @@ final class NativeBridge {
   static native long[] poolStats0(long pool);
   static native long[] processStats0();
   static native void configure0(boolean logging, long[] thresholds);
+  static native void configureRuntime0(long mallocMmapThreshold, long goMemoryLimit, long memoryOverhead);
   /** Test-only (jni/testexports.go, tag nativepool_jvmtest): tryGrow0 from a new goroutine. */
   static native String goroutineTryGrow0(long res, long n, boolean exitThread);
   /** Test-only: an unguarded Java→Go call, the floor for Bench. */

@@ -171,8 +171,19 @@ public class Smoke {
     check(t instanceof IllegalArgumentException, "bad threshold -> IAE: " + t);
     NativeBridge.configure0(false, null);
 
+    t = thrown(() -> NativeBridge.configureRuntime0(-1, 0, 0));
+    check(t instanceof IllegalArgumentException, "negative mmap threshold -> IAE: " + t);
+    t = thrown(() -> NativeBridge.configureRuntime0(64L << 20, 0, 0));
+    check(t instanceof IllegalArgumentException, "mmap threshold above 32 MiB -> IAE: " + t);
+    NativeBridge.configureRuntime0(128 << 10, 256L << 20, 0);
+
     long[] ps = NativeBridge.processStats0();
-    check(ps.length == 12 && ps[0] == 1, "processStats " + Arrays.toString(ps));
+    check(ps.length == 21 && ps[0] == 1, "processStats " + Arrays.toString(ps));
+    boolean userEnv = System.getenv("MALLOC_MMAP_THRESHOLD_") != null;
+    check(ps[12] == 256L << 20, "GO_MEMORY_LIMIT set by configureRuntime0: " + ps[12]);
+    check(ps[13] > 0 && ps[14] > 0 && ps[15] >= ps[14], "Go baseline, mapped, peak: " + Arrays.toString(ps));
+    check(ps[18] > 0, "VM_HWM: " + ps[18]);
+    check(ps[20] == (userEnv ? 0 : 128 << 10), "MALLOC_MMAP_THRESHOLD: " + ps[20]);
 
     // close: r, r2 still open -> leak report at last close
     NativeBridge.closePool0(p2);

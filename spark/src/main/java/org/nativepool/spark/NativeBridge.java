@@ -106,6 +106,15 @@ public final class NativeBridge {
   /** Process-wide settings: debug logging and reserved-bytes warning thresholds. */
   static native void configure0(boolean logging, long[] thresholds);
 
+  /**
+   * Process-wide memory policy, applied at once: glibc's {@code M_MMAP_THRESHOLD} via mallopt (0 =
+   * leave glibc alone; a {@code MALLOC_MMAP_THRESHOLD_} in the environment wins), the Go runtime's
+   * soft memory limit (0 = leave it alone, -1 = Go baseline + memoryOverhead / 8). Logs what it
+   * set once.
+   */
+  static native void configureRuntime0(
+      long mallocMmapThreshold, long goMemoryLimit, long memoryOverhead);
+
   // ---- Arrow batches (jni/API.md "Arrow batches"). ----
   /**
    * Imports a C Data batch (moved) into Go, tracked by the reservation's allocator; a batch handle.
@@ -183,6 +192,13 @@ public final class NativeBridge {
   public static long[] processArrowStats() {
     ensureLoaded();
     return processArrowStats0();
+  }
+
+  /** {@link #configureRuntime0}, loading the library if needed. */
+  public static void configureRuntime(
+      long mallocMmapThreshold, long goMemoryLimit, long memoryOverhead) {
+    ensureLoaded();
+    configureRuntime0(mallocMmapThreshold, goMemoryLimit, memoryOverhead);
   }
 
   /** {@link #configureArrow0}, loading the library if needed. */

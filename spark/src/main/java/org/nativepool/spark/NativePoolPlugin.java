@@ -22,7 +22,9 @@ import org.slf4j.LoggerFactory;
  * <p>Executor side only (the driver side is null, so in local mode nothing is registered twice
  * under {@code plugin.org.nativepool.spark.NativePoolPlugin}): {@code init} reads the
  * {@link NativePoolSettings} ({@code spark.nativepool.*}), loads the library
- * ({@code spark.nativepool.library}, else {@code java.library.path}), configures it, and registers
+ * ({@code spark.nativepool.library}, else {@code java.library.path}), configures it (including the
+ * process memory policy: glibc's mmap threshold and the Go runtime's soft memory limit, {@link
+ * NativeBridge#configureRuntime0}), and registers
  * one Dropwizard gauge per process figure (see {@link #GAUGES}). Tasks then open their pool with
  * {@link TaskPool#openForCurrentTask()}.
  */
@@ -153,6 +155,8 @@ public final class NativePoolPlugin implements SparkPlugin {
       String source = NativeLoader.ensureLoaded(s.library());
       NativeBridge.configure0(s.logging(), s.thresholds());
       NativeBridge.configureArrow0(s.allocationSites());
+      NativeBridge.configureRuntime0(
+          s.mallocMmapThreshold(), s.goMemoryLimit(), s.memoryOverhead());
       registerGauges(ctx.metricRegistry());
       registerArrowGauges(
           ctx.metricRegistry(), NativeBridge.processArrowStats0()[ArrowProcessStat.RSS.ordinal()]);

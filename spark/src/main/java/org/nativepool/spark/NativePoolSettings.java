@@ -23,7 +23,19 @@ import org.apache.spark.network.util.JavaUtils;
  *       allocation, so leak reports name the allocating function (a stack walk per allocation);
  *   <li>{@value #RESERVATION_SLACK} (default 64k): in chunked mode, the quantum Q of each Java
  *       reservation's local slack (at most 2Q bytes kept in Java so that small grows and shrinks
- *       do not cross into Go; see {@link NativeReservation}); 0 disables it.
+ *       do not cross into Go; see {@link NativeReservation}); 0 disables it;
+ *   <li>{@value #MALLOC_MMAP_THRESHOLD} (default 128k): the glibc {@code M_MMAP_THRESHOLD} the
+ *       library sets with {@code mallopt} when the plugin starts, so that blocks of that size or
+ *       more are mmapped and unmapped on free, and glibc's dynamic threshold (which rises to 32 MiB
+ *       after large frees and then keeps freed memory resident) stays off, and the trim
+ *       threshold goes back to 128 KiB; 0 leaves glibc alone. A {@code MALLOC_MMAP_THRESHOLD_}
+ *       set in the executor's environment wins (logged). At most 32m;
+ *   <li>{@value #GO_MEMORY_LIMIT} (default derived): the Go runtime's soft memory limit ({@code
+ *       debug.SetMemoryLimit}); unset = the measured Go baseline + memoryOverhead / 8; 0 or {@code
+ *       off} leaves the Go runtime alone (no limit unless {@code GOMEMLIMIT} sets one). The
+ *       memoryOverhead is {@code spark.executor.memoryOverhead}, else (local mode) {@code
+ *       spark.driver.memoryOverhead}, else Spark's default: max(384m, memoryOverheadFactor (0.10)
+ *       × the executor's (local mode: driver's) memory).
  * </ul>
  */
 public final class NativePoolSettings {
@@ -35,6 +47,20 @@ public final class NativePoolSettings {
   public static final String LIBRARY = "spark.nativepool.library";
   public static final String ALLOCATION_SITES = "spark.nativepool.allocationSites";
   public static final String RESERVATION_SLACK = "spark.nativepool.reservationSlack";
+  public static final String MALLOC_MMAP_THRESHOLD = "spark.nativepool.mallocMmapThreshold";
+  public static final String GO_MEMORY_LIMIT = "spark.nativepool.goMemoryLimit";
+
+  /** Default of {@value #MALLOC_MMAP_THRESHOLD}. */
+  public static final String DEFAULT_MALLOC_MMAP_THRESHOLD = "128k";
+
+  /** {@link #goMemoryLimit()} when {@value #GO_MEMORY_LIMIT} is unset: derive it in Go. */
+  public static final long GO_MEMORY_LIMIT_DERIVED = -1;
+
+  /** The largest {@value #MALLOC_MMAP_THRESHOLD} glibc accepts on 64-bit. */
+  public static final long MAX_MALLOC_MMAP_THRESHOLD = 32L << 20;
+
+  /** Spark's minimum memoryOverhead (384 MiB). */
+  static final long MIN_MEMORY_OVERHEAD = 384L << 20;
 
   /** Default of {@value #CHUNK_SIZE}. */
   public static final String DEFAULT_CHUNK_SIZE = "8m";
@@ -50,6 +76,9 @@ public final class NativePoolSettings {
   private final String library;
   private final boolean allocationSites;
   private final long reservationSlack;
+  private final long mallocMmapThreshold;
+  private final long goMemoryLimit;
+  private final long memoryOverhead;
 
   /**
    * @param library the library path, or null for {@code java.library.path}
@@ -105,6 +134,32 @@ public final class NativePoolSettings {
       String library,
       boolean allocationSites,
       long reservationSlack) {
+    this(
+        kind,
+        chunkSize,
+        poolSize,
+        thresholds,
+        logging,
+        library,
+        allocationSites,
+        reservationSlack,
+        128L << 10,
+        GO_MEMORY_LIMIT_DERIVED,
+        0);
+  }
+
+  private NativePoolSettings(
+      PoolKind kind,
+      long chunkSize,
+      long poolSize,
+      long[] thresholds,
+      boolean logging,
+      String library,
+      boolean allocationSites,
+      long reservationSlack,
+      long mallocMmapThreshold,
+      long goMemoryLimit,
+      long memoryOverhead) {
     this.kind = Objects.requireNonNull(kind, "kind");
     this.chunkSize = nonNegative(CHUNK_SIZE, chunkSize);
     this.poolSize = nonNegative(POOL_SIZE, poolSize);
@@ -120,6 +175,46 @@ public final class NativePoolSettings {
       throw new IllegalArgumentException(
           "nativepool: " + RESERVATION_SLACK + " = " + reservationSlack + ": above 1 TiB");
     }
+    this.mallocMmapThreshold = nonNegative(MALLOC_MMAP_THRESHOLD, mallocMmapThreshold);
+    if (mallocMmapThreshold > MAX_MALLOC_MMAP_THRESHOLD) {
+      throw new IllegalArgumentException(
+          "nativepool: "
+              + MALLOC_MMAP_THRESHOLD
+              + " = "
+              + mallocMmapThreshold
+              + ": above glibc's maximum of 32 MiB");
+    }
+    if (goMemoryLimit < GO_MEMORY_LIMIT_DERIVED) {
+      throw new IllegalArgumentException(
+          "nativepool: " + GO_MEMORY_LIMIT + " = " + goMemoryLimit + ": negative size");
+    }
+    this.goMemoryLimit = goMemoryLimit;
+    this.memoryOverhead = nonNegative("memoryOverhead", memoryOverhead);
+  }
+
+  /**
+   * These settings with the process-memory options replaced.
+   *
+   * @param mallocMmapThreshold {@value #MALLOC_MMAP_THRESHOLD} in bytes; 0 = leave glibc alone
+   * @param goMemoryLimit {@value #GO_MEMORY_LIMIT} in bytes; 0 = none, {@link
+   *     #GO_MEMORY_LIMIT_DERIVED} = derived from the Go baseline and {@code memoryOverhead}
+   * @param memoryOverhead the executor's memoryOverhead in bytes (0 = unknown)
+   * @throws IllegalArgumentException for a negative value or a threshold above 32 MiB
+   */
+  public NativePoolSettings withProcessMemory(
+      long mallocMmapThreshold, long goMemoryLimit, long memoryOverhead) {
+    return new NativePoolSettings(
+        kind,
+        chunkSize,
+        poolSize,
+        thresholds,
+        logging,
+        library,
+        allocationSites,
+        reservationSlack,
+        mallocMmapThreshold,
+        goMemoryLimit,
+        memoryOverhead);
   }
 
   /**
@@ -137,7 +232,35 @@ public final class NativePoolSettings {
     String library = conf.get(LIBRARY, "");
     boolean sites = conf.getBoolean(ALLOCATION_SITES, false);
     long slack = conf.getSizeAsBytes(RESERVATION_SLACK, DEFAULT_RESERVATION_SLACK);
-    return new NativePoolSettings(kind, chunk, size, thresholds, logging, library, sites, slack);
+    long mmap = conf.getSizeAsBytes(MALLOC_MMAP_THRESHOLD, DEFAULT_MALLOC_MMAP_THRESHOLD);
+    String go = conf.get(GO_MEMORY_LIMIT, "").trim();
+    long goLimit =
+        go.isEmpty()
+            ? GO_MEMORY_LIMIT_DERIVED
+            : go.equalsIgnoreCase("off") ? 0 : conf.getSizeAsBytes(GO_MEMORY_LIMIT);
+    return new NativePoolSettings(kind, chunk, size, thresholds, logging, library, sites, slack)
+        .withProcessMemory(mmap, goLimit, memoryOverhead(conf));
+  }
+
+  /**
+   * The executor's memoryOverhead in bytes as Spark sizes the container: {@code
+   * spark.executor.memoryOverhead}; in local mode (the executor is the driver's JVM) {@code
+   * spark.driver.memoryOverhead}; else max(384 MiB, memoryOverheadFactor (default 0.10) × memory),
+   * from the executor's settings, or the driver's in local mode. Sizes without a unit are MiB, as
+   * in Spark.
+   */
+  static long memoryOverhead(SparkConf conf) {
+    boolean local = conf.get("spark.master", "").startsWith("local");
+    String role = local ? "spark.driver." : "spark.executor.";
+    if (conf.contains("spark.executor.memoryOverhead")) {
+      return conf.getSizeAsMb("spark.executor.memoryOverhead") << 20;
+    }
+    if (local && conf.contains("spark.driver.memoryOverhead")) {
+      return conf.getSizeAsMb("spark.driver.memoryOverhead") << 20;
+    }
+    double factor = conf.getDouble(role + "memoryOverheadFactor", 0.10);
+    long memory = conf.getSizeAsMb(role + "memory", "1g") << 20;
+    return Math.max(MIN_MEMORY_OVERHEAD, (long) (factor * memory));
   }
 
   /** Parses a comma-separated list of sizes ("64m, 1g"); blanks between commas are skipped. */
@@ -196,6 +319,24 @@ public final class NativePoolSettings {
     return reservationSlack;
   }
 
+  /** {@value #MALLOC_MMAP_THRESHOLD} in bytes; 0 = leave glibc alone. */
+  public long mallocMmapThreshold() {
+    return mallocMmapThreshold;
+  }
+
+  /**
+   * {@value #GO_MEMORY_LIMIT} in bytes; 0 = leave the Go runtime alone, {@link
+   * #GO_MEMORY_LIMIT_DERIVED} = derived in Go from its baseline and {@link #memoryOverhead()}.
+   */
+  public long goMemoryLimit() {
+    return goMemoryLimit;
+  }
+
+  /** The executor's memoryOverhead in bytes (see the class comment); 0 = unknown. */
+  public long memoryOverhead() {
+    return memoryOverhead;
+  }
+
   /** The library path from {@value #LIBRARY}, or null. */
   public String library() {
     return library;
@@ -219,6 +360,12 @@ public final class NativePoolSettings {
         + allocationSites
         + ", reservationSlack="
         + reservationSlack
+        + ", mallocMmapThreshold="
+        + mallocMmapThreshold
+        + ", goMemoryLimit="
+        + (goMemoryLimit == GO_MEMORY_LIMIT_DERIVED ? "derived" : String.valueOf(goMemoryLimit))
+        + ", memoryOverhead="
+        + memoryOverhead
         + ")";
   }
 }

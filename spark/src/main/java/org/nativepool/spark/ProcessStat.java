@@ -32,7 +32,34 @@ public enum ProcessStat {
   /** Pools closed with bytes still reserved, cumulative. */
   LEAKS("leaks"),
   /** Bytes those pools still had reserved, cumulative. */
-  LEAKED_BYTES("leakedBytes");
+  LEAKED_BYTES("leakedBytes"),
+  /**
+   * The Go runtime's soft memory limit ({@code debug.SetMemoryLimit}, from {@value
+   * NativePoolSettings#GO_MEMORY_LIMIT}); 0 = none.
+   */
+  GO_MEMORY_LIMIT("goMemoryLimit"),
+  /** The idle Go runtime's mapped bytes, measured once when the library loaded; -1 = not yet. */
+  GO_BASELINE("goBaseline"),
+  /** The Go runtime's mapped bytes now (runtime/metrics: total minus heap released). */
+  GO_MAPPED("goMapped"),
+  /** High-water mark of {@link #GO_MAPPED}, sampled at each stats read and each spill request. */
+  GO_PEAK("goPeak"),
+  /** FreeOSMemory calls made by spill requests that found nothing to spill, cumulative. */
+  GO_HEAP_RETURNS("goHeapReturns"),
+  /** Idle Go heap those calls returned to the OS, cumulative bytes. */
+  GO_HEAP_RETURNED_BYTES("goHeapReturnedBytes"),
+  /** The process's peak resident set ({@code VmHWM} of /proc/self/status); -1 = unreadable. */
+  VM_HWM("vmHWM"),
+  /**
+   * Peak usage of the process's memory cgroup (v1 {@code memory.max_usage_in_bytes}, v2 {@code
+   * memory.peak}); -1 = not in one.
+   */
+  CGROUP_PEAK("cgroupPeak"),
+  /**
+   * The glibc {@code M_MMAP_THRESHOLD} the library set with mallopt (from {@value
+   * NativePoolSettings#MALLOC_MMAP_THRESHOLD}); 0 = left to glibc.
+   */
+  MALLOC_MMAP_THRESHOLD("mallocMmapThreshold");
 
   private final String gaugeName;
 

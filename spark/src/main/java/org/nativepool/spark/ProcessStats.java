@@ -69,4 +69,49 @@ public final class ProcessStats extends NativeStats<ProcessStat> {
   public long leakedBytes() {
     return get(ProcessStat.LEAKED_BYTES);
   }
+
+  /** {@link ProcessStat#GO_MEMORY_LIMIT}. */
+  public long goMemoryLimit() {
+    return get(ProcessStat.GO_MEMORY_LIMIT);
+  }
+
+  /** {@link ProcessStat#GO_BASELINE}. */
+  public long goBaseline() {
+    return get(ProcessStat.GO_BASELINE);
+  }
+
+  /** {@link ProcessStat#GO_MAPPED}. */
+  public long goMapped() {
+    return get(ProcessStat.GO_MAPPED);
+  }
+
+  /** {@link ProcessStat#GO_PEAK}. */
+  public long goPeak() {
+    return get(ProcessStat.GO_PEAK);
+  }
+
+  /** {@link ProcessStat#GO_HEAP_RETURNS}. */
+  public long goHeapReturns() {
+    return get(ProcessStat.GO_HEAP_RETURNS);
+  }
+
+  /** {@link ProcessStat#GO_HEAP_RETURNED_BYTES}. */
+  public long goHeapReturnedBytes() {
+    return get(ProcessStat.GO_HEAP_RETURNED_BYTES);
+  }
+
+  /** {@link ProcessStat#VM_HWM}. */
+  public long vmHWM() {
+    return get(ProcessStat.VM_HWM);
+  }
+
+  /** {@link ProcessStat#CGROUP_PEAK}. */
+  public long cgroupPeak() {
+    return get(ProcessStat.CGROUP_PEAK);
+  }
+
+  /** {@link ProcessStat#MALLOC_MMAP_THRESHOLD}. */
+  public long mallocMmapThreshold() {
+    return get(ProcessStat.MALLOC_MMAP_THRESHOLD);
+  }
 }

@@ -63,6 +63,7 @@ class NativePoolPluginTest {
             .config("spark.nativepool.pool", "fair_unified")
             .config("spark.nativepool.chunkSize", "1m")
             .config("spark.nativepool.thresholds", "16m,1g")
+            .config("spark.nativepool.goMemoryLimit", "300m")
             .getOrCreate();
     jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
   }
@@ -215,6 +216,25 @@ class NativePoolPluginTest {
     assertEquals(0L, out.get(1), "native consumer spilled: " + out);
     assertTrue(out.get(2) >= 1, "spill requests: " + out);
     assertTrue(out.get(3) >= 36 * MIB, "spill bytes freed: " + out);
+  }
+
+  /**
+   * The plugin passes its process-memory settings to Go: the Go runtime's soft limit is the
+   * configured 300 MiB, glibc's mmap threshold is the default 128 KiB (unless the environment set
+   * MALLOC_MMAP_THRESHOLD_, which wins), and the process peaks are reported.
+   */
+  @Test
+  void thePluginSetsTheGoMemoryLimitAndTheMmapThresholdAndReportsPeaks() {
+    ProcessStats s = NativeBridge.processStats();
+    assertEquals(300 * MIB, s.goMemoryLimit(), s::toString);
+    long expected = System.getenv("MALLOC_MMAP_THRESHOLD_") == null ? 128 << 10 : 0;
+    assertEquals(expected, s.mallocMmapThreshold(), s::toString);
+    assertTrue(s.goBaseline() > 0, s::toString);
+    assertTrue(s.goPeak() >= s.goMapped() && s.goMapped() > 0, s::toString);
+    assertTrue(s.vmHWM() > 0, s::toString);
+    Map<String, Long> g = gauges();
+    assertEquals(300 * MIB, g.get("goMemoryLimit"));
+    assertTrue(g.get("vmHWM") >= g.get("goPeak"), g::toString);
   }
 
   @Test

@@ -18,6 +18,10 @@ class NativeStatsTest {
     return LongStream.rangeClosed(1, 12).toArray();
   }
 
+  private static long[] oneToTwentyOne() {
+    return LongStream.rangeClosed(1, 21).toArray();
+  }
+
   @Test
   void poolStatsReadsEachFigureAtItsEnumOrdinal() {
     PoolStats s = new PoolStats(oneToTwelve());
@@ -41,15 +45,18 @@ class NativeStatsTest {
     assertEquals(
         "ProcessStats(liveTasks=1, reserved=2, held=3, slack=4, overcommit=5, peak=6,"
             + " upstreamCalls=7, spillRequests=8, spillBytesFreed=9, lateReleases=10, leaks=11,"
-            + " leakedBytes=12)",
-        new ProcessStats(oneToTwelve()).toString());
+            + " leakedBytes=12, goMemoryLimit=13, goBaseline=14, goMapped=15, goPeak=16,"
+            + " goHeapReturns=17, goHeapReturnedBytes=18, vmHwm=19, cgroupPeak=20,"
+            + " mallocMmapThreshold=21)",
+        new ProcessStats(oneToTwentyOne()).toString());
   }
 
   @Test
   void snapshotsAreEqualOnlyToTheSameTypeWithTheSameFigures() {
     assertEquals(new PoolStats(oneToTwelve()), new PoolStats(oneToTwelve()));
     assertEquals(new PoolStats(oneToTwelve()).hashCode(), new PoolStats(oneToTwelve()).hashCode());
-    assertNotEquals(new PoolStats(oneToTwelve()), new ProcessStats(oneToTwelve()));
+    assertNotEquals(
+        new PoolStats(oneToTwelve()), new ProcessStats(oneToTwentyOne()));
     long[] other = oneToTwelve();
     other[11] = 0;
     assertNotEquals(new PoolStats(oneToTwelve()), new PoolStats(other));
@@ -61,7 +68,7 @@ class NativeStatsTest {
         assertThrows(IllegalStateException.class, () -> new PoolStats(new long[3]));
     assertEquals("nativepool: poolStats0 returned 3 values, expected 12", e.getMessage());
     e = assertThrows(IllegalStateException.class, () -> new ProcessStats(null));
-    assertEquals("nativepool: processStats0 returned null, expected 12", e.getMessage());
+    assertEquals("nativepool: processStats0 returned null, expected 21", e.getMessage());
   }
 
   @Test

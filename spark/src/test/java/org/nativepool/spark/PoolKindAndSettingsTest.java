@@ -37,6 +37,71 @@ class PoolKindAndSettingsTest {
   }
 
   @Test
+  void processMemoryDefaultsTo128KiBMmapThresholdAndADerivedGoLimit() {
+    NativePoolSettings s = NativePoolSettings.fromConf(new SparkConf(false));
+    assertEquals(128L << 10, s.mallocMmapThreshold());
+    assertEquals(NativePoolSettings.GO_MEMORY_LIMIT_DERIVED, s.goMemoryLimit());
+    assertEquals(384L << 20, s.memoryOverhead(), "Spark's minimum over a 1g executor");
+  }
+
+  @Test
+  void processMemorySettingsAreRead() {
+    SparkConf conf =
+        new SparkConf(false)
+            .set("spark.nativepool.mallocMmapThreshold", "0")
+            .set("spark.nativepool.goMemoryLimit", "96m")
+            .set("spark.executor.memoryOverhead", "512");
+    NativePoolSettings s = NativePoolSettings.fromConf(conf);
+    assertEquals(0, s.mallocMmapThreshold());
+    assertEquals(96L << 20, s.goMemoryLimit());
+    assertEquals(512L << 20, s.memoryOverhead(), "a memoryOverhead without unit is MiB");
+    assertEquals(
+        0,
+        NativePoolSettings.fromConf(conf.set("spark.nativepool.goMemoryLimit", "off"))
+            .goMemoryLimit());
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () ->
+                NativePoolSettings.fromConf(
+                    new SparkConf(false).set("spark.nativepool.mallocMmapThreshold", "64m")));
+    assertEquals(
+        "nativepool: spark.nativepool.mallocMmapThreshold = 67108864: above glibc's maximum of 32"
+            + " MiB",
+        e.getMessage());
+  }
+
+  @Test
+  void memoryOverheadFollowsTheExecutorThenTheLocalDriverThenTheFactor() {
+    SparkConf yarn = new SparkConf(false).set("spark.master", "yarn");
+    assertEquals(
+        (long) (0.10 * (8L << 30)),
+        NativePoolSettings.memoryOverhead(yarn.clone().set("spark.executor.memory", "8g")));
+    assertEquals(
+        (long) (0.25 * (8L << 30)),
+        NativePoolSettings.memoryOverhead(
+            yarn.clone()
+                .set("spark.executor.memory", "8g")
+                .set("spark.executor.memoryOverheadFactor", "0.25")));
+    SparkConf local = new SparkConf(false).set("spark.master", "local[2]");
+    assertEquals(
+        256L << 20,
+        NativePoolSettings.memoryOverhead(
+            local.clone().set("spark.driver.memoryOverhead", "256m")));
+    assertEquals(
+        (long) (0.10 * (6L << 30)),
+        NativePoolSettings.memoryOverhead(local.clone().set("spark.driver.memory", "6g")));
+    assertEquals(
+        100L << 20,
+        NativePoolSettings.memoryOverhead(
+            local
+                .clone()
+                .set("spark.driver.memoryOverhead", "256m")
+                .set("spark.executor.memoryOverhead", "100m")),
+        "an explicit executor memoryOverhead wins");
+  }
+
+  @Test
   void settingsReadEveryKey() {
     SparkConf conf =
         new SparkConf(false)

@@ -1,0 +1,91 @@
+package bridge
+
+import (
+	"bytes"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// The process's true peaks as the kernel counts them (issue 11 item 2): the
+// resident set's high-water mark and the memory cgroup's. Both are read, not
+// sampled, so a jump between two samples is never missed.
+
+// readFileFunc is os.ReadFile, replaced by a map in tests.
+type readFileFunc func(name string) ([]byte, error)
+
+// cgroupRoot is where the memory cgroup hierarchies are mounted: v1's
+// memory controller at cgroupRoot/memory, v2's unified hierarchy at
+// cgroupRoot itself (or cgroupRoot/unified on hybrid systems).
+const cgroupRoot = "/sys/fs/cgroup"
+
+// readVmHWM returns VmHWM of /proc/self/status in bytes, or -1.
+func readVmHWM(read readFileFunc) int64 {
+	b, err := read("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		rest, ok := bytes.CutPrefix(line, []byte("VmHWM:"))
+		if !ok {
+			continue
+		}
+		f := strings.Fields(string(rest)) // "2084 kB"
+		if len(f) != 2 || f[1] != "kB" {
+			return -1
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return -1
+		}
+		return kb << 10
+	}
+	return -1
+}
+
+// readCgroupPeak returns the peak memory usage of the process's memory
+// cgroup, from /proc/self/cgroup: cgroup v1's memory controller
+// (memory.max_usage_in_bytes) if it is mounted, else v2's memory.peak (in
+// the unified hierarchy, at cgroupRoot or cgroupRoot/unified). -1 when the
+// process is in the root cgroup (no limit of its own: its figure would be
+// the whole machine's) or nothing can be read.
+func readCgroupPeak(read readFileFunc) int64 {
+	b, err := read("/proc/self/cgroup")
+	if err != nil {
+		return -1
+	}
+	var v1, v2 string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3) // id:controllers:path
+		if len(f) != 3 {
+			continue
+		}
+		if f[0] == "0" && f[1] == "" {
+			v2 = f[2]
+			continue
+		}
+		for _, c := range strings.Split(f[1], ",") {
+			if c == "memory" {
+				v1 = f[2]
+			}
+		}
+	}
+	var files []string
+	switch {
+	case v1 != "":
+		if v1 == "/" {
+			return -1
+		}
+		files = []string{path.Join(cgroupRoot, "memory", v1, "memory.max_usage_in_bytes")}
+	case v2 != "" && v2 != "/":
+		files = []string{path.Join(cgroupRoot, v2, "memory.peak"), path.Join(cgroupRoot, "unified", v2, "memory.peak")}
+	}
+	for _, name := range files {
+		if b, err := read(name); err == nil {
+			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
