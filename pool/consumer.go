@@ -77,11 +77,24 @@ func (c *Consumer) Register(p Pool) *Reservation {
 	c.registered.Store(true)
 	p.Register(c)
 	reg := &registration{consumer: c}
-	if t, ok := p.(*TrackConsumers); ok {
-		reg.tracked = t.counters(c)
-	}
+	reg.bindEntries(p)
 	reg.live.Store(1)
 	return &Reservation{reg: reg, pool: p}
+}
+
+// bindEntries keeps in reg the consumer's entries in the pools of p's stack
+// that have one, right after p.Register: see registration.tracked.
+func (reg *registration) bindEntries(p Pool) {
+	c := reg.consumer
+	if t, ok := As[*TrackConsumers](p); ok {
+		reg.tracked = t.counters(c)
+	}
+	if f, ok := As[*fairPool](p); ok {
+		reg.fair = f.entryOf(c)
+	}
+	if u, ok := As[*unifiedPool](p); ok {
+		reg.unified = u.entryOf(c)
+	}
 }
 
 // String renders the consumer as DataFusion's reports do: name#id.

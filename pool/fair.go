@@ -40,6 +40,9 @@ type fairPool struct {
 // fairSpiller is one spillable consumer's state; guarded by fairPool.mu.
 type fairSpiller struct {
 	c *Consumer
+	// pool is the pool whose entry this is: a registration's shortcut to
+	// it (registration.fair) is used only by that pool.
+	pool *fairPool
 	// registrations counts live Register calls for this consumer.
 	registrations int64
 	// reserved is what the pool recorded for the consumer, summed over all
@@ -132,7 +135,7 @@ func (p *fairPool) Grow(r *Reservation, n int64) {
 	c := r.Consumer()
 	p.mu.Lock()
 	if c.CanSpill() {
-		p.spillerLocked(c).reserved += n
+		p.spillerOfLocked(r).reserved += n
 		p.mu.spillable += n
 	} else {
 		p.mu.unspillable += n
@@ -159,7 +162,7 @@ func (p *fairPool) Shrink(r *Reservation, n int64) {
 		}
 		p.mu.unspillable -= n
 	} else {
-		s := p.lookupLocked(c)
+		s := p.lookupOfLocked(r)
 		if held := s.held(); n > held {
 			p.mu.Unlock()
 			panic(releaseOverflow(n, held, c))
@@ -226,7 +229,7 @@ func (p *fairPool) TryGrow(r *Reservation, n int64) error {
 	p.mu.Lock()
 	if c.CanSpill() {
 		share := p.shareLocked(max(p.size-p.mu.unspillable, 0))
-		s := p.spillerLocked(c)
+		s := p.spillerOfLocked(r)
 		// n > share-held rather than held+n > share: no overflow for a huge n.
 		if n > share-s.reserved {
 			siblings := s.reserved - r.Size()
@@ -297,11 +300,40 @@ func (p *fairPool) spillerLocked(c *Consumer) *fairSpiller {
 	}
 	s := p.mu.spillers[c]
 	if s == nil {
-		s = &fairSpiller{c: c}
+		s = &fairSpiller{c: c, pool: p}
 		p.mu.spillers[c] = s
 	}
 	p.mu.last = s
 	return s
+}
+
+// spillerOfLocked is spillerLocked for r's consumer, through r's
+// registration when it was made on p: a run of calls rotating through many
+// consumers then pays no map lookup. The entry of a live registration is
+// never deleted (its registrations count is positive). The caller holds
+// p.mu.
+func (p *fairPool) spillerOfLocked(r *Reservation) *fairSpiller {
+	if s := r.reg.fair; s != nil && s.pool == p {
+		return s
+	}
+	return p.spillerLocked(r.Consumer())
+}
+
+// lookupOfLocked is lookupLocked for r's consumer, through r's registration
+// as spillerOfLocked. The caller holds p.mu.
+func (p *fairPool) lookupOfLocked(r *Reservation) *fairSpiller {
+	if s := r.reg.fair; s != nil && s.pool == p {
+		return s
+	}
+	return p.lookupLocked(r.Consumer())
+}
+
+// entryOf returns c's entry (nil for an unspillable consumer), for
+// Consumer.Register to keep in the registration it makes on p.
+func (p *fairPool) entryOf(c *Consumer) *fairSpiller {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.spillers[c]
 }
 
 // lookupLocked returns c's entry, or nil, through the one-entry cache. The

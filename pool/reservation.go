@@ -11,10 +11,16 @@ import (
 // exactly one Register and one Unregister per registration.
 type registration struct {
 	consumer *Consumer
-	// tracked is the consumer's counters in the TrackConsumers the
-	// registration was made on, if it was made on one (Consumer.Register);
-	// set before the first reservation exists, never changed.
+	// tracked, fair and unified are shortcuts to the consumer's entry in
+	// the TrackConsumers, fair and unified pools of the stack the
+	// registration was made on (found through decorators with As), so that
+	// their hot paths need no map lookup. Set by Consumer.Register before
+	// the first reservation exists, never changed; each pool uses one only
+	// if it is its own (the entry names its pool), and an entry stays while
+	// the registration lives.
 	tracked *trackedConsumer
+	fair    *fairSpiller
+	unified *consumerBytes
 	// live counts the registration's reservations that are not closed, plus
 	// Split, Take and NewEmpty calls between taking their slot and learning
 	// whether the reservation they split is still open. Raised only from a

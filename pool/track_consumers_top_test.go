@@ -144,3 +144,31 @@ func BenchmarkRefusalAmongConsumers(b *testing.B) {
 		})
 	}
 }
+
+// A registration keeps shortcuts to its consumer's entries in the pools of
+// its stack, found through the decorators; a pool uses one only if the
+// entry is its own. Two TrackConsumers stacked over a fair pool each count
+// the consumer (the inner one through its map), and the fair pool's share
+// check sees every byte.
+func TestRegistrationShortcutsAreUsedOnlyByTheirOwnPool(t *testing.T) {
+	fair := pool.NewFair(100)
+	inner := pool.NewTrackConsumers(fair, 5)
+	outer := pool.NewTrackConsumers(inner, 5)
+	a := pool.NewConsumer("a").WithCanSpill(true).Register(outer)
+	b := pool.NewConsumer("b").WithCanSpill(true).Register(outer)
+	require.NoError(t, a.TryGrow(30))
+	require.NoError(t, b.TryGrow(20))
+	for _, tc := range []*pool.TrackConsumers{outer, inner} {
+		ms := tc.Metrics()
+		require.Len(t, ms, 2)
+		assert.Equal(t, int64(30), ms[0].Reserved)
+		assert.Equal(t, int64(20), ms[1].Reserved)
+	}
+	require.ErrorIs(t, a.TryGrow(21), pool.ErrResourcesExhausted, "a's share is 50")
+	a.Shrink(30)
+	b.Close()
+	assert.Zero(t, fair.Reserved()+inner.Metrics()[0].Reserved)
+	a.Close()
+	assert.Empty(t, outer.Metrics())
+	assert.Empty(t, inner.Metrics())
+}

@@ -116,7 +116,7 @@ func (p *unifiedPool) growReporting(r *Reservation, n int64) error {
 			"pool", p.label, "consumer", c.String(), "bytes", n)
 		return nil
 	}
-	e := p.entryLocked(c)
+	e := p.entryOfLocked(r)
 	slack := p.slackLocked()
 	p.addLocked(e, n)
 	now := p.commitLocked(n)
@@ -209,7 +209,7 @@ func (p *unifiedPool) TryGrow(r *Reservation, n int64) error {
 		p.mu.Unlock()
 		return nil
 	}
-	e := p.entryLocked(c)
+	e := p.entryOfLocked(r)
 	if p.fair {
 		if err := p.admitLocked(e, n); err != nil {
 			p.dropIfIdleLocked(e)
@@ -361,7 +361,7 @@ func (p *unifiedPool) shrinkReporting(r *Reservation, n int64) error {
 			"pool", p.label, "consumer", c.String(), "bytes", n)
 		return nil
 	}
-	e := p.lookupLocked(c)
+	e := p.lookupOfLocked(r)
 	if held := e.held(); held < n {
 		p.mu.Unlock()
 		panic(releaseOverflow(n, held, c))

@@ -109,7 +109,8 @@ type unifiedPool struct {
 // consumerBytes is one consumer's entry in a unified pool. Guarded by unifiedPool.mu.
 type consumerBytes struct {
 	c     *Consumer
-	bytes int64 // across all its reservations in this pool
+	pool  *unifiedPool // whose entry this is (registration.unified is used only by it)
+	bytes int64        // across all its reservations in this pool
 	// returning is the part of the releases in flight that this consumer's
 	// shrinks gave back: still counted against its fair share.
 	returning int64
@@ -217,10 +218,38 @@ func (p *unifiedPool) entryLocked(c *Consumer) *consumerBytes {
 		p.mu.last = e
 		return e
 	}
-	e := &consumerBytes{c: c}
+	e := &consumerBytes{c: c, pool: p}
 	p.mu.consumers[c.ID()] = e
 	p.mu.last = e
 	return e
+}
+
+// entryOfLocked is entryLocked for r's consumer, through r's registration
+// when it was made on p: a run of calls rotating through many consumers
+// then pays no map lookup. The entry of a live registration is never
+// dropped (regs is positive). The caller holds p.mu.
+func (p *unifiedPool) entryOfLocked(r *Reservation) *consumerBytes {
+	if e := r.reg.unified; e != nil && e.pool == p {
+		return e
+	}
+	return p.entryLocked(r.Consumer())
+}
+
+// lookupOfLocked is lookupLocked for r's consumer, through r's registration
+// as entryOfLocked. The caller holds p.mu.
+func (p *unifiedPool) lookupOfLocked(r *Reservation) *consumerBytes {
+	if e := r.reg.unified; e != nil && e.pool == p {
+		return e
+	}
+	return p.lookupLocked(r.Consumer())
+}
+
+// entryOf returns c's entry, for Consumer.Register to keep in the
+// registration it makes on p.
+func (p *unifiedPool) entryOf(c *Consumer) *consumerBytes {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.consumers[c.ID()]
 }
 
 // lookupLocked returns c's entry, or nil. The caller holds p.mu.
