@@ -25,6 +25,15 @@
 // in-memory chunks to disk, the way Spark's UnsafeExternalSorter spills its
 // SpillableIterator.
 //
+// The merge holds one batch per run, charged like any other buffer, so its
+// fan-in is what the pool grants: when the pool refuses the next run's
+// batch, Finish merges the runs it has loaded into one longer run and goes
+// on (a multi-pass merge, level by level, so that with a fan-in of k the
+// merge tree is ceil(log_k(runs)) deep; Stats.MaxFanIn and MergeLevels).
+// Any number of runs is merged in the memory of two batches and the spill
+// buffer. Spark's own merge of an external sorter's spill files, by
+// contrast, opens every file at once with 1 MiB buffers nobody accounts for.
+//
 // # Locking and re-entrancy
 //
 // The driver methods (Push, Finish, Next, Close) are called by one goroutine

@@ -52,14 +52,19 @@ func drain(t testing.TB, s *Sorter) *Verifier {
 	}
 }
 
-// runSort sorts rows generated rows from seed through a new sorter on p,
+// runSort sorts rows generated rows from seed through a new sorter on p
+// (with opts.Inner, if set, under a checked allocator),
 // checks the output, closes the sorter and checks that nothing is left:
 // see checkClosed.
 func runSort(t testing.TB, p pool.Pool, opts Options, seed uint64, keyRange int64, rows int, batchRows ...int) sortRun {
 	t.Helper()
 	in := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer in.AssertSize(t, 0)
-	inner := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	base := opts.Inner // a test's own inner allocator, checked too
+	if base == nil {
+		base = memory.NewGoAllocator()
+	}
+	inner := memory.NewCheckedAllocator(base)
 	opts.Inner = inner
 	opts.TempDir = t.TempDir()
 	s, err := New(p, opts)

@@ -95,6 +95,9 @@ type fileSource struct {
 	payloads []int64
 	pos      int
 	next     int // index of the next batch to load
+	// level is how many merges produced the run: 0 for a spill's run,
+	// 1 + the deepest input's for a merge pass's.
+	level int64
 }
 
 func (f *fileSource) advance() (pair, state) {

@@ -10,14 +10,33 @@ import (
 // openRuns loads the first batch of every queued run into m's heap. When
 // the pool refuses a batch and at least two runs are loaded, it merges the
 // loaded runs into one new run (one pass of a multi-pass merge), which
-// frees all their batches but one's worth, queues the new run and goes on.
+// frees all their batches but one's worth, queues the new run and goes on:
+// the fan-in is what the pool grants, never more. Runs are merged level by
+// level: once a pass has shown that the runs left do not fit in one merge,
+// the last runs of a level are merged on their own (or, if one is left, it
+// joins the next level as it is) before runs of the next level are loaded,
+// so that with a fan-in of k the merge tree is ceil(log_k(runs)) deep.
 // Called by the driver without the lock, after Finish has spilled every
 // in-memory chunk: from then on Spill never touches the scratch buffer
 // (it only spills in-memory sources, and there are none), so the passes
 // may write through it unlocked.
 func (s *Sorter) openRuns(m *merger, queue []*fileSource) error {
+	lastFanIn := 0 // runs merged by the last pass; 0 before the first
 	for len(queue) > 0 {
 		f := queue[0]
+		if loaded := len(m.h); lastFanIn > 0 && loaded > 0 && f.level > mergeLevel(m)-1 &&
+			loaded+len(queue) > lastFanIn {
+			if loaded == 1 {
+				// One run left of its level: it joins the next one unmerged.
+				m.h[0].src.(*fileSource).level = f.level
+				continue
+			}
+			var err error
+			if queue, err = s.passLoaded(m, queue); err != nil {
+				return err
+			}
+			continue
+		}
 		head, err := s.load(f)
 		if err == nil {
 			s.lock()
@@ -29,31 +48,59 @@ func (s *Sorter) openRuns(m *merger, queue []*fileSource) error {
 		if !errors.Is(err, pool.ErrResourcesExhausted) {
 			return err
 		}
-		s.lock()
-		sub := &merger{h: m.h}
-		m.h = nil
-		s.unlock()
-		if len(sub.h) < 2 {
+		if len(m.h) < 2 {
 			return fmt.Errorf("extsort: Finish: not enough memory to merge two runs: %w", err)
 		}
-		for _, e := range sub.h {
-			// Nothing has been read past the head of a run opened here.
-			sub.rows += e.src.(*fileSource).run.rows
-		}
-		passRuns := len(sub.h)
-		run, err := s.mergePass(sub)
-		if err != nil {
+		lastFanIn = len(m.h)
+		if queue, err = s.passLoaded(m, queue); err != nil {
 			return err
 		}
-		nf := &fileSource{run: run}
-		s.lock()
-		m.all = append(m.all, nf)
-		s.unlock()
-		queue = append(queue, nf)
-		s.mergePasses.Add(1)
-		s.log.Debug("extsort: merge pass", "consumer", s.consumer, "runs", passRuns, "rows", run.rows)
 	}
+	// The final merge, done by Next: every run still queued is loaded.
+	s.lock()
+	storeMax(&s.maxFanIn, int64(len(m.h)))
+	storeMax(&s.levels, mergeLevel(m))
+	s.unlock()
 	return nil
+}
+
+// passLoaded merges the runs loaded in m's heap (at least two) into one
+// new run, appends it to queue and returns the queue.
+func (s *Sorter) passLoaded(m *merger, queue []*fileSource) ([]*fileSource, error) {
+	s.lock()
+	sub := &merger{h: m.h}
+	m.h = nil
+	s.unlock()
+	for _, e := range sub.h {
+		// Nothing has been read past the head of a run opened here.
+		sub.rows += e.src.(*fileSource).run.rows
+	}
+	passRuns := len(sub.h)
+	level := mergeLevel(sub)
+	storeMax(&s.maxFanIn, int64(passRuns))
+	run, err := s.mergePass(sub)
+	if err != nil {
+		return queue, err
+	}
+	nf := &fileSource{run: run, level: level}
+	s.lock()
+	m.all = append(m.all, nf)
+	s.unlock()
+	s.mergePasses.Add(1)
+	s.log.Debug("extsort: merge pass", "consumer", s.consumer, "runs", passRuns, "level", level, "rows", run.rows)
+	return append(queue, nf), nil
+}
+
+// mergeLevel is the level of the run that merging m's loaded runs makes:
+// one more than the deepest of them.
+func mergeLevel(m *merger) int64 {
+	var deepest int64
+	for _, e := range m.h {
+		if f, ok := e.src.(*fileSource); ok {
+			deepest = max(deepest, f.level)
+		}
+	}
+	return deepest + 1
 }
 
 // mergePass merges every row of sub into a new run through the scratch

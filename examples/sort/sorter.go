@@ -59,6 +59,14 @@ type Stats struct {
 	SpilledBytes    int64 // bytes of run files written
 	Runs            int64 // run files written, by spills and by merge passes
 	MergePasses     int64 // merges of several runs into one, when the pool could not hold a batch of every run
+	// MaxFanIn is the most runs merged at once, by a merge pass or by the
+	// final merge: bounded by the batches the pool granted (0 without runs).
+	MaxFanIn int64
+	// MergeLevels is the depth of the merge tree: how many times the
+	// deepest row was read from a run file and merged (1 when one merge
+	// of every run sufficed, 0 without runs). With a fan-in of k it is
+	// ceil(log_k(runs)).
+	MergeLevels int64
 
 	Reserved      int64 // the reservation's current size
 	PeakReserved  int64 // its high-water mark, sampled after every accounted allocation
@@ -122,7 +130,7 @@ type Sorter struct {
 	rowsIn, rowsOut                 atomic.Int64
 	selfSpills, requested, requests atomic.Int64
 	spilledRows, spilledBytes, runs atomic.Int64
-	mergePasses                     atomic.Int64
+	mergePasses, maxFanIn, levels   atomic.Int64
 	peakReserved                    atomic.Int64
 }
 
@@ -611,6 +619,8 @@ func (s *Sorter) Stats() Stats {
 		SpilledBytes:    s.spilledBytes.Load(),
 		Runs:            s.runs.Load(),
 		MergePasses:     s.mergePasses.Load(),
+		MaxFanIn:        s.maxFanIn.Load(),
+		MergeLevels:     s.levels.Load(),
 		Reserved:        s.res.Size(),
 		PeakReserved:    s.peakReserved.Load(),
 		Allocated:       s.alloc.Allocated(),

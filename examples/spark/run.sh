@@ -9,8 +9,11 @@
 # build/demo/report.properties, build/demo/chart.png, and, for a run with the default options
 # and NATIVEPOOL_UPDATE_DOCS=1, a copy of the chart in docs/demo-chart.png (the README shows it).
 # Environment: JAVA_HOME (default: the JDK of javac); DEMO_HEAP (JVM heap, default 1g; -Xms = -Xmx
-# and pre-touched, so heap growth does not count as RSS growth); NATIVEPOOL_LOG_LEVEL and
-# MALLOC_MMAP_THRESHOLD_ (see below).
+# and pre-touched, so heap growth does not count as RSS growth); DEMO_JAVA_OPTS (more JVM options,
+# e.g. -XX:NativeMemoryTracking=summary); DEMO_CGROUP (a memory cgroup directory, e.g.
+# /sys/fs/cgroup/memory/demo or, on cgroup v2, /sys/fs/cgroup/demo: the demo JVM alone is put in
+# it, see below); NATIVEPOOL_LOG_LEVEL. The script sets no glibc tunable: the library sets its
+# allocator policy itself, and the report names any MALLOC_* variable the caller set.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -40,16 +43,23 @@ opens=("@$root/spark/spark-jvm.args")
 # Warnings and errors of the Go side (leaks, late releases, failed spillers) reach the output;
 # NATIVEPOOL_LOG_LEVEL=debug shows every spill request too.
 export NATIVEPOOL_LOG_LEVEL=${NATIVEPOOL_LOG_LEVEL:-warn}
-# glibc raises its mmap threshold each time a large block is freed (up to 32 MiB), after which
-# blocks such as Spark's 1 MiB Tungsten pages and the sorter's 128 KiB chunks come from arenas
-# that keep freed memory resident: RSS would then stay up after the warm-up and hide the measured
-# run's growth. A fixed threshold (which also turns off the dynamic adjustment) returns freed
-# large blocks to the OS, so RSS follows what is live. The report states the setting.
-export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-131072}
 export SPARK_LOCAL_IP=${SPARK_LOCAL_IP:-127.0.0.1}
+# The demo JVM is this script's child, not Maven's: with DEMO_CGROUP it is started by a shell that
+# writes its own pid into the cgroup's cgroup.procs and then execs java, so the JVM, and only it
+# (not this script, Maven or go), is in the cgroup from its first byte; the report then states the
+# cgroup's peak. A harness can instead write the JVM's pid into cgroup.procs itself.
+launch=()
+if [[ -n ${DEMO_CGROUP:-} ]]; then
+	if [[ ! -w $DEMO_CGROUP/cgroup.procs ]]; then
+		echo "run.sh: DEMO_CGROUP=$DEMO_CGROUP: no writable cgroup.procs there" >&2
+		exit 2
+	fi
+	launch=(bash -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$DEMO_CGROUP")
+fi
 rc=0
-"$JAVA_HOME/bin/java" "${opens[@]}" \
-	-Xms"$heap" -Xmx"$heap" -XX:+AlwaysPreTouch \
+# shellcheck disable=SC2086 # DEMO_JAVA_OPTS is a list of options
+"${launch[@]}" "$JAVA_HOME/bin/java" "${opens[@]}" \
+	-Xms"$heap" -Xmx"$heap" -XX:+AlwaysPreTouch ${DEMO_JAVA_OPTS:-} \
 	-Dlog4j2.configurationFile="$root/examples/spark/log4j2.properties" \
 	-Dnativepool.library="$root/$lib" \
 	-cp "$jar:$(cat "$cp_file")" \

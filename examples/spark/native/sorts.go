@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/metrics"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/cdata"
@@ -26,6 +27,8 @@ const (
 	statSpilledBytes
 	statRuns
 	statMergePasses
+	statMaxFanIn
+	statMergeLevels
 	statReserved
 	statPeakReserved
 	statAllocated
@@ -50,6 +53,8 @@ var sortStatFields = [statCount]struct{ name, doc string }{
 	statSpilledBytes:    {"SPILLED_BYTES", "bytes of run files written"},
 	statRuns:            {"RUNS", "run files written"},
 	statMergePasses:     {"MERGE_PASSES", "multi-pass merges"},
+	statMaxFanIn:        {"MAX_FAN_IN", "most runs merged at once, bounded by the batches the pool granted"},
+	statMergeLevels:     {"MERGE_LEVELS", "depth of the merge tree, ceil(log_fanin(runs))"},
 	statReserved:        {"RESERVED", "the sorter's reservation now"},
 	statPeakReserved:    {"PEAK_RESERVED", "high-water mark of reserved"},
 	statAllocated:       {"ALLOCATED", "bytes in live buffers of the sorter's allocator (exports included)"},
@@ -70,7 +75,9 @@ const (
 	sampleViolations  = 4 // checks that failed, every sorter ever
 	sampleGoRuntime   = 5 // bytes the Go runtime holds mapped (heap, stacks, metadata)
 	sampleRSS         = 6 // the process's resident set
-	sampleCount       = 7 // length of the array
+	sampleGoPeak      = 7 // peak of sampleGoRuntime, read after every driver call and by sample0
+	sampleGoMapped    = 8 // every byte the Go runtime has mapped, released or not: it never shrinks
+	sampleCount       = 9 // length of the array
 )
 
 // engine holds the sorters opened through SortBridge and the cumulative
@@ -86,6 +93,35 @@ type engine struct {
 
 	// Counters of closed sorters, so that sample0 stays cumulative.
 	closedChecks, closedViolations atomic.Int64
+	// goPeak is the highest Go runtime figure read (see readGoRuntime).
+	goPeak atomic.Int64
+}
+
+// goRuntime is what runtime/metrics says the Go runtime holds: held is
+// mapped minus released to the OS (heap, stacks, metadata; what it can
+// have resident), mapped is all it has mapped, released or not.
+type goRuntime struct{ held, mapped int64 }
+
+// readGoRuntime reads the Go runtime's figures and raises the engine's peak
+// of held. It is called after every driver call and by sample, so the
+// peak is that of the moments the Go heap can grow at: a sorter's calls.
+func (e *engine) readGoRuntime() goRuntime {
+	s := []metrics.Sample{
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return goRuntime{}
+	}
+	g := goRuntime{mapped: int64(s[0].Value.Uint64())}
+	g.held = g.mapped - int64(s[1].Value.Uint64())
+	for {
+		cur := e.goPeak.Load()
+		if g.held <= cur || e.goPeak.CompareAndSwap(cur, g.held) {
+			return g
+		}
+	}
 }
 
 func newEngine(logger *slog.Logger, join func(int64) (pool.Pool, func(), error)) *engine {
@@ -160,6 +196,7 @@ func (e *engine) drive(op string, h int64, fn func(*sortHandle) error) error {
 	defer sh.busy.Store(false)
 	err = fn(sh)
 	e.check(sh)
+	e.readGoRuntime()
 	return err
 }
 
@@ -239,6 +276,8 @@ func (e *engine) stats(h int64) ([]int64, error) {
 	a[statSpilledBytes] = st.SpilledBytes
 	a[statRuns] = st.Runs
 	a[statMergePasses] = st.MergePasses
+	a[statMaxFanIn] = st.MaxFanIn
+	a[statMergeLevels] = st.MergeLevels
 	a[statReserved] = st.Reserved
 	a[statPeakReserved] = st.PeakReserved
 	a[statAllocated] = st.Allocated
@@ -299,9 +338,12 @@ func (e *engine) sample() []int64 {
 		a[sampleChecks] += sh.checks.Load()
 		a[sampleViolations] += sh.violations.Load()
 	})
-	if d, err := ffi.MeasureDrift(0, 0); err == nil {
-		a[sampleGoRuntime] = d.GoRuntime
-		a[sampleRSS] = d.RSS
+	g := e.readGoRuntime()
+	a[sampleGoRuntime] = g.held
+	a[sampleGoPeak] = e.goPeak.Load()
+	a[sampleGoMapped] = g.mapped
+	if rss, err := ffi.ReadRSS(); err == nil {
+		a[sampleRSS] = rss
 	}
 	return a
 }

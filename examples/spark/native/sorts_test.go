@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"testing"
 	"unsafe"
 
@@ -265,6 +267,33 @@ func TestSampleSumsLiveSortersAndKeepsTheCountersOfClosedOnes(t *testing.T) {
 	assert.Zero(t, s[sampleReserved])
 	assert.GreaterOrEqual(t, s[sampleChecks], checks, "closed sorters' checks still count")
 	assert.Zero(t, s[sampleViolations])
+}
+
+// TestGoRuntimePeakIsReadAfterEveryDriverCallAndNeverBelowTheCurrentFigure:
+// garbage made and collected inside a driver call shows in the Go peak of
+// the next sample even though that sample's current figure is lower, and
+// the mapped figure bounds the peak from above.
+func TestGoRuntimePeakIsReadAfterEveryDriverCallAndNeverBelowTheCurrentFigure(t *testing.T) {
+	e := fixedPool(t, pool.NewUnbounded())
+	h, err := e.create(1, "s", 0, t.TempDir())
+	require.NoError(t, err)
+	before := e.sample()
+	var garbage [][]byte
+	require.NoError(t, e.drive("test0", h, func(*sortHandle) error {
+		for range 64 {
+			garbage = append(garbage, make([]byte, 1<<20)) // 64 MiB of Go heap
+		}
+		return nil
+	}))
+	garbage = nil
+	runtime.GC()
+	debug.FreeOSMemory()
+	s := e.sample()
+	assert.GreaterOrEqual(t, s[sampleGoPeak]-before[sampleGoRuntime], int64(60<<20), "the peak saw the call's 64 MiB")
+	assert.GreaterOrEqual(t, s[sampleGoPeak], s[sampleGoRuntime])
+	assert.GreaterOrEqual(t, s[sampleGoMapped], s[sampleGoPeak])
+	assert.Less(t, s[sampleGoRuntime], s[sampleGoPeak], "the 64 MiB went back to the OS after the call")
+	require.NoError(t, e.close(h))
 }
 
 func TestConcurrentDriverCallsOnOneSorterAreIllegalState(t *testing.T) {

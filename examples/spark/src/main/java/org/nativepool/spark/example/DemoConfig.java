@@ -32,6 +32,8 @@ public final class DemoConfig implements Serializable {
   public final long groups;
   /** Partitions (tasks) of the sort stage. */
   public final int partitions;
+  /** Whether {@link #partitions} was derived from the rows ({@link #partitionsFor}), not given. */
+  public final boolean autoPartitions;
   /** Local threads ({@code local[threads]}). */
   public final int threads;
   /** Rows of the warm-up run before the measured one (JIT, class loading, arenas); 0 = none. */
@@ -52,6 +54,7 @@ public final class DemoConfig implements Serializable {
       int batchRows,
       long groups,
       int partitions,
+      boolean autoPartitions,
       int threads,
       long warmupRows,
       long seed,
@@ -72,6 +75,7 @@ public final class DemoConfig implements Serializable {
     this.batchRows = batchRows;
     this.groups = groups;
     this.partitions = partitions;
+    this.autoPartitions = autoPartitions;
     this.threads = threads;
     this.warmupRows = warmupRows;
     this.seed = seed;
@@ -79,10 +83,30 @@ public final class DemoConfig implements Serializable {
     this.outDir = outDir;
   }
 
+  /**
+   * Rows a sort task takes when {@code --partitions} is not given: the size the demo is known to
+   * complete at on a 1 GiB heap. A task's Spark aggregation spills more files the more rows it
+   * sees, and Spark merges all of a task's spill files at once, with two 1 MiB buffers per file
+   * (a heap array, and a direct buffer nothing accounts for: {@code examples/spark/README.md},
+   * "Scale"), so the rows per task, not the tasks, must stay bounded as the data grows.
+   */
+  public static final long ROWS_PER_TASK = 16_000_000L;
+
+  /**
+   * Sort tasks for {@code rows} rows when {@code --partitions} is not given: {@code
+   * ceil(rows / ROWS_PER_TASK)}, at least {@code threads}.
+   */
+  public static int partitionsFor(long rows, int threads) {
+    long p = (rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
+    return (int) Math.max(threads, Math.min(p, Integer.MAX_VALUE));
+  }
+
   /** The same options with another row count (the warm-up run). */
   DemoConfig withRows(long n) {
+    int p = autoPartitions ? partitionsFor(n, threads) : partitions;
     return new DemoConfig(
-        n, budget, chunk, pool, poolSize, batchRows, groups, partitions, threads, 0, seed, library, outDir);
+        n, budget, chunk, pool, poolSize, batchRows, groups, p, autoPartitions, threads, 0, seed,
+        library, outDir);
   }
 
   /** Where the sorters put their run files. */
@@ -105,7 +129,7 @@ public final class DemoConfig implements Serializable {
           "               (default 16m; 0 = the budget)",
           "  --batch      rows per Arrow batch, both directions (default 8192)",
           "  --groups     groups of the Spark aggregation, pmod(key, G) (default 175000)",
-          "  --partitions tasks of the sort stage (default 2)",
+          "  --partitions tasks of the sort stage (default ceil(rows / 16000000), at least T)",
           "  --threads    local[T] (default 2)",
           "  --warmup     rows of the unmeasured warm-up run (default rows/8, at most 1000000)",
           "  --seed       generator seed (default 1)",
@@ -125,7 +149,7 @@ public final class DemoConfig implements Serializable {
     long poolSize = JavaUtils.byteStringAsBytes("16m");
     int batch = 8192;
     long groups = 175_000L;
-    int partitions = 2;
+    int partitions = 0;
     int threads = 2;
     long warmup = -1;
     long seed = 1;
@@ -161,6 +185,10 @@ public final class DemoConfig implements Serializable {
         throw new IllegalArgumentException("sortdemo: " + opt + " " + v + ": not a number\n" + USAGE, e);
       }
     }
+    boolean autoPartitions = partitions == 0;
+    if (autoPartitions && threads > 0) {
+      partitions = partitionsFor(rows, threads);
+    }
     if (warmup < 0) {
       warmup = Math.min(rows / 8, 1_000_000L);
     }
@@ -173,6 +201,7 @@ public final class DemoConfig implements Serializable {
         batch,
         groups,
         partitions,
+        autoPartitions,
         threads,
         warmup,
         seed,

@@ -3,6 +3,8 @@ package org.nativepool.spark.example;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.management.BufferPoolMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,7 +28,11 @@ import org.nativepool.spark.ProcessStats;
  *       the baseline given to {@link #start};
  *   <li>{@code held}: bytes the native pools hold from Spark;
  *   <li>{@code native_reserved}, {@code sorter_reserved}, {@code go_runtime}: the native pools'
- *       reservations, the sorters' own, and what the Go runtime holds mapped.
+ *       reservations, the sorters' own, and what the Go runtime holds mapped;
+ *   <li>{@code rss_abs}: RSS itself; {@code untracked}: RSS growth less {@code reserved} and the Go
+ *       runtime's growth, the JVM's own memory that nothing accounts for (negative while reserved
+ *       memory is not yet touched); {@code cgroup_anon}: the JVM's memory cgroup's anonymous
+ *       memory (-1 without one); {@code direct}: the JVM's direct buffers in use.
  * </ul>
  *
  * <p>Peaks are kept for the report. Started once, stopped once; safe to read after {@link #stop()}.
@@ -49,21 +55,51 @@ final class MemorySampler implements AutoCloseable {
   final AtomicLong peakSorterReserved = new AtomicLong();
   final AtomicLong peakAllocated = new AtomicLong();
   final AtomicLong peakGoRuntime = new AtomicLong();
+  /** Peak anonymous memory of the JVM's memory cgroup (-1 without one). */
+  final AtomicLong peakCgroupAnon = new AtomicLong(-1);
+  /**
+   * Peak of the JVM's own untracked memory: RSS above the baseline less what Spark counts
+   * off-heap and less the Go runtime's growth, sampled.
+   */
+  final AtomicLong peakUntracked = new AtomicLong(Long.MIN_VALUE);
+  /**
+   * Peak of the JVM's direct buffers ({@code java.nio}'s "direct" pool), sampled. Spark's own
+   * direct buffers (its spill-file readers') are not in it: with {@code jdk.internal.ref} open,
+   * {@code Platform.allocateDirectBuffer} wraps {@code Unsafe.allocateMemory} instead.
+   */
+  final AtomicLong peakDirect = new AtomicLong();
+  private final BufferPoolMXBean direct =
+      ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class).stream()
+          .filter(b -> b.getName().equals("direct"))
+          .findFirst()
+          .orElse(null);
   /** Samples whose summed allocated exceeded the summed sorter reservations. */
   final AtomicLong sumViolations = new AtomicLong();
 
-  private MemorySampler(long baselineRss, Path csvPath) throws IOException {
+  private final long baselineGo;
+  private final TruePeaks.Cgroup cgroup;
+
+  private MemorySampler(long baselineRss, long baselineGo, TruePeaks.Cgroup cgroup, Path csvPath)
+      throws IOException {
     this.baselineRss = baselineRss;
+    this.baselineGo = baselineGo;
+    this.cgroup = cgroup;
     this.csv = Files.newBufferedWriter(csvPath, StandardCharsets.UTF_8);
     csv.write(
-        "t_ms,reserved,allocated,rss,held,native_reserved,sorter_reserved,go_runtime,rss_abs\n");
+        "t_ms,reserved,allocated,rss,held,native_reserved,sorter_reserved,go_runtime,rss_abs,"
+            + "untracked,cgroup_anon,direct\n");
     this.thread = new Thread(this::run, "nativepool-demo-sampler");
     thread.setDaemon(true);
   }
 
-  /** Starts sampling; RSS is written relative to {@code baselineRss}. */
-  static MemorySampler start(long baselineRss, Path csvPath) throws IOException {
-    MemorySampler s = new MemorySampler(baselineRss, csvPath);
+  /**
+   * Starts sampling; RSS is written relative to {@code baselineRss}, and the untracked figure
+   * takes the Go runtime's growth over {@code baselineGo}. {@code cgroup} (may be null) is the
+   * JVM's memory cgroup, whose anonymous memory is sampled too.
+   */
+  static MemorySampler start(long baselineRss, long baselineGo, TruePeaks.Cgroup cgroup, Path csvPath)
+      throws IOException {
+    MemorySampler s = new MemorySampler(baselineRss, baselineGo, cgroup, csvPath);
     s.sample(); // one sample at t = 0
     s.thread.start();
     return s;
@@ -100,6 +136,13 @@ final class MemorySampler implements AutoCloseable {
     max(peakSorterReserved, sorterReserved);
     max(peakAllocated, allocated);
     max(peakGoRuntime, s[SortBridge.SAMPLE_GO_RUNTIME]);
+    long untracked =
+        rss - baselineRss - spark - Math.max(0, s[SortBridge.SAMPLE_GO_RUNTIME] - baselineGo);
+    max(peakUntracked, untracked);
+    long directUsed = direct == null ? 0 : direct.getMemoryUsed();
+    max(peakDirect, directUsed);
+    long anon = cgroup == null ? -1 : cgroup.anon();
+    max(peakCgroupAnon, anon);
     samples.incrementAndGet();
     long t = (System.nanoTime() - start) / 1_000_000;
     try {
@@ -115,7 +158,10 @@ final class MemorySampler implements AutoCloseable {
                       Long.toString(p.reserved()),
                       Long.toString(sorterReserved),
                       Long.toString(s[SortBridge.SAMPLE_GO_RUNTIME]),
-                      Long.toString(rss)))
+                      Long.toString(rss),
+                      Long.toString(untracked),
+                      Long.toString(anon),
+                      Long.toString(directUsed)))
               + "\n");
     } catch (IOException e) {
       failure = e;

@@ -35,8 +35,18 @@ public final class SortBridge {
   public static final int SAMPLE_GO_RUNTIME = 5;
   /** {@link #sample0} index: the process's resident set. */
   public static final int SAMPLE_RSS = 6;
+  /**
+   * {@link #sample0} index: the peak of {@link #SAMPLE_GO_RUNTIME}, read by Go after every sorter
+   * call and at every sample ({@code runtime/metrics}).
+   */
+  public static final int SAMPLE_GO_PEAK = 7;
+  /**
+   * {@link #sample0} index: every byte the Go runtime has mapped, released to the OS or not; it
+   * never shrinks, so it bounds the Go runtime's true peak from above.
+   */
+  public static final int SAMPLE_GO_MAPPED = 8;
   /** Length of the {@link #sample0} array. */
-  public static final int SAMPLE_COUNT = 7;
+  public static final int SAMPLE_COUNT = 9;
 
   private SortBridge() {}
 

@@ -9,6 +9,8 @@ import static org.apache.spark.sql.functions.sum;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
+import java.lang.management.BufferPoolMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -124,11 +126,17 @@ public final class SortDemo {
             .config("spark.ui.enabled", "false")
             .config("spark.sql.shuffle.partitions", Integer.toString(cfg.threads))
             .config("spark.sql.adaptive.enabled", "false")
+            // Spark merges all of a task's aggregation spill files at once, with a reader per
+            // file; read-ahead would give each reader two more 1 MiB heap buffers and a thread
+            // (README, "Scale"). The rows per task (DemoConfig.partitionsFor) bound the files.
+            .config("spark.unsafe.sorter.spill.read.ahead.enabled", "false")
             .config("spark.executor.processTreeMetrics.enabled", "true")
             .config("spark.driver.host", "localhost")
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.local.dir", Path.of(cfg.tempDir(), "spark").toString())
             .getOrCreate();
+    // The idle baseline: the JVM with Spark started and the library loaded, before any job.
+    long idleRss = MemorySampler.readRss();
     Result r = new Result();
     try {
       TaskMetricsListener metrics = new TaskMetricsListener();
@@ -146,6 +154,13 @@ public final class SortDemo {
       ProcessStats before = NativeBridge.processStats();
       long[] sampleBefore = SortBridge.sample();
       long baseline = MemorySampler.readRss();
+      // The kernel's peaks from here on: VmHWM, and the memory cgroup's if the JVM is in one.
+      boolean hwmReset = TruePeaks.resetHighWaterMark();
+      TruePeaks.Cgroup cgroup = TruePeaks.cgroup();
+      boolean cgroupReset = cgroup != null && cgroup.resetPeak();
+      long cgroupBaseline = cgroup == null ? -1 : cgroup.usage();
+      long cgroupAnonBaseline = cgroup == null ? -1 : cgroup.anon();
+      long directBaseline = directBuffersUsed();
       out.printf(
           Locale.ROOT,
           "sortdemo: %,d rows, pool %s, budget %s, chunk %s, %d tasks on local[%d]...%n",
@@ -157,7 +172,9 @@ public final class SortDemo {
           cfg.threads);
       long t0 = System.nanoTime();
       Job job;
-      MemorySampler sampler = MemorySampler.start(baseline, dir.resolve("samples.csv"));
+      MemorySampler sampler =
+          MemorySampler.start(
+              baseline, sampleBefore[SortBridge.SAMPLE_GO_RUNTIME], cgroup, dir.resolve("samples.csv"));
       try {
         job = runJob(spark, cfg);
       } finally {
@@ -166,10 +183,21 @@ public final class SortDemo {
       long elapsedMs = (System.nanoTime() - t0) / 1_000_000;
       ProcessStats after = NativeBridge.processStats();
       long[] sampleAfter = SortBridge.sample();
+      Peaks peaks =
+          new Peaks(
+              idleRss,
+              TruePeaks.highWaterMark(),
+              hwmReset,
+              cgroup,
+              cgroup == null ? -1 : cgroup.peak(),
+              cgroupReset,
+              cgroupBaseline,
+              cgroupAnonBaseline,
+              directBaseline);
 
       report(
           r, cfg, job, metrics, sampler, before, after, sampleBefore, sampleAfter, baseline,
-          goLoadRss, goRuntimeAtLoad, elapsedMs);
+          goLoadRss, goRuntimeAtLoad, elapsedMs, peaks);
     } finally {
       spark.stop();
     }
@@ -179,6 +207,18 @@ public final class SortDemo {
     out.print(r.props.getProperty("text"));
     return r;
   }
+
+  /** The kernel's peaks of the measured run, and the idle baseline. */
+  record Peaks(
+      long idleRss,
+      long hwm,
+      boolean hwmReset,
+      TruePeaks.Cgroup cgroup,
+      long cgroupPeak,
+      boolean cgroupReset,
+      long cgroupBaseline,
+      long cgroupAnonBaseline,
+      long directBaseline) {}
 
   /** One job's outcome. */
   static final class Job {
@@ -288,10 +328,12 @@ public final class SortDemo {
       long baseline,
       long goLoadRss,
       long goRuntimeAtLoad,
-      long elapsedMs) {
+      long elapsedMs,
+      Peaks peaks) {
     // Native figures summed over the sort tasks.
     long rowsIn = 0, rowsOut = 0, self = 0, requested = 0, requests = 0, spilledBytes = 0;
     long runs = 0, batchesIn = 0, batchesOut = 0, peakSorterReserved = 0, peakAllocated = 0;
+    long maxFanIn = 0, mergeLevels = 0;
     long poolPeak = 0, acquires = 0, releases = 0, reclaims = 0, reclaimedBytes = 0, shortGrants = 0;
     // Spark's figures of the same tasks, and of the whole job.
     long sparkMemSpilled = 0, sparkDiskSpilled = 0, sparkSpillingTasks = 0, peakTaskOffHeap = 0;
@@ -304,6 +346,8 @@ public final class SortDemo {
       requests += s[SortStat.SPILL_REQUESTS.ordinal()];
       spilledBytes += s[SortStat.SPILLED_BYTES.ordinal()];
       runs += s[SortStat.RUNS.ordinal()];
+      maxFanIn = Math.max(maxFanIn, s[SortStat.MAX_FAN_IN.ordinal()]);
+      mergeLevels = Math.max(mergeLevels, s[SortStat.MERGE_LEVELS.ordinal()]);
       batchesIn += s[SortStat.BATCHES_IN.ordinal()];
       batchesOut += s[SortStat.BATCHES_OUT.ordinal()];
       peakSorterReserved = Math.max(peakSorterReserved, s[SortStat.PEAK_RESERVED.ordinal()]);
@@ -340,6 +384,20 @@ public final class SortDemo {
     double ratioNet = sparkPeak > 0 ? (double) (growth - goGrowth) / sparkPeak : Double.NaN;
     boolean ok = job.correct() && violations == 0 && leaks == 0;
     String threshold = System.getenv("MALLOC_MMAP_THRESHOLD_");
+    String mallocEnv = mallocEnvironment();
+    // The true peak (VmHWM, kept by the kernel) against what was reserved plus the baseline.
+    long goPeakGrowth =
+        Math.max(0, sampleAfter[SortBridge.SAMPLE_GO_PEAK] - sampleBefore[SortBridge.SAMPLE_GO_RUNTIME]);
+    // The kernel raises VmHWM when it unmaps memory, not when memory goes back by madvise (as
+    // the JVM's GC and the Go runtime return it), so a peak followed by such a drop can be missed:
+    // the true peak is the larger of VmHWM and the highest sample.
+    long truePeak = Math.max(peaks.hwm(), smp.peakRss.get());
+    long hwmGrowth = truePeak - baseline;
+    long over = truePeak - (baseline + sparkPeak);
+    long untrackedBound = Math.max(0, hwmGrowth - sparkPeak - goPeakGrowth);
+    long untrackedSampled = Math.max(0, smp.peakUntracked.get());
+    double hwmRatio = sparkPeak > 0 ? (double) hwmGrowth / sparkPeak : Double.NaN;
+    long directBaseline = peaks.directBaseline();
 
     r.put("ok", ok);
     r.put("correct", job.correct());
@@ -368,6 +426,32 @@ public final class SortDemo {
     r.put("peakAllocatedSampled", smp.peakAllocated.get());
     r.put("baselineRss", baseline);
     r.put("mallocMmapThreshold", threshold == null ? "" : threshold);
+    r.put("mallocEnvironment", mallocEnv);
+    r.put("partitions", cfg.partitions);
+    r.put("idleRss", peaks.idleRss());
+    r.put("peakRssHwm", truePeak);
+    r.put("vmHwm", peaks.hwm());
+    r.put("hwmReset", peaks.hwmReset());
+    r.put("hwmGrowth", hwmGrowth);
+    r.put("hwmRatio", String.format(Locale.ROOT, "%.3f", hwmRatio));
+    r.put("overReservedPlusBaseline", Math.max(0, over));
+    r.put("exceedsReserved", over > 0);
+    r.put("goRuntimePeak", sampleAfter[SortBridge.SAMPLE_GO_PEAK]);
+    r.put("goRuntimePeakGrowth", goPeakGrowth);
+    r.put("goRuntimeMapped", sampleAfter[SortBridge.SAMPLE_GO_MAPPED]);
+    r.put("jvmUntracked", untrackedBound);
+    r.put("jvmUntrackedSampled", untrackedSampled);
+    r.put("directBaseline", directBaseline);
+    r.put("peakDirect", smp.peakDirect.get());
+    r.put("cgroup", peaks.cgroup() == null ? "" : peaks.cgroup().path());
+    r.put("cgroupPeak", peaks.cgroupPeak());
+    r.put("cgroupPeakReset", peaks.cgroupReset());
+    r.put("cgroupBaseline", peaks.cgroupBaseline());
+    r.put("cgroupAnonBaseline", peaks.cgroupAnonBaseline());
+    r.put("cgroupPeakAnon", smp.peakCgroupAnon.get());
+    r.put("cgroupLimit", peaks.cgroup() == null ? -1 : peaks.cgroup().limit());
+    r.put("nativeMaxFanIn", maxFanIn);
+    r.put("nativeMergeLevels", mergeLevels);
     r.put("peakRss", smp.peakRss.get());
     r.put("rssGrowth", growth);
     r.put("goLoadRss", goLoadRss);
@@ -406,8 +490,10 @@ public final class SortDemo {
     line(b, "rows", String.format(Locale.ROOT, "%,d in, %,d out (%,d + %,d Arrow batches over C Data)",
         rowsIn, rowsOut, batchesIn, batchesOut));
     line(b, "native spills", String.format(Locale.ROOT,
-        "%d self-initiated, %d Spark-requested (%d requests); %d run files, %s written",
-        self, requested, requests, runs, size(spilledBytes)));
+        "%d self-initiated, %d Spark-requested (%d requests); %d run files, %s written;"
+            + " merge fan-in ≤ %d (what the pool granted), %d level%s",
+        self, requested, requests, runs, size(spilledBytes), maxFanIn, mergeLevels,
+        mergeLevels == 1 ? "" : "s"));
     line(b, "Spark → native", String.format(Locale.ROOT,
         "%d spill calls on the native consumer released %s to Spark", reclaims, size(reclaimedBytes)));
     line(b, "Spark spills", String.format(Locale.ROOT,
@@ -424,20 +510,66 @@ public final class SortDemo {
     line(b, "allocated ≤ reserved", String.format(Locale.ROOT,
         "%s: %,d checks (after every native call and at every %d ms sample), %d violations",
         violations == 0 ? "held" : "VIOLATED", checks, MemorySampler.PERIOD_MS, violations));
-    line(b, "peak RSS growth", String.format(Locale.ROOT,
-        "%s over a %s baseline taken %s; glibc %s", size(growth), size(baseline),
+    line(b, "baselines", String.format(Locale.ROOT,
+        "idle %s (Spark started, library loaded, no job); %s %s (the baseline below)",
+        mib(peaks.idleRss()), mib(baseline),
         cfg.warmupRows > 0
             ? "after a warm-up run"
-            : "before the first job (no warm-up: JIT and class loading count as growth)",
-        threshold == null
-            ? "defaults (dynamic mmap threshold)"
-            : "MALLOC_MMAP_THRESHOLD_=" + threshold));
+            : "before the first job (no warm-up: JIT and class loading count as growth)"));
+    String peakText = String.format(Locale.ROOT,
+        "%s %s = baseline + %s (%.2f × the %s reserved)%s",
+        truePeak > peaks.hwm() ? "highest sample (above VmHWM " + mib(peaks.hwm()) + ")" : "VmHWM",
+        mib(truePeak), size(hwmGrowth), hwmRatio, size(sparkPeak),
+        peaks.hwmReset() ? "" : "; VmHWM could not be reset: it is the process's lifetime peak");
+    if (over > 0) {
+      line(b, "true peak", red(peakText + String.format(Locale.ROOT,
+          "; EXCEEDS reserved + baseline by %s (Go runtime %s, JVM untracked ≥ %s)",
+          size(over), size(goPeakGrowth), size(untrackedBound))));
+    } else {
+      line(b, "true peak", peakText + "; within reserved + baseline");
+    }
+    TruePeaks.Cgroup c = peaks.cgroup();
+    int procs = c == null ? 0 : c.processes();
+    if (c != null && procs != 1) {
+      line(b, "cgroup peak", String.format(Locale.ROOT,
+          "not reported: the JVM's memory cgroup %s holds %d processes (DEMO_CGROUP puts the JVM in"
+              + " one of its own)", c.path(), procs));
+    } else if (c != null) {
+      line(b, "cgroup peak", String.format(Locale.ROOT,
+          "%s (v%d %s, %s, %s): peak %s%s, %s at the baseline (page cache included);"
+              + " anonymous %s at the baseline, peak %s (sampled)",
+          c.path(), c.v2() ? 2 : 1, c.v2() ? "memory.peak" : "memory.max_usage_in_bytes",
+          c.limit() < 0 ? "no limit" : "limit " + mib(c.limit()),
+          peaks.cgroupReset() ? "peak reset at the baseline" : "peak since the cgroup was made",
+          mib(peaks.cgroupPeak()),
+          peaks.cgroupPeak() > peaks.cgroupBaseline()
+              ? String.format(Locale.ROOT, " (+%s)", mib(peaks.cgroupPeak() - peaks.cgroupBaseline()))
+              : "",
+          mib(peaks.cgroupBaseline()), mib(peaks.cgroupAnonBaseline()),
+          mib(smp.peakCgroupAnon.get())));
+    }
     line(b, "Go runtime", String.format(Locale.ROOT,
-        "%s RSS to load the library and make one native call (%s mapped); %s more mapped during the run",
-        size(goLoadRss), size(goRuntimeAtLoad), size(goGrowth)));
+        "%s RSS to load the library and make one native call (%s mapped); peak %s (runtime/metrics,"
+            + " read after every native call), %s over the baseline; %s mapped in all",
+        size(goLoadRss), size(goRuntimeAtLoad), size(sampleAfter[SortBridge.SAMPLE_GO_PEAK]),
+        size(goPeakGrowth), size(sampleAfter[SortBridge.SAMPLE_GO_MAPPED])));
+    line(b, "JVM untracked", String.format(Locale.ROOT,
+        "≥ %s at the true peak (VmHWM growth − reserved − Go runtime growth), %s at the worst"
+            + " %d ms sample: memory outside Spark's books and the native side's (which are exact,"
+            + " above) — the JVM's own (Spark's spill-file readers: 1 MiB each, README \"Scale\")"
+            + " and freed memory the C allocator keeps; java.nio direct pool %s → %s",
+        size(untrackedBound), size(untrackedSampled), MemorySampler.PERIOD_MS,
+        size(directBaseline), size(smp.peakDirect.get())));
+    line(b, "peak RSS growth", String.format(Locale.ROOT,
+        "%s sampled every %d ms (the true peak is VmHWM); glibc %s", size(growth),
+        MemorySampler.PERIOD_MS,
+        mallocEnv.isEmpty()
+            ? "as the library set it (no MALLOC_* variable in the environment)"
+            : red("tuned by the environment: " + mallocEnv)));
     line(b, "RSS growth ÷ reserved", String.format(Locale.ROOT,
-        "%.2f (%.2f without the Go runtime's growth) — peak RSS growth ÷ peak off-heap reserved",
-        ratio, ratioNet));
+        "%.2f sampled (%.2f without the Go runtime's growth); %s true (VmHWM)",
+        ratio, ratioNet, over > 0 ? red(String.format(Locale.ROOT, "%.2f", hwmRatio))
+            : String.format(Locale.ROOT, "%.2f", hwmRatio)));
     line(b, "JNI upcalls", String.format(Locale.ROOT,
         "%,d acquire/release (%,d + %,d in the sort tasks, %d short grants), leaks %d", upcalls,
         acquires, releases, shortGrants, leaks));
@@ -447,8 +579,36 @@ public final class SortDemo {
     r.put("text", b.toString());
   }
 
+  /** Bytes in the JVM's direct buffers ({@code java.nio}'s "direct" pool) now. */
+  static long directBuffersUsed() {
+    return ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class).stream()
+        .filter(b -> b.getName().equals("direct"))
+        .mapToLong(BufferPoolMXBean::getMemoryUsed)
+        .sum();
+  }
+
+  /** {@code s} in red (ANSI), unless NO_COLOR is set. */
+  static String red(String s) {
+    return System.getenv("NO_COLOR") != null ? "!! " + s : "\u001b[31m" + s + "\u001b[0m";
+  }
+
+  /** Every MALLOC_* and GLIBC_TUNABLES variable of the environment, "NAME=value, ..." (or ""). */
+  static String mallocEnvironment() {
+    StringBuilder b = new StringBuilder();
+    System.getenv().entrySet().stream()
+        .filter(e -> e.getKey().startsWith("MALLOC_") || e.getKey().equals("GLIBC_TUNABLES"))
+        .sorted(Map.Entry.comparingByKey())
+        .forEach(e -> b.append(b.length() > 0 ? ", " : "").append(e.getKey()).append('=').append(e.getValue()));
+    return b.toString();
+  }
+
   private static void line(StringBuilder b, String name, String value) {
     b.append(String.format(Locale.ROOT, "  %-22s %s%n", name, value));
+  }
+
+  /** A byte count in MiB with one decimal, for figures compared across lines (1,234.5 MiB). */
+  static String mib(long n) {
+    return String.format(Locale.ROOT, "%,.1f MiB", n / 1048576.0);
   }
 
   /** A byte count in binary units, like the Go side's HumanReadableSize. */

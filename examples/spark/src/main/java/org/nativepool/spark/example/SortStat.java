@@ -25,6 +25,10 @@ public enum SortStat {
   RUNS,
   /** Multi-pass merges. */
   MERGE_PASSES,
+  /** Most runs merged at once, bounded by the batches the pool granted. */
+  MAX_FAN_IN,
+  /** Depth of the merge tree, ceil(log_fanin(runs)). */
+  MERGE_LEVELS,
   /** The sorter's reservation now. */
   RESERVED,
   /** High-water mark of {@link #RESERVED}. */

@@ -86,6 +86,16 @@ class SortDemoTest {
     assertTrue(num(r, "peakAllocated") <= num(r, "peakSorterReserved"), report);
     assertTrue(num(r, "peakSparkOffHeap") <= 8L << 20, "Spark's view stays within the budget");
     assertTrue(Files.size(out.resolve("samples.csv")) > 0);
+    // The true peak is the kernel's: never below the baseline or what the sampler saw.
+    assertTrue(num(r, "peakRssHwm") >= num(r, "baselineRss"), report);
+    assertTrue(num(r, "peakRssHwm") >= num(r, "peakRss"), "VmHWM ≥ every sample\n" + report);
+    assertTrue(num(r, "goRuntimePeak") > 0, report);
+    assertTrue(num(r, "goRuntimeMapped") >= num(r, "goRuntimePeak"), report);
+    assertEquals(
+        num(r, "overReservedPlusBaseline") > 0,
+        Boolean.parseBoolean(r.getProperty("exceedsReserved")),
+        report);
+    assertEquals(num(r, "overReservedPlusBaseline") > 0, report.contains("EXCEEDS"), report);
   }
 
   private static long num(Properties r, String key) {
