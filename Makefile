@@ -55,7 +55,7 @@ test-java-checkjni: lib
 	grep -E '^\[INFO\] (Tests run: .*Skipped: [0-9]+$$|Building nativepool|BUILD)' $(BUILD)/checkjni.log
 	python3 $(PLUGIN_DIR)/check_jni_warnings.py $(BUILD)/checkjni.log $$(ls $(PLUGIN_DIR)/target/surefire-reports/*.dumpstream $(DEMO_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null)
 
-test: test-go test-java test-java-checkjni
+test: test-go test-java test-java-checkjni test-container
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pool/ ./taskshared/ ./ffi/ | tee $(BUILD)/bench-go.txt

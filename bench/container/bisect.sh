@@ -2,10 +2,11 @@
 # Finds the smallest memoryOverhead under which a command survives in a memory cgroup sized like a
 # Kubernetes executor pod: limit = heap + off-heap + overhead (bench/container/cgrun.sh runs it).
 #
-#   bench/container/bisect.sh --label NAME --base BYTES --start MiB [--step MiB] [--timeout S] -- cmd...
+#   bench/container/bisect.sh --label NAME --base BYTES --start MiB [--step MiB] [--timeout S] [--env VAR] -- cmd...
 #
 # --base is heap + off-heap in bytes; --start the first overhead tried (near the expected answer,
-# so a cell costs a few runs); --step the resolution (16 MiB). It first runs the command with no
+# so a cell costs a few runs); --step the resolution (16 MiB); --env VAR is cgrun.sh's (the command
+# puts its own JVM into the cgroup named by $VAR, and builds outside it). It first runs the command with no
 # effective limit (64 GiB) to learn its unconstrained time and peak; a constrained run that is
 # still going after 3× that time is killed and counts as failed (a stall at the limit). Then it
 # walks from --start: down while runs survive, up while they fail, and prints the smallest
@@ -17,7 +18,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-label= base= start= step=16 timeout=
+label= base= start= step=16 timeout= envopt=()
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--label) label=$2; shift 2 ;;
@@ -25,6 +26,7 @@ while [[ $# -gt 0 ]]; do
 	--start) start=$2; shift 2 ;;
 	--step) step=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
+	--env) envopt=(--env "$2"); shift 2 ;;
 	--) shift; break ;;
 	*) echo "bisect: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -43,7 +45,7 @@ attempt() {
 	shift
 	if [[ $ov == none ]]; then lim=$((64 << 30)); else lim=$((base + (ov << 20))); fi
 	rc=0
-	"$here/cgrun.sh" --name "np-bisect-$label-$$" --limit "$lim" --timeout "${run_timeout:-0}" -- "$@" >"$log" 2>"$log.err" || rc=$?
+	"$here/cgrun.sh" --name "np-bisect-$label-$$" --limit "$lim" --timeout "${run_timeout:-0}" "${envopt[@]}" -- "$@" >"$log" 2>"$log.err" || rc=$?
 	if [[ $rc -eq 3 ]]; then
 		cat "$log.err" >&2
 		exit 3

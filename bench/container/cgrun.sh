@@ -2,11 +2,13 @@
 # Runs one command inside a fresh cgroup-v1 memory cgroup with a hard limit, the way Kubernetes
 # limits an executor pod, and reports what the kernel counted:
 #
-#   bench/container/cgrun.sh --limit BYTES [--timeout SECONDS] [--name NAME] -- command args...
+#   bench/container/cgrun.sh --limit BYTES [--timeout SECONDS] [--name NAME] [--env VAR] -- command args...
 #
 # The command itself (and everything it starts) runs in the cgroup: the script forks a shell that
 # writes its own pid into cgroup.procs and then execs the command. Only that process tree is
-# charged; build steps belong outside. Over the limit, the kernel's OOM killer ends it with
+# charged; build steps belong outside. With --env VAR the command runs outside instead, with VAR
+# set to the cgroup's directory, and puts its own workload in (the demo's run.sh does so with
+# DEMO_CGROUP: it builds outside and starts only the JVM inside). Over the limit, the kernel's OOM killer ends it with
 # SIGKILL (exit 137), as in a pod. A run still going after --timeout is killed too and reported as
 # a stall (exit 124).
 #
@@ -20,12 +22,13 @@
 # if no memory cgroup can be made (callers skip on 3). The cgroup is removed at the end.
 set -euo pipefail
 
-limit= timeout=0 name=nativepool-$$
+limit= timeout=0 name=nativepool-$$ envvar=
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--limit) limit=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--name) name=$2; shift 2 ;;
+	--env) envvar=$2; shift 2 ;;
 	--) shift; break ;;
 	*) echo "cgrun: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -53,7 +56,11 @@ echo "$limit" >"$cg/memory.memsw.limit_in_bytes" 2>/dev/null || true
 echo 0 >"$cg/memory.swappiness" 2>/dev/null || true
 
 start=$(date +%s.%N)
-bash -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@" &
+if [[ -n $envvar ]]; then
+	env "$envvar=$cg" "$@" &
+else
+	bash -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@" &
+fi
 pid=$!
 peak_rss=0 stalled=0
 while kill -0 "$pid" 2>/dev/null; do
@@ -62,6 +69,7 @@ while kill -0 "$pid" 2>/dev/null; do
 	if ((timeout > 0)) && (($(date +%s) - ${start%.*} > timeout)); then
 		stalled=1
 		while read -r p; do kill -9 "$p" 2>/dev/null || true; done <"$cg/cgroup.procs"
+		kill "$pid" 2>/dev/null || true
 		break
 	fi
 	sleep 0.02
