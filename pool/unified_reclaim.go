@@ -78,7 +78,7 @@ func (p *unifiedPool) reclaim(target int64, reportSpillers bool) (int64, error) 
 				p.logger.Log(context.Background(), level, "pool: spiller failed or freed nothing; skipped",
 					"pool", p.label, "consumer", cand.c.String(), "target", want, "freed", got, "err", err)
 				if err != nil && reportSpillers {
-					spillErrs = append(spillErrs, fmt.Errorf("pool: %s: spiller of %s: %w", p.label, cand.c, err))
+					spillErrs = append(spillErrs, &SpillerError{Pool: p.label, Consumer: cand.c.String(), Err: err})
 				}
 			}
 			p.mu.Lock()
@@ -115,6 +115,22 @@ func (p *unifiedPool) reclaim(target int64, reportSpillers bool) (int64, error) 
 	p.counters.reclaimedBytes.Add(freed)
 	return freed, errors.Join(append(errs, spillErrs...)...)
 }
+
+// SpillerError is the failure of one consumer's Spiller that
+// ReclaimReporting skipped (and counted): the reclaim went on without it.
+// errors.As finds it in ReclaimReporting's error, so that a caller can tell
+// a skipped spiller from a failed release.
+type SpillerError struct {
+	Pool, Consumer string
+	Err            error
+}
+
+func (e *SpillerError) Error() string {
+	return fmt.Sprintf("pool: %s: spiller of %s: %v", e.Pool, e.Consumer, e.Err)
+}
+
+// Unwrap returns the spiller's own error.
+func (e *SpillerError) Unwrap() error { return e.Err }
 
 type spillCandidate struct {
 	c     *Consumer

@@ -527,7 +527,35 @@ func (b *Bridge) Reclaim(h, target int64) (int64, error) {
 	defer ph.tp.calls.exit()
 	n, err := ph.tp.unified.ReclaimReporting(target)
 	b.afterReclaim(n, err)
-	return n, err
+	return n, thrownByReclaim(err)
+}
+
+// thrownByReclaim is what a reclaim hands to Spark's spill() out of
+// ReclaimReporting's error: every failed release, and the spillers that
+// failed with a Java exception (rethrown, as API.md says). A spiller that
+// failed with a Go error (an engine's spiller) was counted and logged by
+// the pool and skipped; the reclaim freed what it could without it, and
+// failing Spark's spill for it would fail the task.
+func thrownByReclaim(err error) error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return keepUnlessGoSpiller(err)
+	}
+	var kept []error
+	for _, e := range j.Unwrap() {
+		if e = keepUnlessGoSpiller(e); e != nil {
+			kept = append(kept, e)
+		}
+	}
+	return errors.Join(kept...)
+}
+
+func keepUnlessGoSpiller(err error) error {
+	var se *pool.SpillerError
+	if errors.As(err, &se) && len(JavaExceptions(err)) == 0 {
+		return nil
+	}
+	return err
 }
 
 // PoolStats returns the pool's statistics laid out as poolStats0 (poolStatFields).

@@ -595,3 +595,26 @@ func TestASpillerMakesTheConsumerSpillableEvenWithCanSpillFalse(t *testing.T) {
 	require.NoError(t, b.ClosePool(p))
 	up.requireSane(t)
 }
+
+// A spiller that fails with a Go error (an engine's spiller, or one racing
+// its reservation's close) is counted and skipped, as before issue 10 item
+// 5: only a Java exception from a spiller is rethrown from Spark's spill(),
+// so a reclaim that freed what it could does not fail the task.
+func TestReclaimSkipsAGoSpillersErrorAndCountsIt(t *testing.T) {
+	b, _ := newTestBridge(t)
+	up := newFakeUpstream(1 << 20)
+	p := mustOpen(t, b, 3, KindGreedyUnified, 0, 0, up)
+	broken := mustReserve(t, b, p, "broken", true, &fakeSpiller{spill: func(int64) (int64, error) {
+		return 0, fmt.Errorf("engine: spill file: %w", ErrStaleHandle)
+	}})
+	require.NoError(t, b.TryGrow(broken, 500))
+
+	freed, err := b.Reclaim(p, 100)
+
+	require.NoError(t, err)
+	assert.Zero(t, freed)
+	stats, _ := b.PoolStats(p)
+	assert.Equal(t, int64(1), stats[StatSpillerFailures])
+	require.NoError(t, b.CloseReservation(broken))
+	require.NoError(t, b.ClosePool(p))
+}

@@ -82,7 +82,7 @@ func (b *Bridge) ReclaimTask(th, target int64) (int64, error) {
 	defer tp.calls.exit()
 	n, err := tp.unified.ReclaimReporting(target)
 	b.afterReclaim(n, err)
-	return n, err
+	return n, thrownByReclaim(err)
 }
 
 // TaskOwner returns the upstream (the task's owner) of the pool of handle h:

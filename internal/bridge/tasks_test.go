@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -180,7 +179,7 @@ func TestReclaimTaskReturnsAFailedSpillersErrorAfterReclaiming(t *testing.T) {
 	owner := &countingOwner{up: up}
 	p, err := b.OpenPool(13, KindGreedyUnified, 0, 0, owner.factory)
 	require.NoError(t, err)
-	boom := errors.New("spill file system full")
+	boom := NewJavaException("java.io.IOException", "spill file system full", "spill", 0, nil) // what jvmSpiller returns
 	failing := mustReserve(t, b, p, "failing", true, &fakeSpiller{spill: func(int64) (int64, error) { return 0, boom }})
 	var ok int64
 	ok = mustReserve(t, b, p, "ok", true, &fakeSpiller{spill: func(target int64) (int64, error) { return b.Free(ok) }})
