@@ -301,8 +301,12 @@ func (t *TrackConsumers) largest(k int) []ConsumerMetrics {
 	h.ms = make([]ConsumerMetrics, 0, h.k)
 	for _, tc := range t.list {
 		r := tc.reserved.Load()
-		if len(h.ms) == h.k && before(ConsumerMetrics{Reserved: r, ID: tc.id}, h.ms[0]) >= 0 {
-			continue // not above the smallest kept: the common case, no allocation
+		if len(h.ms) == h.k {
+			// Not before the last kept in report order (smaller, or equal with a
+			// larger ID): the common case, decided without building a snapshot.
+			if last := &h.ms[0]; r < last.Reserved || r == last.Reserved && tc.id > last.ID {
+				continue
+			}
 		}
 		h.offer(tc.metrics(r))
 	}
