@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"runtime/metrics"
 	"strconv"
+
+	"github.com/nativepool/nativepool/internal/gomem"
 )
 
 // Snapshot is an allocator's books at one moment, readable at run time
@@ -153,14 +154,9 @@ func MeasureDrift(reserved, allocated int64) (Drift, error) {
 	if err != nil {
 		return Drift{}, err
 	}
-	samples := []metrics.Sample{
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"},
-	}
-	metrics.Read(samples)
 	var goRuntime int64
-	if samples[0].Value.Kind() == metrics.KindUint64 && samples[1].Value.Kind() == metrics.KindUint64 {
-		goRuntime = int64(samples[0].Value.Uint64() - samples[1].Value.Uint64())
+	if mapped, released, ok := gomem.Read(); ok {
+		goRuntime = mapped - released
 	}
 	return Drift{
 		RSS:         rss,

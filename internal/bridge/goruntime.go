@@ -6,9 +6,10 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
-	"runtime/metrics"
 	"sync"
 	"time"
+
+	"github.com/nativepool/nativepool/internal/gomem"
 )
 
 // The process's own memory (issue 11 items 2 to 4): the Go runtime's soft
@@ -67,12 +68,10 @@ func DefaultProcessRuntime() ProcessRuntime {
 // readGoMemory samples runtime/metrics: total mapped minus released, and
 // released.
 func readGoMemory() (mapped, released int64) {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+	total, rel, ok := gomem.Read()
+	if !ok {
 		return -1, -1
 	}
-	total, rel := int64(s[0].Value.Uint64()), int64(s[1].Value.Uint64())
 	return total - rel, rel
 }
 

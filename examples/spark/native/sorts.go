@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime/metrics"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/cdata"
 
 	extsort "github.com/nativepool/nativepool/examples/sort"
 	"github.com/nativepool/nativepool/ffi"
+	"github.com/nativepool/nativepool/internal/gomem"
 	"github.com/nativepool/nativepool/jni"
 	"github.com/nativepool/nativepool/pool"
 )
@@ -106,16 +106,11 @@ type goRuntime struct{ held, mapped int64 }
 // of held. It is called after every driver call and by sample, so the
 // peak is that of the moments the Go heap can grow at: a sorter's calls.
 func (e *engine) readGoRuntime() goRuntime {
-	s := []metrics.Sample{
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"},
-	}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+	mapped, released, ok := gomem.Read()
+	if !ok {
 		return goRuntime{}
 	}
-	g := goRuntime{mapped: int64(s[0].Value.Uint64())}
-	g.held = g.mapped - int64(s[1].Value.Uint64())
+	g := goRuntime{mapped: mapped, held: mapped - released}
 	for {
 		cur := e.goPeak.Load()
 		if g.held <= cur || e.goPeak.CompareAndSwap(cur, g.held) {
