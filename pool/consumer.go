@@ -87,7 +87,7 @@ func (c *Consumer) Register(p Pool) *Reservation {
 func (reg *registration) bindEntries(p Pool) {
 	c := reg.consumer
 	if t, ok := As[*TrackConsumers](p); ok {
-		reg.tracked = t.counters(c)
+		reg.tracked = t.lookup(c)
 	}
 	if f, ok := As[*fairPool](p); ok {
 		reg.fair = f.entryOf(c)

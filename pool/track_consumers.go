@@ -2,6 +2,7 @@ package pool
 
 import (
 	"cmp"
+	"container/heap"
 	"errors"
 	"fmt"
 	"slices"
@@ -126,11 +127,6 @@ func (t *TrackConsumers) Register(c *Consumer) {
 	t.consumers.Store(c, tc)
 }
 
-// counters implements tracker: the counters Consumer.Register stores in a
-// new registration made on t, so that its reservations' grows find them
-// without a map lookup. Called right after Register(c).
-func (t *TrackConsumers) counters(c *Consumer) *trackedConsumer { return t.lookup(c) }
-
 // Unregister implements Pool: it unregisters c from the inner pool, then
 // stops tracking it (after its last registration).
 func (t *TrackConsumers) Unregister(c *Consumer) {
@@ -162,7 +158,8 @@ func (t *TrackConsumers) entry(r *Reservation) *trackedConsumer {
 	return t.lookup(r.reg.consumer)
 }
 
-// lookup is entry's slow path: the map's entry for c, or nil.
+// lookup is entry's slow path, and what Consumer.Register keeps in a new
+// registration made on t: the map's entry for c, or nil.
 func (t *TrackConsumers) lookup(c *Consumer) *trackedConsumer {
 	if v, ok := t.consumers.Load(c); ok {
 		return v.(*trackedConsumer)
@@ -297,60 +294,39 @@ func (t *TrackConsumers) largest(k int) []ConsumerMetrics {
 		return nil
 	}
 	t.regMu.Lock()
-	h := topHeap{k: min(k, len(t.list))}
-	h.ms = make([]ConsumerMetrics, 0, h.k)
+	h := make(topHeap, 0, min(k, len(t.list)))
 	for _, tc := range t.list {
 		r := tc.reserved.Load()
-		if len(h.ms) == h.k {
-			// Not before the last kept in report order (smaller, or equal with a
-			// larger ID): the common case, decided without building a snapshot.
-			if last := &h.ms[0]; r < last.Reserved || r == last.Reserved && tc.id > last.ID {
-				continue
-			}
+		if len(h) < cap(h) {
+			heap.Push(&h, tc.metrics(r))
+			continue
 		}
-		h.offer(tc.metrics(r))
+		// Not before the last kept in report order (smaller, or equal with a
+		// larger ID): the common case, decided without building a snapshot.
+		if last := &h[0]; r < last.Reserved || r == last.Reserved && tc.id > last.ID {
+			continue
+		}
+		h[0] = tc.metrics(r)
+		heap.Fix(&h, 0)
 	}
 	t.regMu.Unlock()
-	slices.SortFunc(h.ms, before)
-	return h.ms
+	slices.SortFunc(h, before)
+	return h
 }
 
-// topHeap keeps the k consumers that come first in report order: a binary
-// heap whose root is the one that comes last (the first to be dropped).
-type topHeap struct {
-	k  int
-	ms []ConsumerMetrics
-}
+// topHeap is a container/heap of the consumers kept by largest, whose root
+// is the one that comes last in report order (the first to be dropped).
+type topHeap []ConsumerMetrics
 
-// offer adds m, dropping the last in report order once k are kept.
-func (h *topHeap) offer(m ConsumerMetrics) {
-	if len(h.ms) < h.k {
-		h.ms = append(h.ms, m)
-		for i := len(h.ms) - 1; i > 0; {
-			parent := (i - 1) / 2
-			if before(h.ms[i], h.ms[parent]) <= 0 {
-				break
-			}
-			h.ms[i], h.ms[parent] = h.ms[parent], h.ms[i]
-			i = parent
-		}
-		return
-	}
-	h.ms[0] = m
-	for i := 0; ; {
-		last, l, r := i, 2*i+1, 2*i+2
-		if l < len(h.ms) && before(h.ms[l], h.ms[last]) > 0 {
-			last = l
-		}
-		if r < len(h.ms) && before(h.ms[r], h.ms[last]) > 0 {
-			last = r
-		}
-		if last == i {
-			return
-		}
-		h.ms[i], h.ms[last] = h.ms[last], h.ms[i]
-		i = last
-	}
+func (h topHeap) Len() int           { return len(h) }
+func (h topHeap) Less(i, j int) bool { return before(h[i], h[j]) > 0 }
+func (h topHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *topHeap) Push(x any)        { *h = append(*h, x.(ConsumerMetrics)) }
+func (h *topHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // watchThrough gives a decorator the Watcher methods. When the decorated
