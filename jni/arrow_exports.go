@@ -12,7 +12,7 @@ import (
 
 // The Arrow natives of org.nativepool.spark.NativeBridge (jni/API.md,
 // "Arrow batches"), and nothing else. They follow exports.go: a deferred
-// recover and call.end settle every outcome, so no panic crosses into the
+// recover and endCall settle every outcome, so no panic crosses into the
 // JVM. Every native that may shrink a reservation (a release, a close, the
 // last user finishing a deferred close) is a routed call (begin), because a
 // shrink can reach Spark's releaseMemory.
@@ -20,8 +20,7 @@ import (
 //export Java_org_nativepool_spark_NativeBridge_importBatch0
 func Java_org_nativepool_spark_NativeBridge_importBatch0(env *jniEnv, _ jclass, res, arrayAddr, schemaAddr jlong) (h jlong) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	id, err := importBatchAt(process, int64(res), uintptr(arrayAddr), uintptr(schemaAddr))
 	return jlong(id)
 }
@@ -29,8 +28,7 @@ func Java_org_nativepool_spark_NativeBridge_importBatch0(env *jniEnv, _ jclass, 
 //export Java_org_nativepool_spark_NativeBridge_exportBatch0
 func Java_org_nativepool_spark_NativeBridge_exportBatch0(env *jniEnv, _ jclass, batch, arrayAddr, schemaAddr jlong) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	err = exportBatchAt(process, int64(batch), uintptr(arrayAddr), uintptr(schemaAddr))
 }
 
@@ -38,9 +36,8 @@ func Java_org_nativepool_spark_NativeBridge_exportBatch0(env *jniEnv, _ jclass, 
 func Java_org_nativepool_spark_NativeBridge_copyBatch0(env *jniEnv, _ jclass, res, batch jlong) (h jlong) {
 	var err error
 	var refusal string
-	c := begin()
 	defer func() {
-		c.end(env, recover(), err)
+		endCall(env, recover(), err)
 		if refusal != "" {
 			throwExhausted(env, refusal) // unless a Java exception from an upcall won
 		}
@@ -57,16 +54,14 @@ func Java_org_nativepool_spark_NativeBridge_copyBatch0(env *jniEnv, _ jclass, re
 //export Java_org_nativepool_spark_NativeBridge_releaseBatch0
 func Java_org_nativepool_spark_NativeBridge_releaseBatch0(env *jniEnv, _ jclass, batch jlong) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	err = process.ReleaseBatch(int64(batch))
 }
 
 //export Java_org_nativepool_spark_NativeBridge_arrowStats0
 func Java_org_nativepool_spark_NativeBridge_arrowStats0(env *jniEnv, _ jclass, res jlong) (stats jlongArray) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	a, err := process.ArrowStats(int64(res))
 	if err != nil {
 		return 0
@@ -77,24 +72,21 @@ func Java_org_nativepool_spark_NativeBridge_arrowStats0(env *jniEnv, _ jclass, r
 //export Java_org_nativepool_spark_NativeBridge_processArrowStats0
 func Java_org_nativepool_spark_NativeBridge_processArrowStats0(env *jniEnv, _ jclass) (stats jlongArray) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	return goLongsToJava(env, process.ProcessArrowStats())
 }
 
 //export Java_org_nativepool_spark_NativeBridge_configureArrow0
 func Java_org_nativepool_spark_NativeBridge_configureArrow0(env *jniEnv, _ jclass, allocationSites jboolean) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	process.ConfigureArrow(bridge.ArrowSettings{AllocationSites: allocationSites != 0})
 }
 
 //export Java_org_nativepool_spark_NativeBridge_closeArrow0
 func Java_org_nativepool_spark_NativeBridge_closeArrow0(env *jniEnv, _ jclass, res jlong) (report jstring) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	r, err := process.CloseArrow(int64(res))
 	if err != nil || r == "" {
 		return 0

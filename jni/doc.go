@@ -13,7 +13,7 @@
 // The exports (exports.go, arrow_exports.go) are
 // Java_org_nativepool_spark_NativeBridge_<name>0. Each one converts its JNI
 // arguments, calls a method of the process Bridge (process.go; a
-// *bridge.Bridge), and throws what that call returned (call.end): the
+// *bridge.Bridge), and throws what that call returned (endCall): the
 // natives hold no logic of their own.
 //
 // # Layout

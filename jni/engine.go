@@ -93,18 +93,19 @@ func joinTaskPool(b *bridge.Bridge, taskAttemptID int64) (*taskshared.Handle, er
 // or the reporting forms such as pool.Reservation.GrowReporting and
 // pool.Unified.ReclaimReporting); and err is thrown as the exception it maps to
 // (ErrIllegalArgument, ErrIllegalState, pool.ErrInvalidSize, pool.ErrClosed;
-// else RuntimeException). An EngineCall is a value used by one goroutine;
-// the zero EngineCall is ready to use.
-type EngineCall struct{ c call }
+// else RuntimeException). An EngineCall holds no state (errors travel
+// inside err, nothing is kept per call); it stays a value so that engines'
+// exports keep one shape. The zero EngineCall is ready to use.
+type EngineCall struct{}
 
-// BeginEngineCall starts an engine's native method that may reach the pool
-// (and so an upcall).
-func BeginEngineCall() EngineCall { return EngineCall{c: begin()} }
+// BeginEngineCall starts an engine's native method; it returns the zero
+// EngineCall.
+func BeginEngineCall() EngineCall { return EngineCall{} }
 
 // End settles the call (see EngineCall) in env, the JNIEnv the export
 // received. It never panics.
-func (e EngineCall) End(env unsafe.Pointer, panicked any, err error) {
-	e.c.end((*jniEnv)(env), panicked, engineError(err))
+func (EngineCall) End(env unsafe.Pointer, panicked any, err error) {
+	endCall((*jniEnv)(env), panicked, engineError(err))
 }
 
 // engineError maps the engine sentinels onto the errors classify knows,

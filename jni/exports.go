@@ -16,7 +16,7 @@ import (
 
 // The natives of org.nativepool.spark.NativeBridge (jni/API.md), and
 // nothing else. Each one converts its JNI arguments, calls the process
-// Bridge, and lets call.end make the outcome pending in env: no panic ever
+// Bridge, and lets endCall make the outcome pending in env: no panic ever
 // crosses, no Go lock is held when it returns, and nothing is left in
 // goroutine-local storage (none is used here). Returned values are ignored
 // by Java when an exception is pending; they are then 0 or null.
@@ -27,8 +27,7 @@ import (
 //export Java_org_nativepool_spark_NativeBridge_init0
 func Java_org_nativepool_spark_NativeBridge_init0(env *jniEnv, _ jclass) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	if rc := C.np_init(env); rc != npOK && !exceptionPending(env) {
 		err = npStatusError("init0", rc)
 	}
@@ -38,8 +37,7 @@ func Java_org_nativepool_spark_NativeBridge_init0(env *jniEnv, _ jclass) {
 //export Java_org_nativepool_spark_NativeBridge_openPool0
 func Java_org_nativepool_spark_NativeBridge_openPool0(env *jniEnv, _ jclass, taskAttemptID jlong, kind jint, poolSize, chunkSize jlong, owner jobject) (h jlong) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	if owner == 0 {
 		err = fmt.Errorf("nativepool: openPool(task %d): owner is null: %w", int64(taskAttemptID), bridge.ErrInvalidArgument)
 		return 0
@@ -64,16 +62,14 @@ func Java_org_nativepool_spark_NativeBridge_openPool0(env *jniEnv, _ jclass, tas
 //export Java_org_nativepool_spark_NativeBridge_closePool0
 func Java_org_nativepool_spark_NativeBridge_closePool0(env *jniEnv, _ jclass, poolHandle jlong) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	err = process.ClosePool(int64(poolHandle))
 }
 
 //export Java_org_nativepool_spark_NativeBridge_newReservation0
 func Java_org_nativepool_spark_NativeBridge_newReservation0(env *jniEnv, _ jclass, poolHandle jlong, consumerName jstring, canSpill jboolean, spiller jobject) (h jlong) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	name, ok, err := javaStringToGo(env, consumerName)
 	if err != nil {
 		return 0
@@ -97,8 +93,7 @@ func Java_org_nativepool_spark_NativeBridge_newReservation0(env *jniEnv, _ jclas
 //export Java_org_nativepool_spark_NativeBridge_tryGrow0
 func Java_org_nativepool_spark_NativeBridge_tryGrow0(env *jniEnv, _ jclass, res, n jlong) (refusal jstring) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	err = process.TryGrow(int64(res), int64(n))
 	var je *bridge.JavaException
 	if err != nil && !errors.As(err, &je) && errors.Is(err, pool.ErrResourcesExhausted) {
@@ -112,24 +107,21 @@ func Java_org_nativepool_spark_NativeBridge_tryGrow0(env *jniEnv, _ jclass, res,
 //export Java_org_nativepool_spark_NativeBridge_grow0
 func Java_org_nativepool_spark_NativeBridge_grow0(env *jniEnv, _ jclass, res, n jlong) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	err = process.Grow(int64(res), int64(n))
 }
 
 //export Java_org_nativepool_spark_NativeBridge_shrink0
 func Java_org_nativepool_spark_NativeBridge_shrink0(env *jniEnv, _ jclass, res, n jlong) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	err = process.Shrink(int64(res), int64(n))
 }
 
 //export Java_org_nativepool_spark_NativeBridge_free0
 func Java_org_nativepool_spark_NativeBridge_free0(env *jniEnv, _ jclass, res jlong) (freed jlong) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	n, err := process.Free(int64(res))
 	return jlong(n)
 }
@@ -137,8 +129,7 @@ func Java_org_nativepool_spark_NativeBridge_free0(env *jniEnv, _ jclass, res jlo
 //export Java_org_nativepool_spark_NativeBridge_size0
 func Java_org_nativepool_spark_NativeBridge_size0(env *jniEnv, _ jclass, res jlong) (size jlong) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	n, err := process.Size(int64(res))
 	return jlong(n)
 }
@@ -146,16 +137,14 @@ func Java_org_nativepool_spark_NativeBridge_size0(env *jniEnv, _ jclass, res jlo
 //export Java_org_nativepool_spark_NativeBridge_closeReservation0
 func Java_org_nativepool_spark_NativeBridge_closeReservation0(env *jniEnv, _ jclass, res jlong) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	err = process.CloseReservation(int64(res))
 }
 
 //export Java_org_nativepool_spark_NativeBridge_reclaim0
 func Java_org_nativepool_spark_NativeBridge_reclaim0(env *jniEnv, _ jclass, poolHandle, target jlong) (freed jlong) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	n, err := process.Reclaim(int64(poolHandle), int64(target))
 	return jlong(n)
 }
@@ -163,8 +152,7 @@ func Java_org_nativepool_spark_NativeBridge_reclaim0(env *jniEnv, _ jclass, pool
 //export Java_org_nativepool_spark_NativeBridge_reclaimTask0
 func Java_org_nativepool_spark_NativeBridge_reclaimTask0(env *jniEnv, _ jclass, task, target jlong) (freed jlong) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	n, err := process.ReclaimTask(int64(task), int64(target))
 	return jlong(n)
 }
@@ -172,8 +160,7 @@ func Java_org_nativepool_spark_NativeBridge_reclaimTask0(env *jniEnv, _ jclass, 
 //export Java_org_nativepool_spark_NativeBridge_poolStats0
 func Java_org_nativepool_spark_NativeBridge_poolStats0(env *jniEnv, _ jclass, poolHandle jlong) (stats jlongArray) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	a, err := process.PoolStats(int64(poolHandle))
 	if err != nil {
 		return 0
@@ -184,16 +171,14 @@ func Java_org_nativepool_spark_NativeBridge_poolStats0(env *jniEnv, _ jclass, po
 //export Java_org_nativepool_spark_NativeBridge_processStats0
 func Java_org_nativepool_spark_NativeBridge_processStats0(env *jniEnv, _ jclass) (stats jlongArray) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	return goLongsToJava(env, process.ProcessStats().Array())
 }
 
 //export Java_org_nativepool_spark_NativeBridge_configure0
 func Java_org_nativepool_spark_NativeBridge_configure0(env *jniEnv, _ jclass, logging jboolean, thresholds jlongArray) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	th, err := javaLongsToGo(env, thresholds)
 	if err != nil {
 		return
@@ -204,8 +189,7 @@ func Java_org_nativepool_spark_NativeBridge_configure0(env *jniEnv, _ jclass, lo
 //export Java_org_nativepool_spark_NativeBridge_configureRuntime0
 func Java_org_nativepool_spark_NativeBridge_configureRuntime0(env *jniEnv, _ jclass, mallocMmapThreshold, goMemoryLimit, memoryOverhead jlong) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	err = process.ConfigureRuntime(bridge.RuntimeSettings{
 		MallocMmapThreshold: int64(mallocMmapThreshold),
 		GoMemoryLimit:       int64(goMemoryLimit),

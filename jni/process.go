@@ -26,34 +26,26 @@ func newProcess() *bridge.Bridge {
 	return b
 }
 
-// call is one native method in progress. Build it first thing in an
-// export, and end it in a deferred function that calls recover directly:
+// endCall settles a native method. Call it from a deferred function that
+// calls recover directly, first thing in every export:
 //
-//	c := begin()
-//	defer func() { c.end(env, recover(), err) }()
+//	defer func() { endCall(env, recover(), err) }()
 //
-// A Java exception raised by an upcall during the call reaches end inside
-// err, as the Bridge method returned it: nothing is kept per call or per
-// goroutine.
-type call struct{}
-
-// begin starts a native method.
-func begin() call { return call{} }
-
-// end settles the native method: a recovered panic becomes
-// RuntimeException("nativepool: panic: …") (and any Java exception inside
-// err is discarded); otherwise err is settled (settle) and the result is
-// made pending in env. It never panics, so nothing crosses into the JVM but
-// a Java exception.
-func (c call) end(env *jniEnv, panicked any, err error) {
+// A recovered panic becomes RuntimeException("nativepool: panic: …") (and
+// any Java exception inside err is discarded); otherwise err is settled
+// (bridge.Settle) and the result is made pending in env. A Java exception
+// raised by an upcall during the call arrives inside err, as the Bridge
+// method returned it: nothing is kept per call or per goroutine. It never
+// panics, so nothing crosses into the JVM but a Java exception.
+func endCall(env *jniEnv, panicked any, err error) {
 	if panicked == nil && err == nil {
 		return // the common case: nothing to throw
 	}
-	c.finish(env, panicked, err)
+	finishCall(env, panicked, err)
 }
 
-// finish is end's slow path: settle, throw.
-func (call) finish(env *jniEnv, panicked any, err error) {
+// finishCall is endCall's slow path: settle, throw.
+func finishCall(env *jniEnv, panicked any, err error) {
 	defer func() {
 		// Last resort: a panic while settling must not cross either.
 		if p := recover(); p != nil && !exceptionPending(env) {

@@ -32,8 +32,7 @@ import (
 //export Java_org_nativepool_spark_NativeBridge_goroutineTryGrow0
 func Java_org_nativepool_spark_NativeBridge_goroutineTryGrow0(env *jniEnv, _ jclass, res, n jlong, exitThread jboolean) (refusal jstring) {
 	var err error
-	c := begin()
-	defer func() { c.end(env, recover(), err) }()
+	defer func() { endCall(env, recover(), err) }()
 	done := make(chan error)
 	go func() {
 		if exitThread != 0 {
