@@ -13,9 +13,7 @@ import (
 // The Arrow natives of org.nativepool.spark.NativeBridge (jni/API.md,
 // "Arrow batches"), and nothing else. They follow exports.go: a deferred
 // recover and endCall settle every outcome, so no panic crosses into the
-// JVM. Every native that may shrink a reservation (a release, a close, the
-// last user finishing a deferred close) is a routed call (begin), because a
-// shrink can reach Spark's releaseMemory.
+// JVM.
 
 //export Java_org_nativepool_spark_NativeBridge_importBatch0
 func Java_org_nativepool_spark_NativeBridge_importBatch0(env *jniEnv, _ jclass, res, arrayAddr, schemaAddr jlong) (h jlong) {
