@@ -3,16 +3,19 @@
 # sized like a Kubernetes executor pod (limit = heap + off-heap + overhead), bisected in 16 MiB
 # steps by bench/container/bisect.sh, on the same job for both systems:
 #
-#   sort      a sort of N rows with the whole off-heap budget usable by the native sort:
-#             Comet 1.2's (bench/comet, fair_unified). nativepool's side needs a sort-only job in
-#             the demo (no Spark aggregation), which it does not have yet: no nativepool:sort cell.
+#   sort      a sort of N rows with the whole off-heap budget usable by the native sort, its output
+#             checked and dropped in the task: Comet 1.2's (bench/comet, fair_unified) and ours (the
+#             demo's --job sort: the Go external sort, fair_unified with the pool as large as the
+#             budget)
 #   demo      nativepool's full demo, with its Spark aggregation
-#   idle      the idle-JVM baseline: the same JVM and Spark session running a 1-row job
+#   idle      the idle-JVM baseline: the same JVM and Spark session, library loaded, running a
+#             tiny job (ours: 2 rows; Comet's: 20,000 rows, the smallest its bench runs natively)
 #
 #   bash bench/container/run.sh [CELL ...]      (no argument: every cell below)
 #
 # A cell is SYSTEM:JOB:ROWS:OFFHEAP:GLIBC:START, GLIBC "mmap" (MALLOC_MMAP_THRESHOLD_=131072 in
-# the environment) or "none", START the first overhead tried in MiB (near the expected answer).
+# the environment) or "none" (nativepool then still sets its own allocator policy when it loads:
+# spark.nativepool.mallocMmapThreshold, default 128k; Comet sets none), START the first overhead tried in MiB (near the expected answer).
 # Results: one `result …` line per cell on stdout and in build/bench-container/results.txt, every
 # run's line in runs.txt. Needs root and cgroup v1 (exit 3 without).
 set -euo pipefail
@@ -25,13 +28,18 @@ heap_mib=1024
 cells=("$@")
 if [[ ${#cells[@]} -eq 0 ]]; then
 	cells=(
-		idle:idle:1:64:none:256
-		comet:idle:1:64:none:256
-		comet:sort:32000000:64:mmap:368
-		comet:sort:32000000:64:none:432
-		comet:sort:32000000:256:mmap:400
-		comet:sort:32000000:256:none:448
+		nativepool:idle:2:64:none:272
+		comet:idle:20000:64:none:288
+		nativepool:sort:32000000:64:none:272
+		comet:sort:32000000:64:none:416
+		nativepool:sort:128000000:64:none:272
 		comet:sort:128000000:64:none:576
+		nativepool:sort:32000000:64:mmap:272
+		comet:sort:32000000:64:mmap:368
+		nativepool:sort:32000000:256:none:272
+		comet:sort:32000000:256:none:448
+		nativepool:sort:32000000:256:mmap:272
+		comet:sort:32000000:256:mmap:400
 		nativepool:demo:32000000:64:none:272
 		nativepool:demo:128000000:64:none:272
 	)
@@ -43,9 +51,10 @@ command_for() {
 	local sys=$1 job=$2 rows=$3 off=$4
 	case $sys:$job in
 	comet:sort) echo bash bench/comet/run.sh --rows "$rows" --budget "${off}m" ;;
-	comet:idle) echo bash bench/comet/run.sh --rows 2 --warmup-rows 2 --budget "${off}m" ;;
+	comet:idle) echo bash bench/comet/run.sh --rows "$rows" --warmup-rows "$rows" --budget "${off}m" ;;
+	nativepool:sort) echo bash examples/spark/run.sh --job sort --rows "$rows" --budget "${off}m" ;;
 	nativepool:demo) echo bash examples/spark/run.sh --rows "$rows" --budget "${off}m" ;;
-	idle:idle) echo bash examples/spark/run.sh --rows 2 --warmup 2 --budget "${off}m" ;;
+	nativepool:idle) echo bash examples/spark/run.sh --rows "$rows" --warmup "$rows" --budget "${off}m" ;;
 	*) echo "bench-container: unknown cell $sys:$job" >&2; return 2 ;;
 	esac
 }

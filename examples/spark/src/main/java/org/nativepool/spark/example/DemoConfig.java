@@ -13,7 +13,14 @@ import org.nativepool.spark.PoolKind;
 public final class DemoConfig implements Serializable {
   private static final long serialVersionUID = 1L;
 
-  /** Rows generated and sorted (and aggregated twice: as generated and as sorted). */
+  /**
+   * The job: {@code "demo"}, the native sort next to a Spark aggregation of its input and output
+   * (the default), or {@code "sort"}, the native sort alone, its sorted rows checked and dropped by
+   * the task: the same workload as Comet's sort benchmark ({@code bench/comet}), for {@code make
+   * bench-container}.
+   */
+  public final String job;
+  /** Rows generated and sorted (and, in the demo job, aggregated twice: as generated and as sorted). */
   public final long rows;
   /** Spark's off-heap budget ({@code spark.memory.offHeap.size}), bytes. */
   public final long budget;
@@ -46,6 +53,7 @@ public final class DemoConfig implements Serializable {
   public final String outDir;
 
   DemoConfig(
+      String job,
       long rows,
       long budget,
       long chunk,
@@ -64,9 +72,14 @@ public final class DemoConfig implements Serializable {
       throw new IllegalArgumentException(
           "sortdemo: need rows >= 0, budget > 0, chunk >= 0, pool-size >= 0, batch > 0, groups > 0");
     }
+    if (!job.equals(JOB_DEMO) && !job.equals(JOB_SORT)) {
+      throw new IllegalArgumentException(
+          "sortdemo: --job " + job + ": expected " + JOB_DEMO + " or " + JOB_SORT);
+    }
     if (partitions <= 0 || threads <= 0 || warmupRows < 0) {
       throw new IllegalArgumentException("sortdemo: need partitions > 0, threads > 0, warmup >= 0");
     }
+    this.job = job;
     this.rows = rows;
     this.budget = budget;
     this.chunk = chunk;
@@ -81,6 +94,17 @@ public final class DemoConfig implements Serializable {
     this.seed = seed;
     this.library = library;
     this.outDir = outDir;
+  }
+
+  /** {@link #job}: the native sort next to a Spark aggregation. */
+  public static final String JOB_DEMO = "demo";
+
+  /** {@link #job}: the native sort alone. */
+  public static final String JOB_SORT = "sort";
+
+  /** Whether this is the sort-only job: the task emits no generated rows and nothing aggregates. */
+  public boolean sortOnly() {
+    return job.equals(JOB_SORT);
   }
 
   /**
@@ -105,7 +129,7 @@ public final class DemoConfig implements Serializable {
   DemoConfig withRows(long n) {
     int p = autoPartitions ? partitionsFor(n, threads) : partitions;
     return new DemoConfig(
-        n, budget, chunk, pool, poolSize, batchRows, groups, p, autoPartitions, threads, 0, seed,
+        job, n, budget, chunk, pool, poolSize, batchRows, groups, p, autoPartitions, threads, 0, seed,
         library, outDir);
   }
 
@@ -117,10 +141,12 @@ public final class DemoConfig implements Serializable {
   static final String USAGE =
       String.join(
           "\n",
-          "usage: SortDemo [--rows N] [--budget SIZE] [--chunk SIZE] [--pool fair_unified|greedy_unified]",
+          "usage: SortDemo [--job demo|sort] [--rows N] [--budget SIZE] [--chunk SIZE] [--pool fair_unified|greedy_unified]",
           "                [--pool-size SIZE]",
           "                [--batch ROWS] [--groups G] [--partitions P] [--threads T] [--warmup N]",
           "                [--seed S] [--library PATH] [--out DIR]",
+          "  --job        demo: the sort next to a Spark aggregation (default); sort: the native sort",
+          "               alone, its output checked and dropped in the task (pool-size defaults to 0)",
           "  --rows       rows to sort (default 32000000)",
           "  --budget     spark.memory.offHeap.size (default 64m)",
           "  --chunk      spark.nativepool.chunkSize, bytes borrowed from Spark at a time (default 2m)",
@@ -142,11 +168,12 @@ public final class DemoConfig implements Serializable {
    * @throws IllegalArgumentException naming the bad option, with the usage text
    */
   public static DemoConfig parse(String[] args) {
+    String job = JOB_DEMO;
     long rows = 32_000_000L;
     long budget = JavaUtils.byteStringAsBytes("64m");
     long chunk = JavaUtils.byteStringAsBytes("2m");
     PoolKind pool = PoolKind.FAIR_UNIFIED;
-    long poolSize = JavaUtils.byteStringAsBytes("16m");
+    Long poolSize = null; // unset: 16m in the demo job, 0 (the budget) in the sort job
     int batch = 8192;
     long groups = 175_000L;
     int partitions = 0;
@@ -166,6 +193,7 @@ public final class DemoConfig implements Serializable {
       String v = args[++i];
       try {
         switch (opt.toLowerCase(Locale.ROOT)) {
+          case "--job" -> job = v.toLowerCase(Locale.ROOT);
           case "--rows" -> rows = Long.parseLong(v.replace("_", ""));
           case "--budget" -> budget = JavaUtils.byteStringAsBytes(v);
           case "--chunk" -> chunk = JavaUtils.byteStringAsBytes(v);
@@ -185,6 +213,9 @@ public final class DemoConfig implements Serializable {
         throw new IllegalArgumentException("sortdemo: " + opt + " " + v + ": not a number\n" + USAGE, e);
       }
     }
+    if (poolSize == null) {
+      poolSize = job.equals(JOB_SORT) ? 0 : JavaUtils.byteStringAsBytes("16m");
+    }
     boolean autoPartitions = partitions == 0;
     if (autoPartitions && threads > 0) {
       partitions = partitionsFor(rows, threads);
@@ -193,6 +224,7 @@ public final class DemoConfig implements Serializable {
       warmup = Math.min(rows / 8, 1_000_000L);
     }
     return new DemoConfig(
+        job,
         rows,
         budget,
         chunk,

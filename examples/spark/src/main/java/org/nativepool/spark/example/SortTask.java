@@ -27,6 +27,9 @@ import org.nativepool.spark.arrow.TaskArrowAllocators;
  * the task's off-heap budget in both phases: Spark spills the aggregation when the sort holds the
  * memory, and asks the sort to spill (through the pool's reclaim) when the aggregation needs it.
  *
+ * <p>In the sort-only job ({@link DemoConfig#sortOnly}) the generated rows are not emitted: the
+ * task emits the sorted rows only, and the job drops them after this iterator has checked them.
+ *
  * <p>Arrow memory follows {@code ffi/doc.go}: input batches come from the task's producer
  * allocator, charged to the task's pool; sorted batches are imported with the task's importer,
  * which charges nothing (the sorter pays until they are closed).
@@ -173,7 +176,7 @@ final class SortTask implements MapPartitionsFunction<Long, Row> {
       }
       inRoot.setRowCount(rows);
       sort.push(inRoot, arrow.producer());
-      n = rows;
+      n = cfg.sortOnly() ? 0 : rows;
       pos = 0;
     }
 
