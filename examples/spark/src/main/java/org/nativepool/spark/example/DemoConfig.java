@@ -125,9 +125,18 @@ public final class DemoConfig implements Serializable {
     return (int) Math.max(threads, Math.min(p, Integer.MAX_VALUE));
   }
 
+  /**
+   * Sort tasks of {@code job} for {@code rows} rows when {@code --partitions} is not given: the
+   * demo's {@link #partitionsFor}; the sort-only job, which has no Spark spill files to merge, one
+   * task per thread, as Comet's sort bench runs it.
+   */
+  static int partitionsFor(String job, long rows, int threads) {
+    return job.equals(JOB_SORT) ? threads : partitionsFor(rows, threads);
+  }
+
   /** The same options with another row count (the warm-up run). */
   DemoConfig withRows(long n) {
-    int p = autoPartitions ? partitionsFor(n, threads) : partitions;
+    int p = autoPartitions ? partitionsFor(job, n, threads) : partitions;
     return new DemoConfig(
         job, n, budget, chunk, pool, poolSize, batchRows, groups, p, autoPartitions, threads, 0, seed,
         library, outDir);
@@ -155,7 +164,8 @@ public final class DemoConfig implements Serializable {
           "               (default 16m; 0 = the budget)",
           "  --batch      rows per Arrow batch, both directions (default 8192)",
           "  --groups     groups of the Spark aggregation, pmod(key, G) (default 175000)",
-          "  --partitions tasks of the sort stage (default ceil(rows / 16000000), at least T)",
+          "  --partitions tasks of the sort stage (default ceil(rows / 16000000), at least T;",
+          "               the sort job: T)",
           "  --threads    local[T] (default 2)",
           "  --warmup     rows of the unmeasured warm-up run (default rows/8, at most 1000000)",
           "  --seed       generator seed (default 1)",
@@ -218,7 +228,7 @@ public final class DemoConfig implements Serializable {
     }
     boolean autoPartitions = partitions == 0;
     if (autoPartitions && threads > 0) {
-      partitions = partitionsFor(rows, threads);
+      partitions = partitionsFor(job, rows, threads);
     }
     if (warmup < 0) {
       warmup = Math.min(rows / 8, 1_000_000L);
