@@ -18,6 +18,19 @@ static int np_set_mmap_threshold(int n) {
 	}
 	return mallopt(M_TRIM_THRESHOLD, 128 * 1024);
 }
+
+// np_malloc_retained is glibc's mallinfo2().fordblks: the free bytes in
+// every arena (top chunk, bins and fastbins), which malloc keeps for reuse
+// instead of returning them to the OS. -1 before glibc 2.33 (mallinfo's
+// int fields wrap above 2 GiB, so they are not used).
+static long long np_malloc_retained(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+	struct mallinfo2 mi = mallinfo2();
+	return (long long)mi.fordblks;
+#else
+	return -1;
+#endif
+}
 */
 import "C"
 
@@ -44,10 +57,16 @@ func setMallocMmapThreshold(n int64) error {
 	return nil
 }
 
+// mallocRetained is bridge.ProcessRuntime.MallocRetained on glibc.
+func mallocRetained() int64 {
+	return int64(C.np_malloc_retained())
+}
+
 // processRuntime is the process's ProcessRuntime: the pure-Go default plus
-// glibc's mallopt.
+// glibc's mallopt and mallinfo2.
 func processRuntime() bridge.ProcessRuntime {
 	rt := bridge.DefaultProcessRuntime()
 	rt.SetMallocMmapThreshold = setMallocMmapThreshold
+	rt.MallocRetained = mallocRetained
 	return rt
 }

@@ -465,6 +465,7 @@ func TestProcessStatsSumOpenPoolsAndKeepCountersOfClosedOnes(t *testing.T) {
 func poolFigures(s ProcessStats) ProcessStats {
 	s.GoMemoryLimit, s.GoBaseline, s.GoMapped, s.GoPeak = 0, 0, 0, 0
 	s.GoHeapReturns, s.GoHeapReturnedBytes, s.VmHWM, s.CgroupPeak, s.MallocMmapThreshold = 0, 0, 0, 0, 0
+	s.MallocRetained = 0
 	return s
 }
 

@@ -47,6 +47,11 @@ type ProcessRuntime struct {
 	// cgroup (v2 memory.peak, v1 memory.max_usage_in_bytes); -1 when the
 	// process is in none or it cannot be read.
 	CgroupPeak func() int64
+	// MallocRetained reads the free bytes the C allocator keeps in its
+	// arenas for reuse (glibc's mallinfo2 fordblks): freed by C code, not
+	// returned to the OS, possibly resident. -1 when unknown; nil: not
+	// supported (the pure-Go default; package jni supplies glibc's).
+	MallocRetained func() int64
 	// Now is time.Now (the rate limit of FreeOSMemory).
 	Now func() time.Time
 }
@@ -299,5 +304,9 @@ func (b *Bridge) processMemory(s *ProcessStats) {
 	}
 	if rt.CgroupPeak != nil {
 		s.CgroupPeak = rt.CgroupPeak()
+	}
+	s.MallocRetained = -1
+	if rt.MallocRetained != nil {
+		s.MallocRetained = rt.MallocRetained()
 	}
 }

@@ -90,6 +90,7 @@ const (
 	PStatVmHWM
 	PStatCgroupPeak
 	PStatMallocMmapThreshold
+	PStatMallocRetained
 	PStatCount // length of the array
 )
 
@@ -120,6 +121,7 @@ var processStatFields = [PStatCount]statField[ProcessStats]{
 	PStatVmHWM:               {"VM_HWM", "the process's peak resident set (VmHWM of /proc/self/status); -1 = unreadable", func(s ProcessStats) int64 { return s.VmHWM }},
 	PStatCgroupPeak:          {"CGROUP_PEAK", "peak usage of the process's memory cgroup (v1 memory.max_usage_in_bytes, v2 memory.peak); -1 = none", func(s ProcessStats) int64 { return s.CgroupPeak }},
 	PStatMallocMmapThreshold: {"MALLOC_MMAP_THRESHOLD", "glibc M_MMAP_THRESHOLD the library set with mallopt; 0 = left to glibc", func(s ProcessStats) int64 { return s.MallocMmapThreshold }},
+	PStatMallocRetained:      {"MALLOC_RETAINED", "free bytes glibc's malloc keeps in its arenas for reuse (mallinfo2 fordblks): memory freed by C code but possibly still resident; -1 = unknown", func(s ProcessStats) int64 { return s.MallocRetained }},
 }
 
 // poolStatsArray lays out a unified pool's snapshot as poolStats0 returns it.
@@ -156,6 +158,7 @@ type ProcessStats struct {
 	VmHWM               int64 // peak resident set; -1 = unreadable
 	CgroupPeak          int64 // the memory cgroup's peak; -1 = none
 	MallocMmapThreshold int64 // M_MMAP_THRESHOLD set by the library; 0 = none
+	MallocRetained      int64 // free bytes in malloc's arenas (mallinfo2 fordblks); -1 = unknown
 }
 
 // Array lays the stats out as processStats0 returns them.

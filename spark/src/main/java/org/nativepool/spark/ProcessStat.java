@@ -59,7 +59,12 @@ public enum ProcessStat {
    * The glibc {@code M_MMAP_THRESHOLD} the library set with mallopt (from {@value
    * NativePoolSettings#MALLOC_MMAP_THRESHOLD}); 0 = left to glibc.
    */
-  MALLOC_MMAP_THRESHOLD("mallocMmapThreshold");
+  MALLOC_MMAP_THRESHOLD("mallocMmapThreshold"),
+  /**
+   * Free bytes glibc's malloc keeps in its arenas for reuse ({@code mallinfo2} {@code fordblks}):
+   * memory C code freed that was not returned to the OS and may still be resident; -1 = unknown.
+   */
+  MALLOC_RETAINED("mallocRetained");
 
   private final String gaugeName;
 

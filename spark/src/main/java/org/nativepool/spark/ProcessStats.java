@@ -114,4 +114,9 @@ public final class ProcessStats extends NativeStats<ProcessStat> {
   public long mallocMmapThreshold() {
     return get(ProcessStat.MALLOC_MMAP_THRESHOLD);
   }
+
+  /** {@link ProcessStat#MALLOC_RETAINED}. */
+  public long mallocRetained() {
+    return get(ProcessStat.MALLOC_RETAINED);
+  }
 }
