@@ -32,7 +32,9 @@ import org.nativepool.spark.ProcessStats;
  *   <li>{@code rss_abs}: RSS itself; {@code untracked}: RSS growth less {@code reserved} and the Go
  *       runtime's growth, the JVM's own memory that nothing accounts for (negative while reserved
  *       memory is not yet touched); {@code cgroup_anon}: the JVM's memory cgroup's anonymous
- *       memory (-1 without one); {@code direct}: the JVM's direct buffers in use.
+ *       memory (-1 without one); {@code direct}: the JVM's direct buffers in use; {@code
+ *       malloc_retained}: free bytes glibc's malloc keeps in its arenas ({@code mallinfo2}, -1
+ *       unknown), the part of {@code untracked} that is memory C code freed but the allocator kept.
  * </ul>
  *
  * <p>Peaks are kept for the report. Started once, stopped once; safe to read after {@link #stop()}.
@@ -63,6 +65,14 @@ final class MemorySampler implements AutoCloseable {
    */
   final AtomicLong peakUntracked = new AtomicLong(Long.MIN_VALUE);
   /**
+   * At the sample of {@link #peakUntracked}: the growth of malloc's retained free bytes over the
+   * first sample ({@code MALLOC_RETAINED}; 0 if unknown), the C allocator's part of it.
+   */
+  volatile long mallocRetainedAtUntrackedPeak;
+  /** Highest {@code MALLOC_RETAINED} sampled, bytes (-1 unknown). */
+  final AtomicLong peakMallocRetained = new AtomicLong(-1);
+  private long baselineMalloc = -1;
+  /**
    * Peak of the JVM's direct buffers ({@code java.nio}'s "direct" pool), sampled. Spark's own
    * direct buffers (its spill-file readers') are not in it: with {@code jdk.internal.ref} open,
    * {@code Platform.allocateDirectBuffer} wraps {@code Unsafe.allocateMemory} instead.
@@ -87,7 +97,7 @@ final class MemorySampler implements AutoCloseable {
     this.csv = Files.newBufferedWriter(csvPath, StandardCharsets.UTF_8);
     csv.write(
         "t_ms,reserved,allocated,rss,held,native_reserved,sorter_reserved,go_runtime,rss_abs,"
-            + "untracked,cgroup_anon,direct\n");
+            + "untracked,cgroup_anon,direct,malloc_retained\n");
     this.thread = new Thread(this::run, "nativepool-demo-sampler");
     thread.setDaemon(true);
   }
@@ -138,7 +148,15 @@ final class MemorySampler implements AutoCloseable {
     max(peakGoRuntime, s[SortBridge.SAMPLE_GO_RUNTIME]);
     long untracked =
         rss - baselineRss - spark - Math.max(0, s[SortBridge.SAMPLE_GO_RUNTIME] - baselineGo);
-    max(peakUntracked, untracked);
+    long malloc = p.mallocRetained();
+    if (baselineMalloc < 0) {
+      baselineMalloc = malloc;
+    }
+    max(peakMallocRetained, malloc);
+    if (untracked > peakUntracked.get()) {
+      peakUntracked.set(untracked); // only this thread (sample() is synchronized) writes it
+      mallocRetainedAtUntrackedPeak = malloc >= 0 && baselineMalloc >= 0 ? malloc - baselineMalloc : 0;
+    }
     long directUsed = direct == null ? 0 : direct.getMemoryUsed();
     max(peakDirect, directUsed);
     long anon = cgroup == null ? -1 : cgroup.anon();
@@ -161,7 +179,8 @@ final class MemorySampler implements AutoCloseable {
                       Long.toString(rss),
                       Long.toString(untracked),
                       Long.toString(anon),
-                      Long.toString(directUsed)))
+                      Long.toString(directUsed),
+                      Long.toString(malloc)))
               + "\n");
     } catch (IOException e) {
       failure = e;

@@ -421,6 +421,8 @@ public final class SortDemo {
     r.put("correct", job.correct());
     r.put("problem", job.problem == null ? "" : job.problem);
     r.put("job", cfg.job);
+    r.put("mallocRetainedAtUntrackedPeak", smp.mallocRetainedAtUntrackedPeak);
+    r.put("peakMallocRetained", smp.peakMallocRetained.get());
     r.put("rows", cfg.rows);
     r.put("rowsIn", rowsIn);
     r.put("rowsOut", rowsOut);
@@ -579,9 +581,10 @@ public final class SortDemo {
         "≥ %s at the true peak (VmHWM growth − reserved − Go runtime growth), %s at the worst"
             + " %d ms sample: memory outside Spark's books and the native side's (which are exact,"
             + " above) — the JVM's own (Spark's spill-file readers: 1 MiB each, README \"Scale\")"
-            + " and freed memory the C allocator keeps; java.nio direct pool %s → %s",
+            + " and freed memory the C allocator keeps (%s more of it than at the start, at that"
+            + " sample; mallinfo2); java.nio direct pool %s → %s",
         size(untrackedBound), size(untrackedSampled), MemorySampler.PERIOD_MS,
-        size(directBaseline), size(smp.peakDirect.get())));
+        size(smp.mallocRetainedAtUntrackedPeak), size(directBaseline), size(smp.peakDirect.get())));
     line(b, "peak RSS growth", String.format(Locale.ROOT,
         "%s sampled every %d ms (the true peak is VmHWM); glibc %s", size(growth),
         MemorySampler.PERIOD_MS,
