@@ -9,8 +9,8 @@
 # puts its own JVM into the cgroup named by $VAR, and builds outside it). It first runs the command with no
 # effective limit (64 GiB) to learn its unconstrained time and peak; a constrained run that is
 # still going after 3× that time is killed and counts as failed (a stall at the limit). Then it
-# walks from --start: down while runs survive, up while they fail, and prints the smallest
-# surviving overhead. Every run's figures go to stdout as one line:
+# gallops from --start (down while runs survive, up while they fail, doubling the stride) and
+# bisects to --step, and prints the smallest surviving overhead. Every run's figures go to stdout as one line:
 #   run label=… overhead_mib=… limit=… exit=… peak=… oom_kills=… seconds=…
 # and the answer as:
 #   result label=… min_overhead_mib=… unconstrained_peak=… unconstrained_seconds=…
@@ -66,21 +66,33 @@ fi
 free_peak=$last_peak free_seconds=$last_seconds
 run_timeout=${timeout:-$(printf '%.0f' "$(echo "3 * $free_seconds + 10" | bc)")}
 
-ov=$start best=
+# Gallop from --start (steps of 1, 2, 4… × --step) until one run survives and one fails, then
+# bisect between them: a cell whose answer is within a step of --start costs two or three runs.
+# lo: the highest overhead seen failing (0 counts as failing); hi: the lowest seen surviving.
+lo=0 hi= ov=$start
 attempt "$ov" "$@"
 if [[ $rc -eq 0 ]]; then
-	best=$ov
-	while ((ov - step > 0)); do
-		ov=$((ov - step))
+	hi=$ov
+	stride=$step
+	while ((hi - stride > lo)); do
+		ov=$((hi - stride))
 		attempt "$ov" "$@"
-		[[ $rc -eq 0 ]] || break
-		best=$ov
+		if [[ $rc -eq 0 ]]; then hi=$ov; stride=$((stride * 2)); else lo=$ov; break; fi
 	done
 else
-	while [[ -z $best ]]; do
-		ov=$((ov + step))
+	lo=$ov
+	stride=$step
+	while [[ -z $hi ]]; do
+		ov=$((lo + stride))
 		attempt "$ov" "$@"
-		[[ $rc -eq 0 ]] && best=$ov
+		if [[ $rc -eq 0 ]]; then hi=$ov; else lo=$ov; stride=$((stride * 2)); fi
 	done
 fi
+while ((hi - lo > step)); do
+	ov=$(((lo + hi) / 2 / step * step))
+	((ov > lo)) || ov=$((lo + step))
+	attempt "$ov" "$@"
+	if [[ $rc -eq 0 ]]; then hi=$ov; else lo=$ov; fi
+done
+best=$hi
 echo "result label=$label min_overhead_mib=$best unconstrained_peak=$free_peak unconstrained_seconds=$free_seconds"

@@ -28,20 +28,19 @@ heap_mib=1024
 cells=("$@")
 if [[ ${#cells[@]} -eq 0 ]]; then
 	cells=(
-		nativepool:idle:2:64:none:272
-		comet:idle:20000:64:none:288
-		nativepool:sort:32000000:64:none:272
+		nativepool:sort:32000000:64:none:240
+		nativepool:idle:2:64:none:192
+		nativepool:sort:128000000:64:none:240
 		comet:sort:32000000:64:none:416
-		nativepool:sort:128000000:64:none:272
+		comet:idle:20000:64:none:256
 		comet:sort:128000000:64:none:576
-		nativepool:sort:32000000:64:mmap:272
-		comet:sort:32000000:64:mmap:368
-		nativepool:sort:32000000:256:none:272
+		nativepool:sort:32000000:256:none:240
 		comet:sort:32000000:256:none:448
-		nativepool:sort:32000000:256:mmap:272
+		nativepool:sort:32000000:64:mmap:240
+		comet:sort:32000000:64:mmap:368
+		nativepool:sort:32000000:256:mmap:240
 		comet:sort:32000000:256:mmap:400
 		nativepool:demo:32000000:64:none:272
-		nativepool:demo:128000000:64:none:272
 	)
 fi
 
