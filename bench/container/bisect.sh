@@ -11,7 +11,7 @@
 # still going after 3× that time is killed and counts as failed (a stall at the limit). Then it
 # gallops from --start (down while runs survive, up while they fail, doubling the stride) and
 # bisects to --step, and prints the smallest surviving overhead. Every run's figures go to stdout as one line:
-#   run label=… overhead_mib=… limit=… exit=… peak=… oom_kills=… seconds=…
+#   run label=… overhead_mib=… limit=… exit=… peak=… peak_rss=… peak_dirty=… oom_kills=… seconds=…
 # and the answer as:
 #   result label=… min_overhead_mib=… unconstrained_peak=… unconstrained_seconds=…
 # Exit 3 (skipped) without a writable memory cgroup.
@@ -50,7 +50,7 @@ attempt() {
 		cat "$log.err" >&2
 		exit 3
 	fi
-	echo "run label=$label overhead_mib=$ov limit=$lim exit=$rc peak=$(field peak "$log") oom_kills=$(field oom_kills "$log") seconds=$(field seconds "$log")"
+	echo "run label=$label overhead_mib=$ov limit=$lim exit=$rc peak=$(field peak "$log") peak_rss=$(field peak_rss "$log") peak_dirty=$(field peak_dirty "$log") oom_kills=$(field oom_kills "$log") seconds=$(field seconds "$log")"
 	last_peak=$(field peak "$log")
 	last_seconds=$(field seconds "$log")
 }

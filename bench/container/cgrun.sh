@@ -14,9 +14,12 @@
 #
 # The last lines of stdout are machine-readable, one `key=value` each:
 #   exit=<code>  limit=<bytes>  peak=<memory.max_usage_in_bytes>  peak_rss=<highest total_rss seen>
+#   peak_dirty=<highest total_dirty + total_writeback seen>  cache_at_rss_peak=<total_cache then>
 #   oom_kills=<memory.oom_control oom_kill>  failcnt=<memory.failcnt>  seconds=<wall time>
 # peak is the kernel's own high-water mark (anon + page cache), never a sample; peak_rss samples
-# memory.stat's total_rss every 20 ms, a lower bound kept for comparison.
+# memory.stat's total_rss every 20 ms, a lower bound kept for comparison. peak_dirty is the page
+# cache that could not simply be dropped (spill files not yet written back), which a cgroup also
+# charges: it tells an OOM kill by anonymous memory from one by dirty page cache.
 #
 # Needs root and a writable /sys/fs/cgroup/memory (cgroup v1). Exit status: the command's, or 3
 # if no memory cgroup can be made (callers skip on 3). The cgroup is removed at the end.
@@ -62,10 +65,11 @@ else
 	bash -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@" &
 fi
 pid=$!
-peak_rss=0 stalled=0
+peak_rss=0 peak_dirty=0 cache_at_rss_peak=0 stalled=0
 while kill -0 "$pid" 2>/dev/null; do
-	rss=$(awk '$1=="total_rss"{print $2}' "$cg/memory.stat" 2>/dev/null || echo 0)
-	((rss > peak_rss)) && peak_rss=$rss
+	read -r rss cache dirty < <(awk '$1=="total_rss"{r=$2} $1=="total_cache"{c=$2} $1=="total_dirty"||$1=="total_writeback"{d+=$2} END{print r+0, c+0, d+0}' "$cg/memory.stat" 2>/dev/null || echo 0 0 0)
+	if ((rss > peak_rss)); then peak_rss=$rss; cache_at_rss_peak=$cache; fi
+	((dirty > peak_dirty)) && peak_dirty=$dirty
 	if ((timeout > 0)) && (($(date +%s) - ${start%.*} > timeout)); then
 		stalled=1
 		while read -r p; do kill -9 "$p" 2>/dev/null || true; done <"$cg/cgroup.procs"
@@ -85,6 +89,8 @@ echo "exit=$rc"
 echo "limit=$limit"
 echo "peak=$peak"
 echo "peak_rss=$peak_rss"
+echo "peak_dirty=$peak_dirty"
+echo "cache_at_rss_peak=$cache_at_rss_peak"
 echo "oom_kills=${oom:-0}"
 echo "failcnt=$failcnt"
 echo "seconds=$(echo "$end - $start" | bc)"
