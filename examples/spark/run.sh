@@ -41,7 +41,9 @@ jar=$(ls examples/spark/target/nativepool-spark-demo-*.jar | head -1)
 opens=("@$root/spark/spark-jvm.args")
 
 # Warnings and errors of the Go side (leaks, late releases, failed spillers) reach the output;
-# NATIVEPOOL_LOG_LEVEL=debug shows every spill request too.
+# NATIVEPOOL_LOG_LEVEL=debug shows every spill request too. Once the plugin has started, Go's
+# records go through log4j: the level reaches it as spark.nativepool.logLevel (a system property,
+# which SparkConf reads); before that, the engine's init applies it to Go's default logger.
 export NATIVEPOOL_LOG_LEVEL=${NATIVEPOOL_LOG_LEVEL:-warn}
 export SPARK_LOCAL_IP=${SPARK_LOCAL_IP:-127.0.0.1}
 # The demo JVM is this script's child, not Maven's: with DEMO_CGROUP it is started by a shell that
@@ -61,6 +63,7 @@ rc=0
 "${launch[@]}" "$JAVA_HOME/bin/java" "${opens[@]}" \
 	-Xms"$heap" -Xmx"$heap" -XX:+AlwaysPreTouch ${DEMO_JAVA_OPTS:-} \
 	-Dlog4j2.configurationFile="$root/examples/spark/log4j2.properties" \
+	-Dspark.nativepool.logLevel="$NATIVEPOOL_LOG_LEVEL" \
 	-Dnativepool.library="$root/$lib" \
 	-cp "$jar:$(cat "$cp_file")" \
 	org.nativepool.spark.example.SortDemo --library "$root/$lib" --out "$out" "$@" || rc=$?

@@ -35,7 +35,11 @@ import org.apache.spark.network.util.JavaUtils;
  *       off} leaves the Go runtime alone (no limit unless {@code GOMEMLIMIT} sets one). The
  *       memoryOverhead is {@code spark.executor.memoryOverhead}, else (local mode) {@code
  *       spark.driver.memoryOverhead}, else Spark's default: max(384m, memoryOverheadFactor (0.10)
- *       × the executor's (local mode: driver's) memory).
+ *       × the executor's (local mode: driver's) memory);
+ *   <li>{@value #LOG_LEVEL} (default none): the level of the {@code org.nativepool} loggers,
+ *       the Go side's included ({@link NativeLog}); set in log4j for {@code org.nativepool} and
+ *       every logger below it, over log4j's own configuration. Unset, log4j's configuration
+ *       decides.
  * </ul>
  */
 public final class NativePoolSettings {
@@ -49,6 +53,7 @@ public final class NativePoolSettings {
   public static final String RESERVATION_SLACK = "spark.nativepool.reservationSlack";
   public static final String MALLOC_MMAP_THRESHOLD = "spark.nativepool.mallocMmapThreshold";
   public static final String GO_MEMORY_LIMIT = "spark.nativepool.goMemoryLimit";
+  public static final String LOG_LEVEL = "spark.nativepool.logLevel";
 
   /** Default of {@value #MALLOC_MMAP_THRESHOLD}. */
   public static final String DEFAULT_MALLOC_MMAP_THRESHOLD = "128k";
@@ -79,6 +84,7 @@ public final class NativePoolSettings {
   private final long mallocMmapThreshold;
   private final long goMemoryLimit;
   private final long memoryOverhead;
+  private final String logLevel;
 
   /**
    * @param library the library path, or null for {@code java.library.path}
@@ -145,7 +151,8 @@ public final class NativePoolSettings {
         reservationSlack,
         128L << 10,
         GO_MEMORY_LIMIT_DERIVED,
-        0);
+        0,
+        null);
   }
 
   private NativePoolSettings(
@@ -159,7 +166,8 @@ public final class NativePoolSettings {
       long reservationSlack,
       long mallocMmapThreshold,
       long goMemoryLimit,
-      long memoryOverhead) {
+      long memoryOverhead,
+      String logLevel) {
     this.kind = Objects.requireNonNull(kind, "kind");
     this.chunkSize = nonNegative(CHUNK_SIZE, chunkSize);
     this.poolSize = nonNegative(POOL_SIZE, poolSize);
@@ -190,6 +198,12 @@ public final class NativePoolSettings {
     }
     this.goMemoryLimit = goMemoryLimit;
     this.memoryOverhead = nonNegative("memoryOverhead", memoryOverhead);
+    if (logLevel != null && !logLevel.isBlank()) {
+      NativeLog.parseLevel(logLevel); // fails naming the key
+      this.logLevel = logLevel.trim();
+    } else {
+      this.logLevel = null;
+    }
   }
 
   /**
@@ -214,7 +228,30 @@ public final class NativePoolSettings {
         reservationSlack,
         mallocMmapThreshold,
         goMemoryLimit,
-        memoryOverhead);
+        memoryOverhead,
+        logLevel);
+  }
+
+  /**
+   * These settings with {@value #LOG_LEVEL} replaced.
+   *
+   * @param logLevel TRACE, DEBUG, INFO, WARN, ERROR or OFF (any case), or null for log4j's own
+   * @throws IllegalArgumentException for another value
+   */
+  public NativePoolSettings withLogLevel(String logLevel) {
+    return new NativePoolSettings(
+        kind,
+        chunkSize,
+        poolSize,
+        thresholds,
+        logging,
+        library,
+        allocationSites,
+        reservationSlack,
+        mallocMmapThreshold,
+        goMemoryLimit,
+        memoryOverhead,
+        logLevel);
   }
 
   /**
@@ -239,7 +276,8 @@ public final class NativePoolSettings {
             ? GO_MEMORY_LIMIT_DERIVED
             : go.equalsIgnoreCase("off") ? 0 : conf.getSizeAsBytes(GO_MEMORY_LIMIT);
     return new NativePoolSettings(kind, chunk, size, thresholds, logging, library, sites, slack)
-        .withProcessMemory(mmap, goLimit, memoryOverhead(conf));
+        .withProcessMemory(mmap, goLimit, memoryOverhead(conf))
+        .withLogLevel(conf.get(LOG_LEVEL, null));
   }
 
   /**
@@ -337,6 +375,11 @@ public final class NativePoolSettings {
     return memoryOverhead;
   }
 
+  /** {@value #LOG_LEVEL} (a level name), or null: log4j's configuration decides. */
+  public String logLevel() {
+    return logLevel;
+  }
+
   /** The library path from {@value #LIBRARY}, or null. */
   public String library() {
     return library;
@@ -366,6 +409,8 @@ public final class NativePoolSettings {
         + (goMemoryLimit == GO_MEMORY_LIMIT_DERIVED ? "derived" : String.valueOf(goMemoryLimit))
         + ", memoryOverhead="
         + memoryOverhead
+        + ", logLevel="
+        + logLevel
         + ")";
   }
 }
