@@ -41,6 +41,15 @@ func utf16Of(s string) []uint16 {
 	return append(utf16.Encode([]rune(s)), 0)
 }
 
+// Logger returns a logger over the process's log router: before the plugin
+// configures logging it writes where slog.Default() writes at the time of
+// each record; afterwards through SLF4J, on the logger of the calling
+// package. Engines that keep a logger from package initialisation on should
+// take this one: a logger taken from slog.Default() before the plugin starts
+// keeps slog's original handler, whose output then reaches SLF4J only as a
+// plain text line of the log package (no level, no package, no task).
+func Logger() *slog.Logger { return slog.New(processLog.handler()) }
+
 // TaskAttr is the attribute that names the task attempt a record is about:
 // add it to an engine's records (or to its logger, with Logger.With) so that
 // they carry the task in SLF4J even when they are made off the task's thread
