@@ -319,7 +319,14 @@ func (h *logHandler) fallback() slog.Handler {
 func (h *logHandler) Enabled(ctx context.Context, level slog.Level) bool {
 	lv := h.r.levels.Load()
 	if lv == nil {
-		return h.fallback().Enabled(ctx, level)
+		// Without this handler's attributes: a handler's level does not
+		// depend on them (slog's own never do), and replaying them would
+		// allocate on every call.
+		d := slog.Default().Handler()
+		if _, ours := d.(*logHandler); ours {
+			return level >= slog.LevelInfo // fallback's stderr text handler
+		}
+		return d.Enabled(ctx, level)
 	}
 	return level >= lv.min
 }

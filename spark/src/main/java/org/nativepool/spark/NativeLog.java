@@ -98,7 +98,12 @@ public final class NativeLog {
     if (logLevel != null && !logLevel.isBlank()) {
       setLog4jLevel(parseLevel(logLevel));
     }
-    NativeBridge.configureLog0(levels());
+    try {
+      NativeBridge.configureLog0(levels());
+    } catch (UnsatisfiedLinkError e) {
+      // An engine's own library built against an older nativepool: its records stay on stderr.
+      LOG.warn("nativepool: the loaded library has no configureLog0; Go's logs stay on stderr", e);
+    }
   }
 
   /** The {@code configureLog0} string: {@code name=LEVEL} for each of {@link #GO_LOGGERS}. */
