@@ -154,7 +154,7 @@ public final class NativePoolPlugin implements SparkPlugin {
     public void init(PluginContext ctx, Map<String, String> extraConf) {
       NativePoolSettings s = NativePoolSettings.fromConf(ctx.conf());
       String source = NativeLoader.ensureLoaded(s.library());
-      NativeLog.configure(s.logLevel()); // first: the Go records below reach log4j
+      NativeLog.configure(NativePoolSettings.logLevel(ctx.conf())); // first: Go's records reach log4j
       NativeBridge.configure0(s.logging(), s.thresholds());
       NativeBridge.configureArrow0(s.allocationSites());
       NativeBridge.configureRuntime0(

@@ -36,10 +36,10 @@ import org.apache.spark.network.util.JavaUtils;
  *       memoryOverhead is {@code spark.executor.memoryOverhead}, else (local mode) {@code
  *       spark.driver.memoryOverhead}, else Spark's default: max(384m, memoryOverheadFactor (0.10)
  *       × the executor's (local mode: driver's) memory);
- *   <li>{@value #LOG_LEVEL} (default none): the level of the {@code org.nativepool} loggers,
- *       the Go side's included ({@link NativeLog}); set in log4j for {@code org.nativepool} and
- *       every logger below it, over log4j's own configuration. Unset, log4j's configuration
- *       decides.
+ *   <li>{@value #LOG_LEVEL} (default none): the level of the {@code org.nativepool} loggers, the Go
+ *       side's included ({@link NativeLog}); set in log4j for {@code org.nativepool} and every
+ *       logger below it, over log4j's own configuration. Unset, log4j's configuration decides.
+ *       Read by {@link #logLevel(SparkConf)}.
  * </ul>
  */
 public final class NativePoolSettings {
@@ -84,7 +84,6 @@ public final class NativePoolSettings {
   private final long mallocMmapThreshold;
   private final long goMemoryLimit;
   private final long memoryOverhead;
-  private final String logLevel;
 
   /**
    * @param library the library path, or null for {@code java.library.path}
@@ -151,8 +150,7 @@ public final class NativePoolSettings {
         reservationSlack,
         128L << 10,
         GO_MEMORY_LIMIT_DERIVED,
-        0,
-        null);
+        0);
   }
 
   private NativePoolSettings(
@@ -166,8 +164,7 @@ public final class NativePoolSettings {
       long reservationSlack,
       long mallocMmapThreshold,
       long goMemoryLimit,
-      long memoryOverhead,
-      String logLevel) {
+      long memoryOverhead) {
     this.kind = Objects.requireNonNull(kind, "kind");
     this.chunkSize = nonNegative(CHUNK_SIZE, chunkSize);
     this.poolSize = nonNegative(POOL_SIZE, poolSize);
@@ -198,12 +195,6 @@ public final class NativePoolSettings {
     }
     this.goMemoryLimit = goMemoryLimit;
     this.memoryOverhead = nonNegative("memoryOverhead", memoryOverhead);
-    if (logLevel != null && !logLevel.isBlank()) {
-      NativeLog.parseLevel(logLevel); // fails naming the key
-      this.logLevel = logLevel.trim();
-    } else {
-      this.logLevel = null;
-    }
   }
 
   /**
@@ -228,30 +219,7 @@ public final class NativePoolSettings {
         reservationSlack,
         mallocMmapThreshold,
         goMemoryLimit,
-        memoryOverhead,
-        logLevel);
-  }
-
-  /**
-   * These settings with {@value #LOG_LEVEL} replaced.
-   *
-   * @param logLevel TRACE, DEBUG, INFO, WARN, ERROR or OFF (any case), or null for log4j's own
-   * @throws IllegalArgumentException for another value
-   */
-  public NativePoolSettings withLogLevel(String logLevel) {
-    return new NativePoolSettings(
-        kind,
-        chunkSize,
-        poolSize,
-        thresholds,
-        logging,
-        library,
-        allocationSites,
-        reservationSlack,
-        mallocMmapThreshold,
-        goMemoryLimit,
-        memoryOverhead,
-        logLevel);
+        memoryOverhead);
   }
 
   /**
@@ -276,8 +244,23 @@ public final class NativePoolSettings {
             ? GO_MEMORY_LIMIT_DERIVED
             : go.equalsIgnoreCase("off") ? 0 : conf.getSizeAsBytes(GO_MEMORY_LIMIT);
     return new NativePoolSettings(kind, chunk, size, thresholds, logging, library, sites, slack)
-        .withProcessMemory(mmap, goLimit, memoryOverhead(conf))
-        .withLogLevel(conf.get(LOG_LEVEL, null));
+        .withProcessMemory(mmap, goLimit, memoryOverhead(conf));
+  }
+
+  /**
+   * {@value #LOG_LEVEL} of a Spark configuration: a level name, trimmed, or null if unset or blank
+   * (log4j's configuration decides).
+   *
+   * @throws IllegalArgumentException naming the key, for a value that is not TRACE, DEBUG, INFO,
+   *     WARN, ERROR or OFF (any case)
+   */
+  public static String logLevel(SparkConf conf) {
+    String v = conf.get(LOG_LEVEL, "").trim();
+    if (v.isEmpty()) {
+      return null;
+    }
+    NativeLog.parseLevel(v);
+    return v;
   }
 
   /**
@@ -375,11 +358,6 @@ public final class NativePoolSettings {
     return memoryOverhead;
   }
 
-  /** {@value #LOG_LEVEL} (a level name), or null: log4j's configuration decides. */
-  public String logLevel() {
-    return logLevel;
-  }
-
   /** The library path from {@value #LIBRARY}, or null. */
   public String library() {
     return library;
@@ -409,8 +387,6 @@ public final class NativePoolSettings {
         + (goMemoryLimit == GO_MEMORY_LIMIT_DERIVED ? "derived" : String.valueOf(goMemoryLimit))
         + ", memoryOverhead="
         + memoryOverhead
-        + ", logLevel="
-        + logLevel
         + ")";
   }
 }

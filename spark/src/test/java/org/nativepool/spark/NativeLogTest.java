@@ -296,6 +296,20 @@ class NativeLogTest {
   }
 
   @Test
+  void logLevelIsReadFromTheSparkConfiguration() {
+    assertEquals(
+        "debug",
+        NativePoolSettings.logLevel(
+            new org.apache.spark.SparkConf(false).set(NativePoolSettings.LOG_LEVEL, " debug ")));
+    assertEquals(null, NativePoolSettings.logLevel(new org.apache.spark.SparkConf(false)));
+    assertThrows(
+        IllegalArgumentException.class,
+        () ->
+            NativePoolSettings.logLevel(
+                new org.apache.spark.SparkConf(false).set(NativePoolSettings.LOG_LEVEL, "chatty")));
+  }
+
+  @Test
   void aTaskKnownOnlyByIdIsNamedByIdAndAnUnknownTaskIsNotNamed() {
     assertEquals("[task 987654] m", NativeLog.text(987654, null, "m"));
     assertEquals("m", NativeLog.text(-1, null, "m"));
