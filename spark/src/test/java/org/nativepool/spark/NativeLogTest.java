@@ -283,6 +283,31 @@ class NativeLogTest {
     assertEquals(Level.INFO, lines.get(0).getLevel());
   }
 
+  /**
+   * {@value NativePoolSettings#LOG_LEVEL} wins over log4j's configuration for every nativepool
+   * logger, and Go gates on it: at ERROR the threshold warnings of a task are not even sent.
+   */
+  @Test
+  void theLogLevelSettingOverridesLog4jAndGoGatesOnIt() {
+    try {
+      NativeLog.configure("error");
+      for (String part : NativeLog.levels().split(",")) {
+        assertTrue(part.endsWith("=ERROR"), NativeLog.levels());
+      }
+      long receivedBefore = NativeLog.received();
+      jsc.parallelize(Arrays.asList(1, 2), 2)
+          .mapPartitions(NativeLogTest::crossTheThresholdOnAndOffTheTaskThread)
+          .collect();
+      assertEquals(0, NativeLog.received() - receivedBefore, () -> texts(capture.ofGo()));
+      assertTrue(capture.ofGo().isEmpty(), () -> texts(capture.ofGo()));
+    } finally {
+      Configurator.setLevel(NativeLog.ROOT + ".spark", Level.INFO); // log4j2-test.properties
+      Configurator.setLevel(NativeLog.ROOT + ".pool", Level.WARN);
+      Configurator.setLevel(NativeLog.ROOT, Level.INFO);
+      NativeLog.configure(null);
+    }
+  }
+
   @Test
   void logLevelSettingIsALevelName() {
     assertEquals(NativeLog.DEBUG, NativeLog.parseLevel(" debug "));
