@@ -37,6 +37,9 @@
 //	                  dereferences them, read without faulting (process_vm_readv)
 //	engine.go         the Go engine API: JoinTaskPool, EngineCall and HandleTable
 //	                  for engines that link this package into their own library
+//	loghandler.go     the log router: slog records to SLF4J loggers per package,
+//	                  levels, text and task (pure Go, tested with a fake sink)
+//	log.go, np_log.c  the upcall behind it: NativeLog.log through np_log
 //	testexports.go    one extra native for jvm_test.go only (build tag
 //	                  nativepool_jvmtest): an upcall from a goroutine's own thread
 //	libnativepool/    the c-shared main
@@ -108,6 +111,32 @@
 // RuntimeException("nativepool: panic: …") (and a slog error with the
 // stack); no panic crosses into the JVM.
 //
+// # Logs
+//
+// Once the plugin has called configureLog0, every slog record of the
+// process goes to org.nativepool.spark.NativeLog and through SLF4J
+// (loghandler.go): the process Bridge logs through the router, and the
+// router is slog's default handler (so engines' and ffi's default loggers,
+// and the log package, follow). The logger is named after the Go package
+// of the record's PC (pool → org.nativepool.pool, internal/bridge →
+// org.nativepool.bridge, an engine's package x → org.nativepool.engine.x);
+// its attributes follow the message as key=value; a top-level int64
+// attribute "task" (bridge.LogTaskKey, TaskAttr) becomes the record's task,
+// which Java prints with the stage and partition it knows. Every task pool
+// logs with that attribute, so records made on goroutines and attached
+// threads name their task.
+//
+// Levels are Java's, computed once at configureLog0 from each logger's
+// effective SLF4J level: Enabled is one atomic load and a comparison with
+// the lowest of them, and Handle drops a record below its own logger's
+// level, so a disabled record never makes an upcall. The upcall (np_log)
+// is one C call like the others (GetEnv, attach if needed); it never
+// leaves an exception behind, does not touch the JVM while an exception is
+// pending on the thread, and NativeLog.log never calls native code, so a
+// record made under a pool's lock cannot deadlock. A record Java did not
+// take is written to stderr. Before configureLog0 records go to slog's
+// default handler, as in a process without a JVM.
+//
 // # Process rules
 //
 // One Go runtime per process: load the library once, from one class loader,
@@ -141,7 +170,8 @@
 //
 // The process registry (process.go) is the only package-level state: the
 // handle tables, the task-shared registry, the configure0 settings and the
-// cumulative process counters, all inside one bridge.Bridge.
+// cumulative process counters, all inside one bridge.Bridge, and the log
+// router (processLog), which configureLog0 makes slog's default handler.
 //
 // # Build
 //

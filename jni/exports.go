@@ -186,6 +186,25 @@ func Java_org_nativepool_spark_NativeBridge_configure0(env *jniEnv, _ jclass, lo
 	err = process.Configure(bridge.Settings{Logging: logging != 0, Thresholds: th})
 }
 
+//export Java_org_nativepool_spark_NativeBridge_configureLog0
+func Java_org_nativepool_spark_NativeBridge_configureLog0(env *jniEnv, _ jclass, levels jstring) {
+	var err error
+	defer func() { endCall(env, recover(), err) }()
+	s, _, err := javaStringToGo(env, levels)
+	if err != nil {
+		return
+	}
+	if rc := C.np_log_init(env); rc != npOK {
+		if !exceptionPending(env) {
+			err = npStatusError("configureLog0", rc)
+		}
+		return
+	}
+	if err = processLog.configure(s); err == nil {
+		processLog.installDefault()
+	}
+}
+
 //export Java_org_nativepool_spark_NativeBridge_configureRuntime0
 func Java_org_nativepool_spark_NativeBridge_configureRuntime0(env *jniEnv, _ jclass, mallocMmapThreshold, goMemoryLimit, memoryOverhead jlong) {
 	var err error

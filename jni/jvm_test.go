@@ -57,4 +57,7 @@ func TestJVMSmoke(t *testing.T) {
 	require.NoError(t, err, "%s", text)
 	require.Contains(t, text, "SMOKE PASSED")
 	t.Logf("%d checks passed", checks)
+	if testing.Verbose() {
+		t.Log(text)
+	}
 }

@@ -165,4 +165,26 @@ int np_set_registered_owner(JNIEnv *env, jobject candidate, jobject owner);
 /* np_exception_pending reports whether env has a pending exception (1) or not (0). */
 int np_exception_pending(JNIEnv *env);
 
+/*
+ * Go's log records through SLF4J (np_log.c; jni/log.go, jni/loghandler.go).
+ *
+ * np_log_init resolves org.nativepool.spark.NativeLog and its static method
+ * log(ILjava/lang/String;JLjava/lang/String;)V (a global ref and a method ID,
+ * kept for the process). Like np_init it must run inside a native method of
+ * NativeBridge (configureLog0), so FindClass uses NativeBridge's class
+ * loader. Idempotent. Returns NP_OK, or NP_EXCEPTION with the JVM's
+ * NoClassDefFoundError / NoSuchMethodError pending in env, or NP_JNI_FAILED.
+ *
+ * np_log calls NativeLog.log(level, logger, task, text) from any thread
+ * (np_env attaches a Go thread if needed); logger and text are UTF-16,
+ * lengths in jchars. It never leaves an exception behind: one NativeLog.log
+ * raises is cleared (NP_EXCEPTION). If an exception is already pending on the
+ * thread (a record made inside a native method after it threw), the JVM is
+ * not called at all (NP_EXCEPTION). Local refs are made in a local frame.
+ * Returns NP_OK, NP_EXCEPTION, NP_NO_ENV, NP_NOT_INITIALIZED (np_log_init has
+ * not run) or NP_JNI_FAILED.
+ */
+int np_log_init(JNIEnv *env);
+int np_log(jint level, const jchar *logger, jsize logger_len, jlong task, const jchar *text, jsize text_len);
+
 #endif /* NATIVEPOOL_NP_H */

@@ -18,10 +18,18 @@ import (
 // with NewBridge instead of touching it.
 var process = newProcess()
 
+// processLog is the process's log router (loghandler.go, log.go), part of
+// the process registry like process, whose logger writes through it: until
+// NativeBridge.configureLog0 it passes every record to slog's default
+// handler; from then on it hands them to SLF4J, and it is slog's default
+// handler too (slog.SetDefault, once per process, never undone). A record is
+// process-wide by nature: there is one slog default and one JVM.
+var processLog = newLogRouter(javaLogSink)
+
 // newProcess builds the process registry on the real process runtime
 // (malloc.go): the Go runtime, glibc's mallopt, /proc.
 func newProcess() *bridge.Bridge {
-	b := bridge.NewBridge(nil, ffiRuntime)
+	b := bridge.NewBridge(slog.New(processLog.handler()), ffiRuntime)
 	b.UseProcessRuntime(processRuntime())
 	return b
 }

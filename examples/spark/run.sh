@@ -51,8 +51,15 @@ fi
 opens=("@$root/spark/spark-jvm.args")
 
 # Warnings and errors of the Go side (leaks, late releases, failed spillers) reach the output;
-# NATIVEPOOL_LOG_LEVEL=debug shows every spill request too.
+# NATIVEPOOL_LOG_LEVEL=debug shows every spill request too. Once the plugin has started, Go's
+# records go through log4j: the level reaches it as spark.nativepool.logLevel (a system property,
+# which SparkConf reads); before that, the engine's init applies it to Go's default logger.
 export NATIVEPOOL_LOG_LEVEL=${NATIVEPOOL_LOG_LEVEL:-warn}
+log_level=()
+case ${NATIVEPOOL_LOG_LEVEL,,} in
+trace | debug | info | warn | error | off) log_level=(-Dspark.nativepool.logLevel="$NATIVEPOOL_LOG_LEVEL") ;;
+*) echo "run.sh: NATIVEPOOL_LOG_LEVEL=$NATIVEPOOL_LOG_LEVEL is no log4j level; log4j2.properties decides" >&2 ;;
+esac
 export SPARK_LOCAL_IP=${SPARK_LOCAL_IP:-127.0.0.1}
 # The demo JVM is this script's child, not Maven's: with DEMO_CGROUP it is started by a shell that
 # writes its own pid into the cgroup's cgroup.procs and then execs java, so the JVM, and only it
@@ -71,6 +78,7 @@ rc=0
 "${launch[@]}" "$JAVA_HOME/bin/java" "${opens[@]}" \
 	-Xms"$heap" -Xmx"$heap" -XX:+AlwaysPreTouch ${DEMO_JAVA_OPTS:-} \
 	-Dlog4j2.configurationFile="$root/examples/spark/log4j2.properties" \
+	"${log_level[@]}" \
 	-Dnativepool.library="$root/$lib" \
 	-cp "$jar:$(cat "$cp_file")" \
 	org.nativepool.spark.example.SortDemo --library "$root/$lib" --out "$out" "$@" || rc=$?

@@ -221,7 +221,7 @@ func (b *Bridge) enterArrow(op string, rh *reservationHandle) (ArrowAllocator, e
 			return nil, arrowClosedErr(op, rh)
 		}
 		s.res = res
-		s.alloc = b.arrow.runtime.NewAllocator(res, b.arrow.sites.Load(), b.logger)
+		s.alloc = b.arrow.runtime.NewAllocator(res, b.arrow.sites.Load(), rh.tp.logger)
 		b.arrow.addLive(rh, s.alloc)
 	}
 	s.users++

@@ -151,8 +151,12 @@ type taskPool struct {
 	unified   pool.Unified // the pool itself, for Stats, Reclaim and Close
 	upstream  OwnedUpstream
 	// task is the pool's task handle (tasks.go), removed by Close.
-	task  int64
-	stops []func()
+	task int64
+	// logger is the Bridge's logger with the task's LogTask attribute:
+	// the pool's, its Logging decorator's, its thresholds' and its Arrow
+	// allocators' records name the task on whatever thread they are made.
+	logger *slog.Logger
+	stops  []func()
 	// calls counts the Bridge calls in flight on this pool; Close waits
 	// for them (callgate.go).
 	calls *callGate
@@ -281,10 +285,11 @@ func (b *Bridge) OpenPool(taskID int64, kind int32, poolSize, chunk int64, newOw
 // newTaskPool builds a task's pool stack under the current settings.
 func (b *Bridge) newTaskPool(taskID int64, kind int32, poolSize, chunk int64, up OwnedUpstream) *taskPool {
 	set := b.settings.Load()
+	logger := b.logger.With(LogTask(taskID))
 	opts := []pool.UnifiedOption{
 		pool.WithChunkSize(chunk),
 		pool.WithName(fmt.Sprintf("task %d", taskID)),
-		pool.WithLogger(b.logger),
+		pool.WithLogger(logger),
 	}
 	var unified pool.Pool
 	if kind == KindFairUnified {
@@ -298,18 +303,18 @@ func (b *Bridge) newTaskPool(taskID int64, kind int32, poolSize, chunk int64, up
 	}
 	inner := unified
 	if set.Logging {
-		inner = pool.NewLogging(inner, b.logger)
+		inner = pool.NewLogging(inner, logger)
 	}
 	top := pool.NewTrackConsumers(inner, topConsumers)
-	tp := &taskPool{Pool: top, bridge: b, taskID: taskID, top: top, unified: u, upstream: up, calls: newCallGate()}
+	tp := &taskPool{Pool: top, bridge: b, taskID: taskID, top: top, unified: u, upstream: up, calls: newCallGate(), logger: logger}
 	for _, level := range set.Thresholds {
 		tp.stops = append(tp.stops, u.OnThreshold(pool.Threshold{Level: level}, func(c pool.Crossing) {
 			dir := "rose to"
 			if !c.Up {
 				dir = "fell below"
 			}
-			b.logger.Warn("nativepool: task pool reserved bytes "+dir+" a threshold",
-				"task", taskID, "pool", c.Pool, "threshold", c.Level, "reserved", c.Reserved)
+			logger.Warn("nativepool: task pool reserved bytes "+dir+" a threshold",
+				"pool", c.Pool, "threshold", c.Level, "reserved", c.Reserved)
 		}))
 	}
 	b.mu.Lock()

@@ -39,8 +39,9 @@ import (
 // sorts is the library's engine: the sorters of every task in this
 // process. The JVM loads the library once, so this is the one instance the
 // natives work on, as jni's process registry is for NativeBridge; tests
-// build their own engine.
-var sorts = newEngine(nil, joinTaskPool)
+// build their own engine. It logs through jni.Logger: to slog's default
+// handler until the plugin starts, then through log4j.
+var sorts = newEngine(jni.Logger(), joinTaskPool)
 
 // The natives of org.nativepool.spark.example.SortBridge, and nothing else;
 // main.go has their contract, sorts.go the work.

@@ -44,11 +44,15 @@
 //
 // # Logging
 //
-// The Go side logs through log/slog's default logger, on stderr. Set
-// NATIVEPOOL_LOG_LEVEL (debug, info, warn, error; default info) to change
-// its level, e.g. error to keep the pools' per-event warnings (a spill
-// request that found nothing to free) out of a demo's output; their counts
-// are in the report either way.
+// The Go side logs through log/slog's default logger: on stderr until the
+// plugin starts, then through log4j (jni: each package on its own
+// org.nativepool.* logger, the task in the text), at the level log4j gives
+// those loggers or spark.nativepool.logLevel. Set NATIVEPOOL_LOG_LEVEL
+// (debug, info, warn, error; default info) to change it: run.sh passes it
+// on as spark.nativepool.logLevel, and init below applies it to the
+// records made before the plugin starts. error keeps the pools' per-event
+// warnings (a spill request that found nothing to free) out of a demo's
+// output; their counts are in the report either way.
 package main
 
 import (

@@ -163,7 +163,9 @@ func (e *engine) create(taskAttemptID int64, name string, batchRows int, tempDir
 	if err != nil {
 		return 0, fmt.Errorf("nativesort: create0(task %d): %w", taskAttemptID, err)
 	}
-	s, err := extsort.New(p, extsort.Options{Name: name, BatchRows: batchRows, TempDir: tempDir, Logger: e.logger})
+	// The sorter's records (spills) name the task on whichever thread makes them.
+	logger := e.logger.With(jni.TaskAttr(taskAttemptID))
+	s, err := extsort.New(p, extsort.Options{Name: name, BatchRows: batchRows, TempDir: tempDir, Logger: logger})
 	if err != nil {
 		release()
 		return 0, fmt.Errorf("nativesort: create0(task %d): %w", taskAttemptID, err)

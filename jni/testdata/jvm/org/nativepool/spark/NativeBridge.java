@@ -19,6 +19,11 @@ final class NativeBridge {
   static native long[] processStats0();
   static native void configure0(boolean logging, long[] thresholds);
   static native void configureRuntime0(long mallocMmapThreshold, long goMemoryLimit, long memoryOverhead);
+  static native void configureLog0(String levels);
+  /** Test-only: a slog record (level in slog's numbers) made on a new goroutine; task -1 = none. */
+  static native void goroutineLog0(long task, int level, String message, boolean exitThread);
+  /** Test-only: throws IllegalStateException("pending"), then makes a record on this thread. */
+  static native void logWithPendingException0(String message);
   /** Test-only (jni/testexports.go, tag nativepool_jvmtest): tryGrow0 from a new goroutine. */
   static native String goroutineTryGrow0(long res, long n, boolean exitThread);
   /** Test-only: an unguarded Java→Go call, the floor for Bench. */

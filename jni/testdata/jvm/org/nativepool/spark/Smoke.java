@@ -1,6 +1,7 @@
 package org.nativepool.spark;
 
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -259,6 +260,36 @@ public class Smoke {
     NativeBridge.closePool0(p5);
     NativeBridge.closePool0(p6);
     check(NativeBridge.reclaimTask0(a.taskHandle(), 100) == 0, "reclaimTask0 after the pool closed -> 0");
+
+    // Go's records through NativeLog (configureLog0): per-package logger, task, level gating in Go,
+    // from a goroutine on a thread the JVM does not know, and never an exception back into Go
+    NativeLog.take();
+    NativeBridge.goroutineLog0(1, 0, "before configureLog0", false);
+    check(NativeLog.take().isEmpty(), "before configureLog0 records stay in Go (slog's default handler)");
+    t = thrown(() -> NativeBridge.configureLog0("org.nativepool.pool=INFO"));
+    check(t instanceof IllegalArgumentException, "configureLog0 without org.nativepool -> IAE: " + t);
+    NativeBridge.configureLog0("org.nativepool=INFO,org.nativepool.pool=WARN");
+    threadsBefore = Thread.getAllStackTraces().size();
+    for (int i = 0; i < 100; i++) {
+      NativeBridge.goroutineLog0(77, 0, "from a goroutine k=" + i, true);
+    }
+    List<String> logged = NativeLog.take();
+    check(logged.size() == 100 && logged.get(0).equals("2 org.nativepool.jni 77 from a goroutine k=0 | nativepool-go (daemon)"),
+        "an INFO record made on a goroutine reaches NativeLog.log on its package's logger with its task: " + (logged.isEmpty() ? "none" : logged.get(0)));
+    threadsAfter = Thread.getAllStackTraces().size();
+    check(threadsAfter - threadsBefore < 20, "log upcalls' exited Go threads were detached: threads " + threadsBefore + " -> " + threadsAfter);
+    NativeBridge.goroutineLog0(-1, -4, "debug", false);
+    NativeBridge.goroutineLog0(-1, 8, "error", false);
+    logged = NativeLog.take();
+    check(logged.size() == 1 && logged.get(0).startsWith("4 org.nativepool.jni -1 error |"), "a DEBUG record never reaches Java, an ERROR one does: " + logged);
+    NativeLog.throwNext = true;
+    t = thrown(() -> NativeBridge.goroutineLog0(-1, 4, "lost to a throwing backend", false));
+    check(t == null && NativeLog.take().isEmpty(), "an exception in NativeLog.log stays out of Go and the caller: " + t);
+    t = thrown(() -> NativeBridge.logWithPendingException0("while an exception is pending"));
+    check(t instanceof IllegalStateException && "pending".equals(t.getMessage()) && NativeLog.take().isEmpty(),
+        "a record made while an exception is pending does not touch the JVM: " + t);
+    NativeBridge.goroutineLog0(-1, 4, "after", false);
+    check(NativeLog.take().size() == 1, "logging works after both");
 
     System.out.println(failures == 0 ? "SMOKE PASSED" : ("SMOKE FAILED " + failures));
     System.exit(failures == 0 ? 0 : 1);

@@ -107,6 +107,13 @@ public final class NativeBridge {
   static native void configure0(boolean logging, long[] thresholds);
 
   /**
+   * Makes Go's log records go to {@link NativeLog} from now on; {@code levels} is {@code
+   * name=LEVEL,…} ({@link NativeLog#levels()}), which must name {@code org.nativepool}. Go then
+   * calls {@code NativeLog.log} only for records at or above their logger's level.
+   */
+  static native void configureLog0(String levels);
+
+  /**
    * Process-wide memory policy, applied at once: glibc's {@code M_MMAP_THRESHOLD} via mallopt (0 =
    * leave glibc alone; a {@code MALLOC_MMAP_THRESHOLD_} in the environment wins), the Go runtime's
    * soft memory limit (0 = leave it alone, -1 = Go baseline + memoryOverhead / 8). Logs what it

@@ -22,7 +22,8 @@ import org.slf4j.LoggerFactory;
  * <p>Executor side only (the driver side is null, so in local mode nothing is registered twice
  * under {@code plugin.org.nativepool.spark.NativePoolPlugin}): {@code init} reads the
  * {@link NativePoolSettings} ({@code spark.nativepool.*}), loads the library
- * ({@code spark.nativepool.library}, else {@code java.library.path}), configures it (including the
+ * ({@code spark.nativepool.library}, else {@code java.library.path}), routes the Go side's logs
+ * to log4j ({@link NativeLog}), configures it (including the
  * process memory policy: glibc's mmap threshold and the Go runtime's soft memory limit, {@link
  * NativeBridge#configureRuntime0}), and registers
  * one Dropwizard gauge per process figure (see {@link #GAUGES}). Tasks then open their pool with
@@ -153,6 +154,7 @@ public final class NativePoolPlugin implements SparkPlugin {
     public void init(PluginContext ctx, Map<String, String> extraConf) {
       NativePoolSettings s = NativePoolSettings.fromConf(ctx.conf());
       String source = NativeLoader.ensureLoaded(s.library());
+      NativeLog.configure(NativePoolSettings.logLevel(ctx.conf())); // first: Go's records reach log4j
       NativeBridge.configure0(s.logging(), s.thresholds());
       NativeBridge.configureArrow0(s.allocationSites());
       NativeBridge.configureRuntime0(

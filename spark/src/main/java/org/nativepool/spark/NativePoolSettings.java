@@ -35,7 +35,11 @@ import org.apache.spark.network.util.JavaUtils;
  *       off} leaves the Go runtime alone (no limit unless {@code GOMEMLIMIT} sets one). The
  *       memoryOverhead is {@code spark.executor.memoryOverhead}, else (local mode) {@code
  *       spark.driver.memoryOverhead}, else Spark's default: max(384m, memoryOverheadFactor (0.10)
- *       × the executor's (local mode: driver's) memory).
+ *       × the executor's (local mode: driver's) memory);
+ *   <li>{@value #LOG_LEVEL} (default none): the level of the {@code org.nativepool} loggers, the Go
+ *       side's included ({@link NativeLog}); set in log4j for {@code org.nativepool} and every
+ *       logger below it, over log4j's own configuration. Unset, log4j's configuration decides.
+ *       Read by {@link #logLevel(SparkConf)}.
  * </ul>
  */
 public final class NativePoolSettings {
@@ -49,6 +53,7 @@ public final class NativePoolSettings {
   public static final String RESERVATION_SLACK = "spark.nativepool.reservationSlack";
   public static final String MALLOC_MMAP_THRESHOLD = "spark.nativepool.mallocMmapThreshold";
   public static final String GO_MEMORY_LIMIT = "spark.nativepool.goMemoryLimit";
+  public static final String LOG_LEVEL = "spark.nativepool.logLevel";
 
   /** Default of {@value #MALLOC_MMAP_THRESHOLD}. */
   public static final String DEFAULT_MALLOC_MMAP_THRESHOLD = "128k";
@@ -240,6 +245,22 @@ public final class NativePoolSettings {
             : go.equalsIgnoreCase("off") ? 0 : conf.getSizeAsBytes(GO_MEMORY_LIMIT);
     return new NativePoolSettings(kind, chunk, size, thresholds, logging, library, sites, slack)
         .withProcessMemory(mmap, goLimit, memoryOverhead(conf));
+  }
+
+  /**
+   * {@value #LOG_LEVEL} of a Spark configuration: a level name, trimmed, or null if unset or blank
+   * (log4j's configuration decides).
+   *
+   * @throws IllegalArgumentException naming the key, for a value that is not TRACE, DEBUG, INFO,
+   *     WARN, ERROR or OFF (any case)
+   */
+  public static String logLevel(SparkConf conf) {
+    String v = conf.get(LOG_LEVEL, "").trim();
+    if (v.isEmpty()) {
+      return null;
+    }
+    NativeLog.parseLevel(v);
+    return v;
   }
 
   /**

@@ -140,7 +140,16 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
     if (owner == candidate) {
       // This open created the pool: the owner's listener goes first, so it runs after every
       // handle's listener (Spark runs them in reverse order).
-      ctx.addTaskCompletionListener((TaskCompletionListener) c -> owner.close());
+      NativeLog.taskStarted(ctx); // Go's records about the task name its stage and partition
+      ctx.addTaskCompletionListener(
+          (TaskCompletionListener)
+              c -> {
+                try {
+                  owner.close();
+                } finally {
+                  NativeLog.taskEnded(id);
+                }
+              });
     }
     ctx.addTaskCompletionListener((TaskCompletionListener) c -> pool.closeAtTaskEnd());
     return pool;
