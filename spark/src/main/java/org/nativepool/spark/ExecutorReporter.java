@@ -5,8 +5,10 @@ import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.api.plugin.PluginContext;
 import org.nativepool.spark.arrow.ArrowProcessStat;
 import org.slf4j.Logger;
@@ -20,7 +22,8 @@ import org.slf4j.LoggerFactory;
  *   <li>reads the process figures every {@link ReportingSettings#pollMillis()} and keeps the
  *       highest reserved and held bytes since the last send;
  *   <li>sends an {@link ExecutorSample} to the driver side every heartbeat interval ({@code
- *       PluginContext.send}: one-way, nothing waits for the driver);
+ *       PluginContext.send}: one-way, nothing waits for the driver), and when a task ends if none
+ *       went out within the poll period; a closing task pool's peak counts in the interval peak;
  *   <li>logs one summary line every {@value ReportingSettings#LOG_INTERVAL}, if set.
  * </ul>
  *
@@ -31,10 +34,19 @@ import org.slf4j.LoggerFactory;
 final class ExecutorReporter {
   private static final Logger LOG = LoggerFactory.getLogger(ExecutorReporter.class);
 
+  /**
+   * The highest peak of a task pool that closed since the reporting thread last looked (see
+   * {@link #noteTaskPeak}); folded into the interval peak of reserved bytes.
+   */
+  private static final AtomicLong TASK_PEAK = new AtomicLong();
+
   private final PluginContext ctx;
   private final ReportingSettings settings;
   private final long baselineRss;
   private final ScheduledExecutorService thread;
+
+  /** When the last sample was sent (ms since the epoch), for {@link #taskEnded()}. */
+  private volatile long lastSendMillis;
 
   // Written and read only on the reporting thread.
   private long peakReserved;
@@ -74,6 +86,28 @@ final class ExecutorReporter {
     return r;
   }
 
+  /**
+   * A task pool's peak reserved bytes, noted as it closes: the executor's figure was at least that
+   * much during the task, even when the task was shorter than a poll period. Any thread.
+   */
+  static void noteTaskPeak(long peak) {
+    TASK_PEAK.accumulateAndGet(peak, Math::max);
+  }
+
+  /**
+   * Called when a task ends: sends a sample now unless one went out within the poll period, so
+   * that the driver gets the task's interval peak close to its stage's end.
+   */
+  void taskEnded() {
+    if (System.currentTimeMillis() - lastSendMillis >= settings.pollMillis()) {
+      try {
+        thread.execute(this::send);
+      } catch (RejectedExecutionException stopped) {
+        // shut down meanwhile: nothing to send
+      }
+    }
+  }
+
   /** Stops the thread; a period under way finishes, no other starts. Idempotent. */
   void stop() {
     thread.shutdownNow();
@@ -107,6 +141,7 @@ final class ExecutorReporter {
     try {
       long[] p = NativeBridge.processStats0();
       peakReserved = Math.max(peakReserved, p[ProcessStat.RESERVED.ordinal()]);
+      peakReserved = Math.max(peakReserved, TASK_PEAK.getAndSet(0));
       peakHeld = Math.max(peakHeld, p[ProcessStat.HELD.ordinal()]);
     } catch (RuntimeException e) {
       failed("read", e);
@@ -116,6 +151,8 @@ final class ExecutorReporter {
   private void send() {
     try {
       Map<String, Long> f = readFigures(baselineRss);
+      peakReserved = Math.max(peakReserved, TASK_PEAK.getAndSet(0));
+      lastSendMillis = System.currentTimeMillis();
       f.put(
           ExecutorSample.INTERVAL_PEAK_RESERVED,
           Math.max(peakReserved, f.get(ProcessStat.RESERVED.gaugeName())));

@@ -4,7 +4,9 @@ import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricFilter;
 import com.codahale.metrics.MetricRegistry;
 import java.util.Collections;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -46,9 +48,11 @@ import org.slf4j.LoggerFactory;
  * bare ({@code reserved}), the driver's all start with {@code executor.}, {@code total.}.
  *
  * <p><b>Stage peaks.</b> The highest reserved and held bytes per executor and in total are kept
- * per running stage (from the samples' interval peaks), posted as a {@link
- * NativePoolStagePeaksEvent} when the stage completes, and shown by the {@code stagePeak*} gauges,
- * which start again from 0 whenever a stage completes.
+ * per stage from the samples' interval peaks (an interval's peak includes the peak of every task
+ * pool that closed in it), from the stage's submission until two heartbeat intervals after its
+ * end, so that the samples covering its last moments count; then they are posted as a {@link
+ * NativePoolStagePeaksEvent}. The {@code stagePeak*} gauges show the highest figures since the
+ * last stage completed: they start again from 0 whenever one does.
  *
  * <p><b>Event log.</b> Posted to Spark's listener bus, so the event log keeps them and the History
  * Server replays them: every {@value ReportingSettings#EVENT_LOG_SAMPLE_EVERY}th sample of each
@@ -107,6 +111,12 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
 
   /** Running stages ("id.attempt") → their peaks. Guarded by this. */
   private final Map<String, StagePeaks> stages = new HashMap<>();
+
+  /**
+   * Completed stages whose peaks event waits for the samples covering their last moments (see
+   * {@link #postDueStages}), oldest first. Guarded by this.
+   */
+  private final List<StagePeaks> completing = new ArrayList<>();
 
   /** The {@code total.stagePeak*} figures. Guarded by this; read by gauges without it. */
   private volatile long totalStagePeakReserved;
@@ -205,12 +215,18 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
       totalStagePeakReserved = Math.max(totalStagePeakReserved, sumReserved);
       totalStagePeakHeld = Math.max(totalStagePeakHeld, sumHeld);
       for (StagePeaks p : stages.values()) {
-        p.reserved.merge(s.executorId(), peakReserved, Math::max);
-        p.held.merge(s.executorId(), peakHeld, Math::max);
-        p.totalReserved = Math.max(p.totalReserved, sumReserved);
-        p.totalHeld = Math.max(p.totalHeld, sumHeld);
+        p.add(s.executorId(), peakReserved, peakHeld, sumReserved, sumHeld);
+      }
+      // A sample's interval is at most one heartbeat long: it overlaps a completed stage if it
+      // began before the stage ended.
+      long begun = s.timeMillis() - settings.heartbeatMillis();
+      for (StagePeaks p : completing) {
+        if (begun <= p.completedMillis) {
+          p.add(s.executorId(), peakReserved, peakHeld, sumReserved, sumHeld);
+        }
       }
     }
+    postDueStages(now, false);
     crossings(e, s, peakReserved);
     int every = settings.eventLogSampleEvery();
     if (every > 0 && s.sequence() % every == 0) {
@@ -287,6 +303,45 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
     }
   }
 
+  /**
+   * Posts the peaks of completed stages whose grace period is over: two heartbeat intervals after
+   * the stage's end, by when every executor has sent the sample covering it (executors also send
+   * one as a task ends). {@code all}: post every one now (shutdown). Called on each sample, so
+   * with no executor left a stage's event waits for the driver's shutdown.
+   */
+  private void postDueStages(long now, boolean all) {
+    List<StagePeaks> due = new ArrayList<>();
+    synchronized (this) {
+      Iterator<StagePeaks> it = completing.iterator();
+      while (it.hasNext()) {
+        StagePeaks p = it.next();
+        if (all || now - p.completedMillis >= 2 * settings.heartbeatMillis()) {
+          due.add(p);
+          it.remove();
+        }
+      }
+    }
+    for (StagePeaks p : due) {
+      post(
+          new NativePoolStagePeaksEvent(
+              p.stageId,
+              p.stageAttemptId,
+              p.completedMillis,
+              p.reserved,
+              p.held,
+              p.totalReserved,
+              p.totalHeld));
+    }
+  }
+
+  /** Posts the stage peaks still waiting for their grace period. */
+  @Override
+  public void shutdown() {
+    if (settings != null) {
+      postDueStages(System.currentTimeMillis(), true);
+    }
+  }
+
   private void post(SparkListenerEvent event) {
     sc.listenerBus().post(event);
   }
@@ -326,12 +381,28 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
     }
   }
 
-  /** A running stage's peaks. Guarded by the plugin's lock. */
+  /** A stage's peaks, while it runs and during its grace period. Guarded by the plugin's lock. */
   private static final class StagePeaks {
+    final int stageId;
+    final int stageAttemptId;
     final Map<String, Long> reserved = new LinkedHashMap<>();
     final Map<String, Long> held = new LinkedHashMap<>();
     long totalReserved;
     long totalHeld;
+    /** When the stage completed (epoch ms); 0 while it runs. */
+    long completedMillis;
+
+    StagePeaks(int stageId, int stageAttemptId) {
+      this.stageId = stageId;
+      this.stageAttemptId = stageAttemptId;
+    }
+
+    void add(String executorId, long peakReserved, long peakHeld, long sumReserved, long sumHeld) {
+      reserved.merge(executorId, peakReserved, Math::max);
+      held.merge(executorId, peakHeld, Math::max);
+      totalReserved = Math.max(totalReserved, sumReserved);
+      totalHeld = Math.max(totalHeld, sumHeld);
+    }
   }
 
   private static String stageKey(StageInfo info) {
@@ -342,17 +413,22 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
   private final class Listener extends SparkListener {
     @Override
     public void onStageSubmitted(SparkListenerStageSubmitted event) {
+      StageInfo info = event.stageInfo();
       synchronized (NativePoolDriverPlugin.this) {
-        stages.put(stageKey(event.stageInfo()), new StagePeaks());
+        stages.put(stageKey(info), new StagePeaks(info.stageId(), info.attemptNumber()));
       }
     }
 
     @Override
     public void onStageCompleted(SparkListenerStageCompleted event) {
       StageInfo info = event.stageInfo();
-      StagePeaks p;
       synchronized (NativePoolDriverPlugin.this) {
-        p = stages.remove(stageKey(info));
+        StagePeaks p = stages.remove(stageKey(info));
+        if (p == null) {
+          p = new StagePeaks(info.stageId(), info.attemptNumber());
+        }
+        p.completedMillis = System.currentTimeMillis();
+        completing.add(p);
         for (ExecutorState e : executors.values()) {
           e.stagePeakReserved = 0;
           e.stagePeakHeld = 0;
@@ -360,18 +436,6 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
         totalStagePeakReserved = 0;
         totalStagePeakHeld = 0;
       }
-      if (p == null) {
-        p = new StagePeaks();
-      }
-      post(
-          new NativePoolStagePeaksEvent(
-              info.stageId(),
-              info.attemptNumber(),
-              System.currentTimeMillis(),
-              p.reserved,
-              p.held,
-              p.totalReserved,
-              p.totalHeld));
     }
 
     @Override

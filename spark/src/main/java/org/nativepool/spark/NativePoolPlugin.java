@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import org.apache.spark.TaskFailedReason;
 import org.apache.spark.api.plugin.DriverPlugin;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
@@ -171,6 +172,21 @@ public final class NativePoolPlugin implements SparkPlugin {
       SETTINGS.set(s);
       reporter = ExecutorReporter.start(ctx, reporting, baselineRss);
       LOG.info("nativepool: executor {} uses {} ({})", ctx.executorID(), s, source);
+    }
+
+    /** Sends a sample early, so that the driver's stage peaks see the task (see reporter). */
+    @Override
+    public void onTaskSucceeded() {
+      if (reporter != null) {
+        reporter.taskEnded();
+      }
+    }
+
+    @Override
+    public void onTaskFailed(TaskFailedReason failureReason) {
+      if (reporter != null) {
+        reporter.taskEnded();
+      }
     }
 
     /**

@@ -8,12 +8,12 @@ import java.util.TreeMap;
 import org.apache.spark.scheduler.SparkListenerEvent;
 
 /**
- * A stage's native memory peaks, posted by the driver side of the plugin when the stage completes
- * (the event log keeps it): the highest reserved and held bytes of each executor in the samples
- * that arrived while the stage ran (each sample carries the peaks of its interval), and the
- * highest sum over executors. Sample resolution: a stage shorter than the heartbeat interval may
- * get its executors' peaks only from a sample that arrived after it ended, or none (then the maps
- * are empty). Immutable.
+ * A stage's native memory peaks, posted by the driver side of the plugin two heartbeat intervals
+ * after the stage completes (the event log keeps it): the highest reserved and held bytes of each
+ * executor in the samples whose interval overlapped the stage (each sample carries the peaks of
+ * its interval, including the peak of each task pool that closed in it), and the highest sum over
+ * executors of those interval peaks. Sample resolution: an interval that overlaps two stages
+ * counts in both; an executor with no such sample is absent from the maps. Immutable.
  */
 public final class NativePoolStagePeaksEvent implements SparkListenerEvent {
   private final int stageId;
@@ -57,7 +57,7 @@ public final class NativePoolStagePeaksEvent implements SparkListenerEvent {
     return stageAttemptId;
   }
 
-  /** When the driver saw it complete (epoch ms). */
+  /** When the driver saw the stage complete (epoch ms). */
   public long getTimeMillis() {
     return timeMillis;
   }

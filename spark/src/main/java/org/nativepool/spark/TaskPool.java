@@ -406,6 +406,13 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
       }
     }
     try {
+      // The pool's peak, for the executor's interval peak (a task shorter than the reporter's
+      // poll would otherwise not show in the driver's stage peaks).
+      ExecutorReporter.noteTaskPeak(NativeBridge.poolStats0(handle)[PoolStat.PEAK.ordinal()]);
+    } catch (RuntimeException e) {
+      LOG.debug("nativepool: {}: no peak for the reporter", describe(), e);
+    }
+    try {
       NativeBridge.closePool0(handle);
     } catch (RuntimeException e) {
       if (failure == null) {

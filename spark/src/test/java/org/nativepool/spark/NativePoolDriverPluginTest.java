@@ -152,6 +152,19 @@ class NativePoolDriverPluginTest {
         NativePoolDriverPluginTest::holdThenGetSpilled).collect();
     spark.sparkContext().listenerBus().waitUntilEmpty();
     spillStageId = taskEnds.get(0).stageId();
+    // The stage's peaks are posted two heartbeats after its end; then every queue (the event
+    // log's too) has had them.
+    await("the stage peaks of the spilling stage", () -> stagePeaks(spillStageId) != null);
+    spark.sparkContext().listenerBus().waitUntilEmpty();
+  }
+
+  /** The stage peaks event of {@code stageId} seen by the test's listener, or null. */
+  private static NativePoolStagePeaksEvent stagePeaks(int stageId) {
+    return otherEvents.stream()
+        .filter(e -> e instanceof NativePoolStagePeaksEvent s && s.getStageId() == stageId)
+        .map(e -> (NativePoolStagePeaksEvent) e)
+        .findFirst()
+        .orElse(null);
   }
 
   /**
@@ -315,12 +328,8 @@ class NativePoolDriverPluginTest {
 
   @Test
   void stagePeaksArePostedAtStageEndAndTheGaugesStartAgain() throws Exception {
-    NativePoolStagePeaksEvent spillStage =
-        otherEvents.stream()
-            .filter(e -> e instanceof NativePoolStagePeaksEvent s && s.getStageId() == spillStageId)
-            .map(e -> (NativePoolStagePeaksEvent) e)
-            .findFirst()
-            .orElseThrow(() -> new AssertionError("no stage peaks event in " + otherEvents));
+    NativePoolStagePeaksEvent spillStage = stagePeaks(spillStageId);
+    assertNotNull(spillStage, () -> "no stage peaks event in " + otherEvents);
     assertTrue(spillStage.getTotalPeakReserved() >= 8 * MIB, spillStage::toString);
     assertTrue(
         spillStage.getExecutorPeakReserved().getOrDefault("driver", 0L) >= 8 * MIB,
@@ -329,19 +338,18 @@ class NativePoolDriverPluginTest {
 
     // Two quiet heartbeats (their interval peaks are 0), then a stage without native memory.
     Thread.sleep(600);
+    int before = taskEnds.size();
     long rows = jsc.parallelize(Arrays.asList(1, 2, 3), 2).count();
     assertEquals(3, rows);
     spark.sparkContext().listenerBus().waitUntilEmpty();
     Map<String, Long> g = driverGauges();
     assertEquals(0L, g.get("total.stagePeakReserved"), "reset at the stage's end: " + g);
     assertEquals(0L, g.get("executor.driver.stagePeakReserved"), g::toString);
-    List<NativePoolStagePeaksEvent> all =
-        otherEvents.stream()
-            .filter(e -> e instanceof NativePoolStagePeaksEvent)
-            .map(e -> (NativePoolStagePeaksEvent) e)
-            .toList();
-    NativePoolStagePeaksEvent quiet = all.get(all.size() - 1);
+    int quietStage = taskEnds.get(before).stageId();
+    await("the quiet stage's peaks", () -> stagePeaks(quietStage) != null);
+    NativePoolStagePeaksEvent quiet = stagePeaks(quietStage);
     assertEquals(0L, quiet.getTotalPeakReserved(), quiet::toString);
+    assertEquals(0L, quiet.getExecutorPeakReserved().getOrDefault("driver", 0L), quiet::toString);
   }
 
   @Test
