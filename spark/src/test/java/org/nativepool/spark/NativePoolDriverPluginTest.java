@@ -352,6 +352,30 @@ class NativePoolDriverPluginTest {
     assertEquals(0L, quiet.getExecutorPeakReserved().getOrDefault("driver", 0L), quiet::toString);
   }
 
+  /** One task: 2 MiB reserved for 20 ms, far shorter than the executor's 200 ms poll. */
+  private static Iterator<Integer> holdBriefly(Iterator<Integer> rows) throws Exception {
+    TaskPool p = TaskPool.openForCurrentTask();
+    NativeReservation r = p.newReservation("brief", false, null);
+    r.grow(2 * MIB);
+    Thread.sleep(20);
+    r.close();
+    return rows;
+  }
+
+  @Test
+  void aStageShorterThanThePollStillShowsItsTasksPeaks() throws Exception {
+    int before = taskEnds.size();
+    assertEquals(1, jsc.parallelize(Arrays.asList(1), 1).mapPartitions(
+        NativePoolDriverPluginTest::holdBriefly).count());
+    spark.sparkContext().listenerBus().waitUntilEmpty();
+    int stage = taskEnds.get(before).stageId();
+    await("the brief stage's peaks", () -> stagePeaks(stage) != null);
+    NativePoolStagePeaksEvent brief = stagePeaks(stage);
+    assertTrue(brief.getTotalPeakReserved() >= 2 * MIB, brief::toString);
+    assertTrue(
+        brief.getExecutorPeakReserved().getOrDefault("driver", 0L) >= 2 * MIB, brief::toString);
+  }
+
   @Test
   void theExecutorLogsItsSummaryLineAtTheInterval() throws Exception {
     await("a summary line", () -> log.messages().stream().anyMatch(m -> m.contains(" memory: ")));
