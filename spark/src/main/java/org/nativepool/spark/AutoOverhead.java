@@ -25,11 +25,11 @@ import org.apache.spark.SparkConf;
  *       Netty, direct buffers), which the native pools do not change. It also holds the Go heap's
  *       soft limit, which the plugin derives as the Go baseline + overhead / 8.
  *   <li>{@value #GO_RUNTIME_MIB} MiB is the Go runtime: measured at 9.5 MiB of RSS to load the
- *       library and make one native call, 4.9 MiB of it mapped when idle (bench/RESULTS.md), rounded
- *       up for the runtime's first heap growth.
- *   <li>{@value #OFF_HEAP_MARGIN_PERCENT}% of the off-heap size is what the process holds beyond the
- *       bytes the pools hold from Spark: peak RSS growth ÷ peak off-heap reserved measured 0.92–1.07
- *       in the Spark demo (README), rounded up.
+ *       library and make one native call, 4.9 MiB of it mapped when idle (bench/RESULTS.md),
+ *       rounded up for the runtime's first heap growth.
+ *   <li>{@value #OFF_HEAP_MARGIN_PERCENT}% of the off-heap size is what the process holds beyond
+ *       the bytes the pools hold from Spark: peak RSS growth ÷ peak off-heap reserved measured
+ *       0.92–1.07 in the Spark demo (README), rounded up.
  *   <li>Without {@code spark.memory.offHeap.enabled}, YARN and Kubernetes leave the off-heap size
  *       out of the container while the native pools still borrow up to it: it must fit in the
  *       overhead.
@@ -89,7 +89,9 @@ final class AutoOverhead {
             + "% of off-heap "
             + margin
             + "m"
-            + (outside > 0 ? " + off-heap (not enabled, outside the container) " + outside + "m" : "")
+            + (outside > 0
+                ? " + off-heap (not enabled, outside the container) " + outside + "m"
+                : "")
             + " = "
             + computed
             + "m";

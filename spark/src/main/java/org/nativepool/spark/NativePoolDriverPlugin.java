@@ -3,9 +3,10 @@ package org.nativepool.spark;
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricFilter;
 import com.codahale.metrics.MetricRegistry;
-import java.util.Collections;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -55,10 +56,10 @@ import org.slf4j.LoggerFactory;
  * last stage completed: they start again from 0 whenever one does.
  *
  * <p><b>Event log.</b> Posted to Spark's listener bus, so the event log keeps them and the History
- * Server replays them: every {@value ReportingSettings#EVENT_LOG_SAMPLE_EVERY}th sample of each
- * executor ({@link NativePoolSampleEvent}), every crossing of a {@value
- * NativePoolSettings#THRESHOLDS} level by an executor's reserved bytes ({@link
- * NativePoolThresholdEvent}), and each stage's peaks.
+ * Server replays them: one sample of each executor per {@value
+ * ReportingSettings#EVENT_LOG_SAMPLE_EVERY} heartbeat intervals ({@link NativePoolSampleEvent}),
+ * every crossing of a {@value NativePoolSettings#THRESHOLDS} level by an executor's reserved bytes
+ * ({@link NativePoolThresholdEvent}), and each stage's peaks.
  *
  * <p><b>memoryOverhead.</b> With {@value ReportingSettings#AUTO_OVERHEAD}, {@link #init} sets
  * {@code spark.executor.memoryOverhead} by {@link AutoOverhead}'s formula before SparkContext
@@ -108,6 +109,9 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
 
   /** Live executors by Spark's executor id. */
   private final Map<String, ExecutorState> executors = new ConcurrentHashMap<>();
+
+  /** Ids of executors Spark removed: their late samples are dropped. */
+  private final Set<String> removed = ConcurrentHashMap.newKeySet();
 
   /** Running stages ("id.attempt") → their peaks. Guarded by this. */
   private final Map<String, StagePeaks> stages = new HashMap<>();
@@ -192,6 +196,9 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
 
   private void onSample(ExecutorSample s) {
     long now = System.currentTimeMillis();
+    if (removed.contains(s.executorId())) {
+      return; // in flight when Spark removed the executor (Spark never reuses an executor id)
+    }
     ExecutorState e = executors.get(s.executorId());
     if (e == null) {
       e = new ExecutorState(s.executorId(), s, thresholds.length);
@@ -228,8 +235,12 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
     }
     postDueStages(now, false);
     crossings(e, s, peakReserved);
-    int every = settings.eventLogSampleEvery();
-    if (every > 0 && s.sequence() % every == 0) {
+    // At most one sample event per executor per N heartbeat intervals (executors also send as
+    // tasks end, so counting samples would not bound the rate).
+    long every = settings.eventLogSampleEvery() * settings.heartbeatMillis();
+    if (every > 0 && (e.sampleEvents == 0 || s.timeMillis() - e.lastSampleEventMillis >= every)) {
+      e.sampleEvents++;
+      e.lastSampleEventMillis = s.timeMillis();
       post(new NativePoolSampleEvent(s.executorId(), s.timeMillis(), s.sequence(), s.figures()));
     }
     forgetStale(now);
@@ -367,11 +378,15 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
 
     volatile long stagePeakHeld;
     /** Figures with a gauge. Guarded by this. */
-    final Set<String> gauges = new java.util.HashSet<>();
+    final Set<String> gauges = new HashSet<>();
     /** Per threshold: whether reserved is at or above it. Guarded by this. */
     final boolean[] above;
     /** Set once, when the executor's gauges are removed. Guarded by this. */
     boolean removed;
+    /** Sample events posted, and when the last was (sample time). Written by the RPC thread. */
+    long sampleEvents;
+
+    long lastSampleEventMillis;
 
     ExecutorState(String id, ExecutorSample first, int levels) {
       this.id = id;
@@ -440,6 +455,7 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
 
     @Override
     public void onExecutorRemoved(SparkListenerExecutorRemoved event) {
+      removed.add(event.executorId());
       removeExecutor(event.executorId());
     }
   }

@@ -9,10 +9,11 @@ import org.apache.spark.scheduler.SparkListenerEvent;
 
 /**
  * An executor's figures, posted by the driver side of the plugin to Spark's listener bus (and so
- * to the event log, which the History Server replays) once every {@value
- * ReportingSettings#EVENT_LOG_SAMPLE_EVERY} samples of that executor. In the event log it is one
- * JSON line: {@code {"Event":"org.nativepool.spark.NativePoolSampleEvent","executorId":"1",
- * "timeMillis":…,"sequence":…,"figures":{"liveTasks":…,"reserved":…,…}}}. Immutable.
+ * to the event log, which the History Server replays) at most once per {@value
+ * ReportingSettings#EVENT_LOG_SAMPLE_EVERY} heartbeat intervals for each executor. In the event log
+ * it is one JSON line: {@code {"Event":"org.nativepool.spark.NativePoolSampleEvent",
+ * "executorId":"1","timeMillis":…,"sequence":…,"figures":{"liveTasks":…,"reserved":…,…}}}.
+ * Immutable.
  */
 public final class NativePoolSampleEvent implements SparkListenerEvent {
   private final String executorId;

@@ -53,7 +53,7 @@ public final class NativePoolThresholdEvent implements SparkListenerEvent {
     return up;
   }
 
-  /** The reserved bytes that crossed: the interval's peak going up, the current figure going down. */
+  /** The reserved bytes that crossed: the interval's peak going up, the current figure down. */
   public long getReserved() {
     return reserved;
   }

@@ -11,8 +11,9 @@ import org.apache.spark.SparkConf;
  *   <li>{@code spark.executor.heartbeatInterval} (Spark's, default 10s): how often each executor
  *       sends its figures to the driver;
  *   <li>{@value #LOG_INTERVAL} (default 0 = off): one summary line per interval on each executor;
- *   <li>{@value #EVENT_LOG_SAMPLE_EVERY} (default 6): every how many samples of an executor the
- *       driver posts one to the event log (6 × 10s = one a minute per executor);
+ *   <li>{@value #EVENT_LOG_SAMPLE_EVERY} (default 6): the driver posts at most one sample of each
+ *       executor to the event log per that many heartbeat intervals (6 × 10s = one a minute per
+ *       executor);
  *   <li>{@value #AUTO_OVERHEAD} (default false): the driver sets {@code
  *       spark.executor.memoryOverhead} ({@link AutoOverhead}).
  * </ul>
@@ -21,7 +22,7 @@ public final class ReportingSettings {
   /** Executor summary line interval (a duration; 0 or unset = off). */
   public static final String LOG_INTERVAL = "spark.nativepool.memory.logInterval";
 
-  /** Every how many samples of an executor one goes to the event log (0 = none). */
+  /** Heartbeat intervals per sample event of an executor in the event log (0 = none). */
   public static final String EVENT_LOG_SAMPLE_EVERY = "spark.nativepool.eventLog.sampleEvery";
 
   /** Whether the driver sets {@code spark.executor.memoryOverhead} ({@link AutoOverhead}). */
@@ -30,7 +31,7 @@ public final class ReportingSettings {
   /** Default of {@value #EVENT_LOG_SAMPLE_EVERY}. */
   public static final int DEFAULT_EVENT_LOG_SAMPLE_EVERY = 6;
 
-  /** The longest the executors poll between two reads of their figures (see {@link #pollMillis()}). */
+  /** The longest an executor waits between two reads of its figures ({@link #pollMillis()}). */
   static final long MAX_POLL_MILLIS = 1000;
 
   private final long heartbeatMillis;
@@ -88,7 +89,10 @@ public final class ReportingSettings {
     return logIntervalMillis;
   }
 
-  /** {@value #EVENT_LOG_SAMPLE_EVERY}; 0 = no sample events (threshold and stage events stay). */
+  /**
+   * {@value #EVENT_LOG_SAMPLE_EVERY}: heartbeat intervals per sample event of an executor; 0 = no
+   * sample events (threshold and stage events stay).
+   */
   public int eventLogSampleEvery() {
     return eventLogSampleEvery;
   }

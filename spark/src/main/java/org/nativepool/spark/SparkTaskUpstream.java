@@ -162,7 +162,8 @@ public final class SparkTaskUpstream implements NativeUpstream, AutoCloseable {
       long[] s = NativeBridge.takeSpill0(taskAttemptId);
       recordSpill(s[0], s[1]);
     } catch (RuntimeException | LinkageError e) {
-      LOG.warn("nativepool: task {}: native spill bytes not added to its metrics", taskAttemptId, e);
+      LOG.warn(
+          "nativepool: task {}: native spill bytes not added to its metrics", taskAttemptId, e);
     }
   }
 

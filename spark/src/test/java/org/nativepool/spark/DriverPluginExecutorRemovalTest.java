@@ -76,13 +76,20 @@ class DriverPluginExecutorRemovalTest {
     assertEquals(8L << 20, gauge("total.reserved"));
     assertEquals(2L, gauge("total.executors"));
 
-    sc.listenerBus().post(new SparkListenerExecutorRemoved(System.currentTimeMillis(), "7", "test"));
+    long now = System.currentTimeMillis();
+    sc.listenerBus().post(new SparkListenerExecutorRemoved(now, "7", "test"));
     sc.listenerBus().waitUntilEmpty();
     assertFalse(
         registry.getNames().stream().anyMatch(n -> n.startsWith("executor.7.")),
         registry.getNames()::toString);
     assertEquals(5L << 20, gauge("executor.8.reserved"));
     assertEquals(5L << 20, gauge("total.reserved"));
+    assertEquals(1L, gauge("total.executors"));
+
+    driver.receive(sample("7", 1, 3 << 20)); // in flight when Spark removed it
+    assertFalse(
+        registry.getNames().stream().anyMatch(n -> n.startsWith("executor.7.")),
+        "a late sample does not bring a removed executor back");
     assertEquals(1L, gauge("total.executors"));
   }
 

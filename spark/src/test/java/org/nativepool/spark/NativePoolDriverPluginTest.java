@@ -2,7 +2,6 @@ package org.nativepool.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -237,7 +236,9 @@ class NativePoolDriverPluginTest {
         CollectionConverters.asJava(SparkEnv.get().metricsSystem().getSourcesByName(SOURCE));
     assertEquals(2, sources.size(), "the executor's and the driver's source, both named " + SOURCE);
     long executorSide =
-        sources.stream().filter(s -> s.metricRegistry().getMetrics().containsKey("reserved")).count();
+        sources.stream()
+            .filter(s -> s.metricRegistry().getMetrics().containsKey("reserved"))
+            .count();
     assertEquals(1, executorSide);
   }
 
@@ -425,8 +426,12 @@ class NativePoolDriverPluginTest {
 
     List<JsonNode> crossings = byType.get(NativePoolThresholdEvent.class.getName());
     assertNotNull(crossings, "threshold events in " + byType.keySet());
-    assertTrue(crossings.stream().anyMatch(c -> c.get("up").asBoolean() && c.get("level").asLong() == 4 * MIB));
-    assertTrue(crossings.stream().anyMatch(c -> !c.get("up").asBoolean()), "back under 4m after the job");
+    assertTrue(
+        crossings.stream()
+            .anyMatch(c -> c.get("up").asBoolean() && c.get("level").asLong() == 4 * MIB),
+        crossings::toString);
+    assertTrue(
+        crossings.stream().anyMatch(c -> !c.get("up").asBoolean()), "back under 4m after the job");
 
     List<JsonNode> stages = byType.get(NativePoolStagePeaksEvent.class.getName());
     assertNotNull(stages, "stage peak events in " + byType.keySet());
@@ -442,8 +447,13 @@ class NativePoolDriverPluginTest {
     // 1g executor memory: max(384m, 0.10 × 1024m) + 16m + 10% of 128m (12.8m, rounded up) = 413m.
     assertEquals("413m", sc.conf().get("spark.executor.memoryOverhead"));
     ExecutorResourceRequest req =
-        sc.resourceProfileManager().defaultResourceProfile().executorResources().get("memoryOverhead").get();
-    assertEquals(413L, req.amount(), "the default ResourceProfile was built after the driver plugin's init");
+        sc.resourceProfileManager()
+            .defaultResourceProfile()
+            .executorResources()
+            .get("memoryOverhead")
+            .get();
+    assertEquals(
+        413L, req.amount(), "the default ResourceProfile was built after the driver plugin's init");
   }
 
   @Test
