@@ -63,6 +63,22 @@ func JoinTaskPool(taskAttemptID int64) (*taskshared.Handle, error) {
 	return joinTaskPool(process, taskAttemptID)
 }
 
+// ReportSpill tells Spark's task metrics about a spill of the engine on the
+// task of h, a handle from JoinTaskPool that is still open: disk is the
+// bytes the spill wrote (counted as the task's diskBytesSpilled), memory
+// the bytes a spill the engine started itself freed, for instance after its
+// pool refused a grow (counted as memoryBytesSpilled, as Spark's own
+// sorters count every spill). Pass memory 0 from a pool.Spiller the pool
+// called (Spark's spill of the task): the bytes that spill releases to
+// Spark are already counted by the plugin. The Java side adds the sums to
+// the task's metrics after each Spark spill of the task and when the task
+// ends, so report before closing h. A negative size wraps
+// pool.ErrInvalidSize, a nil handle pool.ErrClosed; nothing is recorded
+// then. Safe for concurrent use.
+func ReportSpill(h *taskshared.Handle, memory, disk int64) error {
+	return process.ReportSpill(h, memory, disk)
+}
+
 // joinTaskPool is JoinTaskPool on b.
 func joinTaskPool(b *bridge.Bridge, taskAttemptID int64) (*taskshared.Handle, error) {
 	h, err := b.JoinTaskPool(taskAttemptID)

@@ -175,6 +175,14 @@ func Java_org_nativepool_spark_NativeBridge_processStats0(env *jniEnv, _ jclass)
 	return goLongsToJava(env, process.ProcessStats().Array())
 }
 
+//export Java_org_nativepool_spark_NativeBridge_takeSpill0
+func Java_org_nativepool_spark_NativeBridge_takeSpill0(env *jniEnv, _ jclass, taskAttemptID jlong) (spill jlongArray) {
+	var err error
+	defer func() { endCall(env, recover(), err) }()
+	s := process.TakeSpill(int64(taskAttemptID))
+	return goLongsToJava(env, []int64{s.Memory, s.Disk})
+}
+
 //export Java_org_nativepool_spark_NativeBridge_configure0
 func Java_org_nativepool_spark_NativeBridge_configure0(env *jniEnv, _ jclass, logging jboolean, thresholds jlongArray) {
 	var err error

@@ -52,13 +52,16 @@ type Stats struct {
 	RowsIn  int64 // rows accepted by Push
 	RowsOut int64 // rows returned by Next
 
-	SelfSpills      int64 // spills the sorter started because the pool refused a buffer
-	RequestedSpills int64 // Spill calls (a pool's Reclaim, Spark's spill) that freed bytes
-	SpillRequests   int64 // every Spill call, including those that found nothing to free
-	SpilledRows     int64 // rows written to run files
-	SpilledBytes    int64 // bytes of run files written
-	Runs            int64 // run files written, by spills and by merge passes
-	MergePasses     int64 // merges of several runs into one, when the pool could not hold a batch of every run
+	SelfSpills int64 // spills the sorter started because the pool refused a buffer
+	// SelfSpilledBytes is the memory those spills freed (Spark counts such
+	// bytes as the task's memoryBytesSpilled).
+	SelfSpilledBytes int64
+	RequestedSpills  int64 // Spill calls (a pool's Reclaim, Spark's spill) that freed bytes
+	SpillRequests    int64 // every Spill call, including those that found nothing to free
+	SpilledRows      int64 // rows written to run files
+	SpilledBytes     int64 // bytes of run files written
+	Runs             int64 // run files written, by spills and by merge passes
+	MergePasses      int64 // merges of several runs into one, when the pool could not hold a batch of every run
 	// MaxFanIn is the most runs merged at once, by a merge pass or by the
 	// final merge: bounded by the batches the pool granted (0 without runs).
 	MaxFanIn int64
@@ -129,6 +132,7 @@ type Sorter struct {
 
 	rowsIn, rowsOut                 atomic.Int64
 	selfSpills, requested, requests atomic.Int64
+	selfSpilledBytes                atomic.Int64
 	spilledRows, spilledBytes, runs atomic.Int64
 	mergePasses, maxFanIn, levels   atomic.Int64
 	peakReserved                    atomic.Int64
@@ -251,6 +255,7 @@ func (s *Sorter) Finish() error {
 		var freed int64
 		if freed, err = s.spillChunksLocked(); freed > 0 {
 			s.selfSpills.Add(1)
+			s.selfSpilledBytes.Add(freed)
 		}
 	}
 	m := &merger{}
@@ -410,6 +415,7 @@ func (s *Sorter) spillSelf() (int64, error) {
 	s.unlock()
 	if freed > 0 {
 		s.selfSpills.Add(1)
+		s.selfSpilledBytes.Add(freed)
 	}
 	s.log.Debug("extsort: self-initiated spill", "consumer", s.consumer, "freed", freed, "err", err)
 	return freed, err
@@ -610,21 +616,22 @@ func (s *Sorter) Close() error {
 // Stats returns a snapshot of the sorter's counters.
 func (s *Sorter) Stats() Stats {
 	return Stats{
-		RowsIn:          s.rowsIn.Load(),
-		RowsOut:         s.rowsOut.Load(),
-		SelfSpills:      s.selfSpills.Load(),
-		RequestedSpills: s.requested.Load(),
-		SpillRequests:   s.requests.Load(),
-		SpilledRows:     s.spilledRows.Load(),
-		SpilledBytes:    s.spilledBytes.Load(),
-		Runs:            s.runs.Load(),
-		MergePasses:     s.mergePasses.Load(),
-		MaxFanIn:        s.maxFanIn.Load(),
-		MergeLevels:     s.levels.Load(),
-		Reserved:        s.res.Size(),
-		PeakReserved:    s.peakReserved.Load(),
-		Allocated:       s.alloc.Allocated(),
-		PeakAllocated:   s.alloc.Snapshot().Peak,
+		RowsIn:           s.rowsIn.Load(),
+		RowsOut:          s.rowsOut.Load(),
+		SelfSpills:       s.selfSpills.Load(),
+		SelfSpilledBytes: s.selfSpilledBytes.Load(),
+		RequestedSpills:  s.requested.Load(),
+		SpillRequests:    s.requests.Load(),
+		SpilledRows:      s.spilledRows.Load(),
+		SpilledBytes:     s.spilledBytes.Load(),
+		Runs:             s.runs.Load(),
+		MergePasses:      s.mergePasses.Load(),
+		MaxFanIn:         s.maxFanIn.Load(),
+		MergeLevels:      s.levels.Load(),
+		Reserved:         s.res.Size(),
+		PeakReserved:     s.peakReserved.Load(),
+		Allocated:        s.alloc.Allocated(),
+		PeakAllocated:    s.alloc.Snapshot().Peak,
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/cdata"
@@ -89,7 +90,7 @@ type engine struct {
 	logger  *slog.Logger
 	// join opens a reference to a task's pool (jni.JoinTaskPool in the
 	// library; a plain pool in tests).
-	join func(taskAttemptID int64) (pool.Pool, func(), error)
+	join func(taskAttemptID int64) (taskRef, error)
 
 	// Counters of closed sorters, so that sample0 stays cumulative.
 	closedChecks, closedViolations atomic.Int64
@@ -119,7 +120,7 @@ func (e *engine) readGoRuntime() goRuntime {
 	}
 }
 
-func newEngine(logger *slog.Logger, join func(int64) (pool.Pool, func(), error)) *engine {
+func newEngine(logger *slog.Logger, join func(int64) (taskRef, error)) *engine {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -128,21 +129,38 @@ func newEngine(logger *slog.Logger, join func(int64) (pool.Pool, func(), error))
 	return &engine{sorters: jni.NewHandleTable[*sortHandle]('S', "nativesort", "sorter"), logger: logger, join: join}
 }
 
+// taskRef is a sorter's reference to its task's pool.
+type taskRef struct {
+	pool pool.Pool
+	// reportSpill adds spill bytes to the task's Spark metrics
+	// (jni.ReportSpill): memory freed by self-initiated spills, bytes
+	// written to disk.
+	reportSpill func(memory, disk int64) error
+	release     func() // drops the reference
+}
+
 // joinTaskPool is engine.join in the library: a counted reference to the
 // pool Java opened for the task (see jni.JoinTaskPool).
-func joinTaskPool(taskAttemptID int64) (pool.Pool, func(), error) {
+func joinTaskPool(taskAttemptID int64) (taskRef, error) {
 	h, err := jni.JoinTaskPool(taskAttemptID)
 	if err != nil {
-		return nil, nil, err
+		return taskRef{}, err
 	}
-	return h.Pool(), h.Close, nil
+	report := func(memory, disk int64) error { return jni.ReportSpill(h, memory, disk) }
+	return taskRef{pool: h.Pool(), reportSpill: report, release: h.Close}, nil
 }
 
 // sortHandle is one sorter opened by create0.
 type sortHandle struct {
-	sorter  *extsort.Sorter
-	release func() // drops the reference to the task's pool
-	name    string
+	sorter *extsort.Sorter
+	ref    taskRef // the task's pool
+	name   string
+	// spill is what reportSpills has reported so far, from the sorter's
+	// cumulative SelfSpilledBytes and SpilledBytes.
+	spill struct {
+		sync.Mutex
+		memory, disk int64
+	}
 	// busy makes a second concurrent driver call an IllegalStateException
 	// instead of extsort's panic; a sorter belongs to one task thread.
 	busy atomic.Bool
@@ -159,22 +177,22 @@ func (e *engine) create(taskAttemptID int64, name string, batchRows int, tempDir
 	if name == "" {
 		return 0, fmt.Errorf("nativesort: create0: empty consumer name: %w", jni.ErrIllegalArgument)
 	}
-	p, release, err := e.join(taskAttemptID)
+	ref, err := e.join(taskAttemptID)
 	if err != nil {
 		return 0, fmt.Errorf("nativesort: create0(task %d): %w", taskAttemptID, err)
 	}
 	// The sorter's records (spills) name the task on whichever thread makes them.
 	logger := e.logger.With(jni.TaskAttr(taskAttemptID))
-	s, err := extsort.New(p, extsort.Options{Name: name, BatchRows: batchRows, TempDir: tempDir, Logger: logger})
+	s, err := extsort.New(ref.pool, extsort.Options{Name: name, BatchRows: batchRows, TempDir: tempDir, Logger: logger})
 	if err != nil {
-		release()
+		ref.release()
 		return 0, fmt.Errorf("nativesort: create0(task %d): %w", taskAttemptID, err)
 	}
-	sh := &sortHandle{sorter: s, release: release, name: name}
+	sh := &sortHandle{sorter: s, ref: ref, name: name}
 	h, err := e.sorters.Insert(sh)
 	if err != nil {
 		_ = s.Close()
-		release()
+		ref.release()
 		return 0, err
 	}
 	return h, nil
@@ -193,8 +211,30 @@ func (e *engine) drive(op string, h int64, fn func(*sortHandle) error) error {
 	defer sh.busy.Store(false)
 	err = fn(sh)
 	e.check(sh)
+	e.reportSpills(sh)
 	e.readGoRuntime()
 	return err
+}
+
+// reportSpills tells the task's Spark metrics what the sorter spilled since
+// the last report: its run files' bytes (diskBytesSpilled) and the memory
+// its self-initiated spills freed (memoryBytesSpilled; what Spark's spills
+// of it free is counted by the plugin as they happen). Spark-requested
+// spills run outside the sorter's calls, so their files are reported at
+// the next call or at close. A failed report costs a metric, never the
+// sort: it is logged.
+func (e *engine) reportSpills(sh *sortHandle) {
+	st := sh.sorter.Stats()
+	sh.spill.Lock()
+	memory, disk := st.SelfSpilledBytes-sh.spill.memory, st.SpilledBytes-sh.spill.disk
+	sh.spill.memory, sh.spill.disk = st.SelfSpilledBytes, st.SpilledBytes
+	sh.spill.Unlock()
+	if memory == 0 && disk == 0 {
+		return
+	}
+	if err := sh.ref.reportSpill(memory, disk); err != nil {
+		e.logger.Warn("nativesort: spill bytes not reported to Spark", "consumer", sh.name, "memory", memory, "disk", disk, "err", err)
+	}
 }
 
 // push imports one batch from Java (the producer keeps paying for it until
@@ -299,9 +339,10 @@ func (e *engine) close(h int64) error {
 	// that is a Java bug the wrapper prevents; report it after closing.
 	racing := sh.busy.Load()
 	e.check(sh)
+	e.reportSpills(sh)
 	sh.closed.Store(true)
 	err = sh.sorter.Close()
-	sh.release()
+	sh.ref.release()
 	e.closedChecks.Add(sh.checks.Load())
 	e.closedViolations.Add(sh.violations.Load())
 	var leak *ffi.LeakError

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -59,18 +60,35 @@ func (c *cStructs) schema() *cdata.CArrowSchema {
 
 // fixedPool makes an engine whose every task joins one standalone pool.
 func fixedPool(t *testing.T, p pool.Pool) *engine {
+	e, _ := fixedPoolReporting(t, p)
+	return e
+}
+
+// spillReports sums what an engine of fixedPoolReporting reported with
+// jni.ReportSpill's stand-in, over every task.
+type spillReports struct{ memory, disk atomic.Int64 }
+
+// fixedPoolReporting is fixedPool, and also returns the spill bytes the
+// engine reports.
+func fixedPoolReporting(t *testing.T, p pool.Pool) (*engine, *spillReports) {
 	t.Helper()
 	joins := 0
+	reports := &spillReports{}
+	report := func(memory, disk int64) error {
+		reports.memory.Add(memory)
+		reports.disk.Add(disk)
+		return nil
+	}
 	e := newEngine(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		func(task int64) (pool.Pool, func(), error) {
+		func(task int64) (taskRef, error) {
 			if task < 0 {
-				return nil, nil, fmt.Errorf("jni: JoinTaskPool(task %d): the task has no open pool: %w", task, jni.ErrIllegalState)
+				return taskRef{}, fmt.Errorf("jni: JoinTaskPool(task %d): the task has no open pool: %w", task, jni.ErrIllegalState)
 			}
 			joins++
-			return p, func() { joins-- }, nil
+			return taskRef{pool: p, reportSpill: report, release: func() { joins-- }}, nil
 		})
 	t.Cleanup(func() { assert.Zero(t, joins, "every join was released") })
-	return e
+	return e, reports
 }
 
 // sortThrough pushes rows generated from seed through the sorter of h in
@@ -113,7 +131,7 @@ func arrayReleaseFn(arr *cdata.CArrowArray) unsafe.Pointer {
 
 func TestSortRoundTripThroughTheCDataInterfaceIsSortedCompleteAndWithinItsBooks(t *testing.T) {
 	p := pool.NewFair(1 << 20) // far below the 3.2 MB of rows: the sorter must spill
-	e := fixedPool(t, p)
+	e, reports := fixedPoolReporting(t, p)
 	cs := newCStructs(t)
 	h, err := e.create(1, "ExternalSorter[1]", 4096, t.TempDir())
 	require.NoError(t, err)
@@ -134,6 +152,8 @@ func TestSortRoundTripThroughTheCDataInterfaceIsSortedCompleteAndWithinItsBooks(
 	require.NoError(t, e.close(h))
 	assert.Zero(t, p.Reserved(), "close gives everything back to the pool")
 	assert.Zero(t, e.sorters.Len())
+	assert.Equal(t, st[statSpilledBytes], reports.disk.Load(), "every run file's bytes reach Spark's diskBytesSpilled")
+	assert.Positive(t, reports.memory.Load(), "self-initiated spills count as memoryBytesSpilled")
 }
 
 func TestSparkSpillReachesTheSorterThroughTheTaskPoolsReclaim(t *testing.T) {
@@ -147,7 +167,7 @@ func TestSparkSpillReachesTheSorterThroughTheTaskPoolsReclaim(t *testing.T) {
 	up.SetReclaimer(u)
 	defer func() { require.NoError(t, u.Close()) }()
 
-	e := fixedPool(t, p)
+	e, reports := fixedPoolReporting(t, p)
 	cs := newCStructs(t)
 	h, err := e.create(3, "ExternalSorter[3]", 0, t.TempDir())
 	require.NoError(t, err)
@@ -169,6 +189,8 @@ func TestSparkSpillReachesTheSorterThroughTheTaskPoolsReclaim(t *testing.T) {
 	assert.Zero(t, st[statSelfSpills])
 	assert.Less(t, p.Reserved(), before)
 	require.NoError(t, e.close(h))
+	assert.Equal(t, st[statSpilledBytes], reports.disk.Load(), "the requested spill's run file is reported by close")
+	assert.Zero(t, reports.memory.Load(), "what a Spark-requested spill frees is counted by the plugin, not reported")
 }
 
 func TestHandlesRejectForgedAndClosedSortersWithTheRightException(t *testing.T) {

@@ -17,6 +17,7 @@ final class NativeBridge {
   static native long reclaimTask0(long task, long target);
   static native long[] poolStats0(long pool);
   static native long[] processStats0();
+  static native long[] takeSpill0(long taskAttemptId);
   static native void configure0(boolean logging, long[] thresholds);
   static native void configureRuntime0(long mallocMmapThreshold, long goMemoryLimit, long memoryOverhead);
   static native void configureLog0(String levels);

@@ -187,6 +187,9 @@ public class Smoke {
     check(ps[18] > 0, "VM_HWM: " + ps[18]);
     check(ps[20] == (userEnv ? 0 : 128 << 10), "MALLOC_MMAP_THRESHOLD: " + ps[20]);
 
+    long[] spill = NativeBridge.takeSpill0(12345);
+    check(spill.length == 2 && spill[0] == 0 && spill[1] == 0, "takeSpill0 of a task nothing reported for: " + Arrays.toString(spill));
+
     // close: r, r2 still open -> leak report at last close
     NativeBridge.closePool0(p2);
     NativeBridge.closePool0(p);

@@ -103,6 +103,12 @@ public final class NativeBridge {
   /** Process statistics, indexed by {@link ProcessStat}. */
   static native long[] processStats0();
 
+  /**
+   * What the task's Go engines reported with {@code jni.ReportSpill} since the last call, and
+   * forgets it: {@code {memory, disk}} bytes (zeros if nothing).
+   */
+  static native long[] takeSpill0(long taskAttemptId);
+
   /** Process-wide settings: debug logging and reserved-bytes warning thresholds. */
   static native void configure0(boolean logging, long[] thresholds);
 

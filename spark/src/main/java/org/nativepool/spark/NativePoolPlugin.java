@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import org.apache.spark.TaskFailedReason;
 import org.apache.spark.api.plugin.DriverPlugin;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
@@ -19,15 +20,19 @@ import org.slf4j.LoggerFactory;
 /**
  * The Spark plugin ({@code spark.plugins=org.nativepool.spark.NativePoolPlugin}).
  *
- * <p>Executor side only (the driver side is null, so in local mode nothing is registered twice
- * under {@code plugin.org.nativepool.spark.NativePoolPlugin}): {@code init} reads the
- * {@link NativePoolSettings} ({@code spark.nativepool.*}), loads the library
- * ({@code spark.nativepool.library}, else {@code java.library.path}), routes the Go side's logs
- * to log4j ({@link NativeLog}), configures it (including the
- * process memory policy: glibc's mmap threshold and the Go runtime's soft memory limit, {@link
- * NativeBridge#configureRuntime0}), and registers
- * one Dropwizard gauge per process figure (see {@link #GAUGES}). Tasks then open their pool with
- * {@link TaskPool#openForCurrentTask()}.
+ * <p>The executor side's {@code init} reads the {@link NativePoolSettings} ({@code
+ * spark.nativepool.*}), loads the library ({@code spark.nativepool.library}, else {@code
+ * java.library.path}), routes the Go side's logs to log4j ({@link NativeLog}), configures it
+ * (including the process memory policy: glibc's mmap threshold and the Go runtime's soft memory
+ * limit, {@link NativeBridge#configureRuntime0}), registers one Dropwizard gauge per process figure
+ * (see {@link #GAUGES}), and starts the {@link ExecutorReporter}, which sends the figures to the
+ * driver side every heartbeat interval and logs the {@value ReportingSettings#LOG_INTERVAL} summary
+ * line. Tasks then open their pool with {@link TaskPool#openForCurrentTask()}.
+ *
+ * <p>The driver side is {@link NativePoolDriverPlugin}: per-executor and total gauges for Spark's
+ * metrics system (PrometheusServlet included), stage peaks, event-log events and {@value
+ * ReportingSettings#AUTO_OVERHEAD}. In local mode both sides register a source named {@code
+ * plugin.org.nativepool.spark.NativePoolPlugin}; their gauge names differ, so they coexist.
  */
 public final class NativePoolPlugin implements SparkPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(NativePoolPlugin.class);
@@ -83,10 +88,10 @@ public final class NativePoolPlugin implements SparkPlugin {
     return s;
   }
 
-  /** None: everything happens on the executors. */
+  /** The driver side: a new {@link NativePoolDriverPlugin}. */
   @Override
   public DriverPlugin driverPlugin() {
-    return null;
+    return new NativePoolDriverPlugin();
   }
 
   @Override
@@ -149,27 +154,51 @@ public final class NativePoolPlugin implements SparkPlugin {
   /** The executor side; see the class comment. */
   private static final class Executor implements ExecutorPlugin {
     private NativePoolSettings settings;
+    private ExecutorReporter reporter;
 
     @Override
     public void init(PluginContext ctx, Map<String, String> extraConf) {
       NativePoolSettings s = NativePoolSettings.fromConf(ctx.conf());
+      ReportingSettings reporting = ReportingSettings.fromConf(ctx.conf());
       String source = NativeLoader.ensureLoaded(s.library());
       NativeLog.configure(NativePoolSettings.logLevel(ctx.conf())); // first: Go's records reach log4j
       NativeBridge.configure0(s.logging(), s.thresholds());
       NativeBridge.configureArrow0(s.allocationSites());
       NativeBridge.configureRuntime0(
           s.mallocMmapThreshold(), s.goMemoryLimit(), s.memoryOverhead());
+      long baselineRss = NativeBridge.processArrowStats0()[ArrowProcessStat.RSS.ordinal()];
       registerGauges(ctx.metricRegistry());
-      registerArrowGauges(
-          ctx.metricRegistry(), NativeBridge.processArrowStats0()[ArrowProcessStat.RSS.ordinal()]);
+      registerArrowGauges(ctx.metricRegistry(), baselineRss);
       settings = s;
       SETTINGS.set(s);
+      reporter = ExecutorReporter.start(ctx, reporting, baselineRss);
       LOG.info("nativepool: executor {} uses {} ({})", ctx.executorID(), s, source);
     }
 
-    /** Forgets this executor's settings and turns the process-wide logging options off. */
+    /** Sends a sample early, so that the driver's stage peaks see the task (see reporter). */
+    @Override
+    public void onTaskSucceeded() {
+      if (reporter != null) {
+        reporter.taskEnded();
+      }
+    }
+
+    @Override
+    public void onTaskFailed(TaskFailedReason failureReason) {
+      if (reporter != null) {
+        reporter.taskEnded();
+      }
+    }
+
+    /**
+     * Stops the reporting thread, forgets this executor's settings and turns the process-wide
+     * logging options off.
+     */
     @Override
     public void shutdown() {
+      if (reporter != null) {
+        reporter.stop();
+      }
       if (settings != null && SETTINGS.compareAndSet(settings, null)) {
         NativeBridge.configure0(false, new long[0]);
         NativeBridge.configureArrow0(false);

@@ -4,6 +4,7 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.TaskContext;
+import org.apache.spark.executor.TaskMetrics;
 import org.apache.spark.memory.MemoryConsumer;
 import org.apache.spark.memory.MemoryMode;
 import org.apache.spark.memory.TaskMemoryManager;
@@ -32,6 +33,12 @@ import org.slf4j.LoggerFactory;
  * Spark's leak check) every acquire is refused and a late release is counted and dropped, never
  * forwarded to Spark: Spark has already cleaned up the task.
  *
+ * <p>Spill metrics (issue 12): the bytes each Spark-requested spill of the consumer releases count
+ * as the task's {@code memoryBytesSpilled}; what the task's Go engines report with {@code
+ * jni.ReportSpill} (bytes their spills wrote, memory their own spills freed) is taken after each
+ * such spill and at {@link #close()}, and what Java spillers report through {@link
+ * TaskPool#reportSpill} is added at once ({@link #recordSpill}).
+ *
  * <p>Safe for concurrent use by the task's threads and the Go side's threads.
  */
 public final class SparkTaskUpstream implements NativeUpstream, AutoCloseable {
@@ -40,6 +47,14 @@ public final class SparkTaskUpstream implements NativeUpstream, AutoCloseable {
   private final TaskMemoryManager tmm;
   private final long taskAttemptId;
   private final NativeMemoryConsumer consumer;
+
+  /** The task's metrics, or null for an upstream built over a bare TaskMemoryManager. */
+  private final TaskMetrics metrics;
+
+  /** Spill bytes recorded in {@link #metrics}, or that would have been (no metrics). */
+  private final AtomicLong memorySpilled = new AtomicLong();
+
+  private final AtomicLong diskSpilled = new AtomicLong();
 
   /** Bytes granted by Spark and not yet released; what {@code getUsed()} reports. */
   private final AtomicLong mirror = new AtomicLong();
@@ -77,7 +92,10 @@ public final class SparkTaskUpstream implements NativeUpstream, AutoCloseable {
    *     {@code TaskContext.get()} is this context
    */
   public SparkTaskUpstream(TaskContext ctx) {
-    this(Objects.requireNonNull(ctx, "ctx").taskMemoryManager(), ctx.taskAttemptId());
+    this(
+        Objects.requireNonNull(ctx, "ctx").taskMemoryManager(),
+        ctx.taskAttemptId(),
+        ctx.taskMetrics());
   }
 
   /**
@@ -88,9 +106,75 @@ public final class SparkTaskUpstream implements NativeUpstream, AutoCloseable {
    * @param taskAttemptId the id {@code tmm} was built with
    */
   public SparkTaskUpstream(TaskMemoryManager tmm, long taskAttemptId) {
+    this(tmm, taskAttemptId, null);
+  }
+
+  private SparkTaskUpstream(TaskMemoryManager tmm, long taskAttemptId, TaskMetrics metrics) {
     this.tmm = Objects.requireNonNull(tmm, "tmm");
     this.taskAttemptId = taskAttemptId;
     this.consumer = new NativeMemoryConsumer();
+    this.metrics = metrics;
+  }
+
+  /**
+   * Adds a native spill to the task's spill metrics: {@code memory} bytes to {@code
+   * memoryBytesSpilled}, {@code disk} bytes to {@code diskBytesSpilled}. Without task metrics (an
+   * upstream over a bare TaskMemoryManager) they are only counted here ({@link
+   * #memoryBytesSpilled()}). Spark's accumulators are not thread-safe, so the increments of this
+   * task are serialised on its metrics.
+   *
+   * @throws IllegalArgumentException for a negative size
+   */
+  void recordSpill(long memory, long disk) {
+    if (memory < 0 || disk < 0) {
+      throw new IllegalArgumentException(
+          "nativepool: task "
+              + taskAttemptId
+              + " spill of memory "
+              + memory
+              + ", disk "
+              + disk
+              + " bytes: negative size");
+    }
+    if (memory == 0 && disk == 0) {
+      return;
+    }
+    memorySpilled.addAndGet(memory);
+    diskSpilled.addAndGet(disk);
+    if (metrics != null) {
+      synchronized (metrics) {
+        metrics.incMemoryBytesSpilled(memory);
+        metrics.incDiskBytesSpilled(disk);
+      }
+    }
+  }
+
+  /**
+   * Adds what the task's Go engines reported since the last take ({@code takeSpill0}), if this
+   * object owns a pool (so the library is loaded). A failure costs a metric, never the task: it is
+   * logged.
+   */
+  private void takeEngineSpills() {
+    if (taskHandle == 0) {
+      return;
+    }
+    try {
+      long[] s = NativeBridge.takeSpill0(taskAttemptId);
+      recordSpill(s[0], s[1]);
+    } catch (RuntimeException | LinkageError e) {
+      LOG.warn(
+          "nativepool: task {}: native spill bytes not added to its metrics", taskAttemptId, e);
+    }
+  }
+
+  /** Native spill bytes this task added to {@code memoryBytesSpilled}. */
+  public long memoryBytesSpilled() {
+    return memorySpilled.get();
+  }
+
+  /** Native spill bytes this task added to {@code diskBytesSpilled}. */
+  public long diskBytesSpilled() {
+    return diskSpilled.get();
   }
 
   /** The task attempt this upstream serves. */
@@ -230,6 +314,7 @@ public final class SparkTaskUpstream implements NativeUpstream, AutoCloseable {
       return;
     }
     closed = true;
+    takeEngineSpills();
     long left = mirror.get();
     if (left != 0) {
       LOG.error(
@@ -283,6 +368,11 @@ public final class SparkTaskUpstream implements NativeUpstream, AutoCloseable {
     } finally {
       spillsInFlight.decrementAndGet();
     }
+    // Spark's sorters count what a spill frees as memoryBytesSpilled; here that is what the pool
+    // released to Spark (slack first, then what spillers freed). Engines' disk bytes are taken now
+    // that their spillers have run.
+    recordSpill(freed, 0);
+    takeEngineSpills();
     if (LOG.isDebugEnabled()) {
       LOG.debug(
           "nativepool: task {} spill of {} bytes released {} to Spark", taskAttemptId, size, freed);

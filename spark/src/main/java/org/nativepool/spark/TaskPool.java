@@ -293,6 +293,20 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
   }
 
   /**
+   * Adds a spill of a Java consumer of this pool to the task's Spark spill metrics: {@code
+   * memoryBytes} to {@code memoryBytesSpilled}, {@code diskBytes} (what the spill wrote) to {@code
+   * diskBytesSpilled}. Pass {@code memoryBytes} 0 from a {@link NativeSpiller} the pool called for
+   * Spark: what it frees reaches Spark through the pool and is counted as it is released. A spill
+   * the consumer starts itself (its {@code tryGrow} was refused) passes the bytes it freed, as
+   * Spark's own sorters count every spill. Callable from any thread, also after close.
+   *
+   * @throws IllegalArgumentException for a negative size
+   */
+  public void reportSpill(long memoryBytes, long diskBytes) {
+    upstream.recordSpill(memoryBytes, diskBytes);
+  }
+
+  /**
    * A snapshot of the pool's figures.
    *
    * @throws IllegalStateException if the pool is closed
@@ -399,6 +413,13 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
           failure.addSuppressed(e);
         }
       }
+    }
+    try {
+      // The pool's peak, for the executor's interval peak (a task shorter than the reporter's
+      // poll would otherwise not show in the driver's stage peaks).
+      ExecutorReporter.noteTaskPeak(NativeBridge.poolStats0(handle)[PoolStat.PEAK.ordinal()]);
+    } catch (RuntimeException e) {
+      LOG.debug("nativepool: {}: no peak for the reporter", describe(), e);
     }
     try {
       NativeBridge.closePool0(handle);

@@ -87,9 +87,13 @@ class NativePoolPluginTest {
 
   /** The executor plugin's gauges, read from Spark's metrics system on this executor. */
   static Map<String, Long> gauges() {
+    // In local mode the driver side's source has the same name; the executor's has "reserved".
     List<Source> sources =
-        CollectionConverters.asJava(SparkEnv.get().metricsSystem().getSourcesByName(SOURCE));
-    assertEquals(1, sources.size(), "plugin metric sources named " + SOURCE);
+        CollectionConverters.asJava(SparkEnv.get().metricsSystem().getSourcesByName(SOURCE))
+            .stream()
+            .filter(src -> src.metricRegistry().getMetrics().containsKey("reserved"))
+            .collect(Collectors.toList());
+    assertEquals(1, sources.size(), "executor plugin metric sources named " + SOURCE);
     MetricRegistry registry = sources.get(0).metricRegistry();
     Map<String, Long> out = new HashMap<>();
     for (Map.Entry<String, Metric> e : registry.getMetrics().entrySet()) {

@@ -19,29 +19,37 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The README's configuration table cannot rot: it lists exactly the {@code spark.nativepool.*}
- * keys {@link NativePoolSettings} declares (its public String constants), each once, with a
- * default, a unit and a meaning. No native library needed.
+ * keys the plugin's settings classes declare ({@link NativePoolSettings} and {@link
+ * ReportingSettings}: their String constants), each once, with a default, a unit and a meaning. No
+ * native library needed.
  */
 class NativeSettingsReadmeTest {
   private static final String PREFIX = "spark.nativepool.";
   private static final Pattern ROW = Pattern.compile("^\\| `(spark\\.nativepool\\.[A-Za-z0-9.]+)` \\|(.*)$");
 
-  /** The keys NativePoolSettings declares: its public static final String constants named so. */
+  /** The classes that declare the plugin's {@code spark.nativepool.*} keys. */
+  private static final List<Class<?>> SETTINGS = List.of(NativePoolSettings.class, ReportingSettings.class);
+
+  /** The keys the settings classes declare: their static final String constants named so. */
   static TreeSet<String> declaredKeys() throws IllegalAccessException {
     TreeSet<String> keys = new TreeSet<>();
-    for (Field f : NativePoolSettings.class.getDeclaredFields()) {
-      int m = f.getModifiers();
-      if (Modifier.isPublic(m)
-          && Modifier.isStatic(m)
-          && Modifier.isFinal(m)
-          && f.getType() == String.class) {
-        String v = (String) f.get(null);
-        if (v.startsWith(PREFIX)) {
-          keys.add(v);
-        }
+    for (Class<?> c : SETTINGS) {
+      for (Field f : c.getDeclaredFields()) {
+        addKey(keys, f);
       }
     }
     return keys;
+  }
+
+  private static void addKey(TreeSet<String> keys, Field f) throws IllegalAccessException {
+    int m = f.getModifiers();
+    if (Modifier.isStatic(m) && Modifier.isFinal(m) && f.getType() == String.class) {
+      f.setAccessible(true);
+      String v = (String) f.get(null);
+      if (v.startsWith(PREFIX)) {
+        keys.add(v);
+      }
+    }
   }
 
   /** The rows of the README's "Configuration" section whose first cell is a nativepool key. */
@@ -64,7 +72,7 @@ class NativeSettingsReadmeTest {
   }
 
   @Test
-  void theReadmeTableListsExactlyTheKeysNativePoolSettingsReads() throws Exception {
+  void theReadmeTableListsExactlyTheKeysThePluginReads() throws Exception {
     TreeSet<String> declared = declaredKeys();
     assertTrue(declared.contains(NativePoolSettings.RESERVATION_SLACK), declared::toString);
     TreeSet<String> listed = new TreeSet<>();
@@ -78,7 +86,7 @@ class NativeSettingsReadmeTest {
     assertEquals(
         "",
         (missing.isEmpty() ? "" : "missing from README.md's configuration table: " + missing)
-            + (unknown.isEmpty() ? "" : " not read by NativePoolSettings: " + unknown));
+            + (unknown.isEmpty() ? "" : " not declared by the plugin's settings: " + unknown));
   }
 
   @Test

@@ -80,6 +80,12 @@ class SortDemoTest {
     assertTrue(num(r, "nativeRequestedSpills") > 0, "Spark made the native sort spill\n" + report);
     assertTrue(num(r, "sparkReclaimCalls") > 0, report);
     assertTrue(num(r, "sparkMemoryBytesSpilled") > 0, "the aggregation spilled\n" + report);
+    // The Go sort reports its run files (jni.ReportSpill): they are in the sort tasks'
+    // diskBytesSpilled, beside the aggregation's own spill files.
+    assertTrue(num(r, "nativeSpilledBytes") > 0, report);
+    assertTrue(
+        num(r, "sparkDiskBytesSpilled") >= num(r, "nativeSpilledBytes"),
+        "native run files in the tasks' diskBytesSpilled\n" + report);
     assertTrue(num(r, "checks") > 100, report);
     assertEquals(0, num(r, "violations"), report);
     assertEquals(0, num(r, "leaks"), report);

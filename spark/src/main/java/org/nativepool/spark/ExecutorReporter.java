@@ -1,0 +1,242 @@
+package org.nativepool.spark;
+
+import java.io.IOException;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.spark.api.plugin.PluginContext;
+import org.nativepool.spark.arrow.ArrowProcessStat;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The executor side's reporting thread: one daemon thread per executor plugin, stopped by {@link
+ * #stop()} at the plugin's shutdown. It
+ *
+ * <ul>
+ *   <li>reads the process figures every {@link ReportingSettings#pollMillis()} and keeps the
+ *       highest reserved and held bytes since the last send;
+ *   <li>sends an {@link ExecutorSample} to the driver side every heartbeat interval ({@code
+ *       PluginContext.send}: one-way, nothing waits for the driver), and when a task ends if none
+ *       went out within the poll period; a closing task pool's peak counts in the interval peak;
+ *   <li>logs one summary line every {@value ReportingSettings#LOG_INTERVAL}, if set.
+ * </ul>
+ *
+ * <p>Every task runs on that one thread, so the interval peaks need no lock. A failure to read or
+ * send is logged (the first at WARN, later ones at DEBUG) and the next period tries again: the
+ * figures are for watching, never for the tasks.
+ */
+final class ExecutorReporter {
+  private static final Logger LOG = LoggerFactory.getLogger(ExecutorReporter.class);
+
+  /**
+   * The highest peak of a task pool that closed since the reporting thread last looked (see
+   * {@link #noteTaskPeak}); folded into the interval peak of reserved bytes.
+   */
+  private static final AtomicLong TASK_PEAK = new AtomicLong();
+
+  private final PluginContext ctx;
+  private final ReportingSettings settings;
+  private final long baselineRss;
+  private final ScheduledExecutorService thread;
+
+  /** When the last sample was sent (ms since the epoch), for {@link #taskEnded()}. */
+  private volatile long lastSendMillis;
+
+  // Written and read only on the reporting thread.
+  private long peakReserved;
+  private long peakHeld;
+  private long sequence;
+  private boolean warned;
+
+  private ExecutorReporter(PluginContext ctx, ReportingSettings settings, long baselineRss) {
+    this.ctx = ctx;
+    this.settings = settings;
+    this.baselineRss = baselineRss;
+    this.thread =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "nativepool-reporter");
+              t.setDaemon(true);
+              return t;
+            });
+  }
+
+  /**
+   * Starts the reporting thread of this executor.
+   *
+   * @param baselineRss the process's RSS when the plugin initialised (-1: unknown), for {@code
+   *     rssDrift}
+   */
+  static ExecutorReporter start(PluginContext ctx, ReportingSettings settings, long baselineRss) {
+    ExecutorReporter r = new ExecutorReporter(ctx, settings, baselineRss);
+    long poll = settings.pollMillis();
+    long send = settings.heartbeatMillis();
+    r.thread.scheduleWithFixedDelay(r::poll, poll, poll, TimeUnit.MILLISECONDS);
+    r.thread.scheduleWithFixedDelay(r::send, send, send, TimeUnit.MILLISECONDS);
+    long log = settings.logIntervalMillis();
+    if (log > 0) {
+      r.thread.scheduleWithFixedDelay(r::logSummary, log, log, TimeUnit.MILLISECONDS);
+    }
+    return r;
+  }
+
+  /**
+   * A task pool's peak reserved bytes, noted as it closes: the executor's figure was at least that
+   * much during the task, even when the task was shorter than a poll period. Any thread.
+   */
+  static void noteTaskPeak(long peak) {
+    TASK_PEAK.accumulateAndGet(peak, Math::max);
+  }
+
+  /**
+   * Called when a task ends: sends a sample now unless one went out within the poll period, so
+   * that the driver gets the task's interval peak close to its stage's end.
+   */
+  void taskEnded() {
+    if (System.currentTimeMillis() - lastSendMillis >= settings.pollMillis()) {
+      try {
+        thread.execute(this::send);
+      } catch (RejectedExecutionException stopped) {
+        // shut down meanwhile: nothing to send
+      }
+    }
+  }
+
+  /** Stops the thread; a period under way finishes, no other starts. Idempotent. */
+  void stop() {
+    thread.shutdownNow();
+  }
+
+  /**
+   * The executor plugin's figures by gauge name: every {@link ProcessStat}, every named {@link
+   * ArrowProcessStat}, {@code rssDrift} and {@code allocationGap}, as the gauges compute them.
+   */
+  static Map<String, Long> readFigures(long baselineRss) {
+    long[] p = NativeBridge.processStats0();
+    long[] a = NativeBridge.processArrowStats0();
+    Map<String, Long> out = new LinkedHashMap<>();
+    for (Map.Entry<String, ProcessStat> e : NativePoolPlugin.GAUGES.entrySet()) {
+      out.put(e.getKey(), p[e.getValue().ordinal()]);
+    }
+    for (Map.Entry<String, ArrowProcessStat> e : NativePoolPlugin.ARROW_GAUGES.entrySet()) {
+      out.put(e.getKey(), a[e.getValue().ordinal()]);
+    }
+    long rss = a[ArrowProcessStat.RSS.ordinal()];
+    out.put(
+        NativePoolPlugin.DRIFT_GAUGE,
+        rss < 0 || baselineRss < 0 ? -1L : rss - baselineRss - p[ProcessStat.HELD.ordinal()]);
+    out.put(
+        NativePoolPlugin.GAP_GAUGE,
+        p[ProcessStat.RESERVED.ordinal()] - a[ArrowProcessStat.ALLOCATED.ordinal()]);
+    return out;
+  }
+
+  private void poll() {
+    try {
+      long[] p = NativeBridge.processStats0();
+      peakReserved = Math.max(peakReserved, p[ProcessStat.RESERVED.ordinal()]);
+      peakReserved = Math.max(peakReserved, TASK_PEAK.getAndSet(0));
+      peakHeld = Math.max(peakHeld, p[ProcessStat.HELD.ordinal()]);
+    } catch (RuntimeException e) {
+      failed("read", e);
+    }
+  }
+
+  private void send() {
+    try {
+      Map<String, Long> f = readFigures(baselineRss);
+      peakReserved = Math.max(peakReserved, TASK_PEAK.getAndSet(0));
+      lastSendMillis = System.currentTimeMillis();
+      f.put(
+          ExecutorSample.INTERVAL_PEAK_RESERVED,
+          Math.max(peakReserved, f.get(ProcessStat.RESERVED.gaugeName())));
+      f.put(
+          ExecutorSample.INTERVAL_PEAK_HELD,
+          Math.max(peakHeld, f.get(ProcessStat.HELD.gaugeName())));
+      peakReserved = 0;
+      peakHeld = 0;
+      ctx.send(new ExecutorSample(ctx.executorID(), System.currentTimeMillis(), sequence++, f));
+    } catch (IOException | RuntimeException e) {
+      failed("send", e);
+    }
+  }
+
+  private void logSummary() {
+    try {
+      LOG.info(summaryLine(ctx.executorID(), readFigures(baselineRss)));
+    } catch (RuntimeException e) {
+      failed("log", e);
+    }
+  }
+
+  private void failed(String what, Exception e) {
+    if (!warned) {
+      warned = true;
+      LOG.warn("nativepool: executor {}: cannot {} the native figures", ctx.executorID(), what, e);
+    } else {
+      LOG.debug("nativepool: executor {}: cannot {} the native figures", ctx.executorID(), what, e);
+    }
+  }
+
+  /**
+   * The summary line of {@value ReportingSettings#LOG_INTERVAL}, from an executor's figures, e.g.
+   * {@code nativepool: executor 1 memory: reserved 12.0 MiB, allocated 8.0 MiB, held 16.0 MiB
+   * (slack 4.0 MiB), RSS 1.2 GiB (Go runtime 9.5 MiB, limit 55.4 MiB), 2 task pools, peak 32.0
+   * MiB, spills 3 (40.0 MiB freed)}.
+   */
+  static String summaryLine(String executorId, Map<String, Long> f) {
+    long goLimit = get(f, ProcessStat.GO_MEMORY_LIMIT);
+    return "nativepool: executor "
+        + executorId
+        + " memory: reserved "
+        + size(get(f, ProcessStat.RESERVED))
+        + ", allocated "
+        + size(f.getOrDefault(ArrowProcessStat.ALLOCATED.gaugeName(), -1L))
+        + ", held "
+        + size(get(f, ProcessStat.HELD))
+        + " (slack "
+        + size(get(f, ProcessStat.SLACK))
+        + "), RSS "
+        + size(f.getOrDefault(ArrowProcessStat.RSS.gaugeName(), -1L))
+        + " (Go runtime "
+        + size(get(f, ProcessStat.GO_MAPPED))
+        + (goLimit > 0 ? ", limit " + size(goLimit) : ", no limit")
+        + "), "
+        + get(f, ProcessStat.LIVE_TASKS)
+        + " task pools, peak "
+        + size(get(f, ProcessStat.PEAK))
+        + ", spills "
+        + get(f, ProcessStat.SPILL_REQUESTS)
+        + " ("
+        + size(get(f, ProcessStat.SPILL_BYTES_FREED))
+        + " freed)";
+  }
+
+  private static long get(Map<String, Long> f, ProcessStat s) {
+    return f.getOrDefault(s.gaugeName(), -1L);
+  }
+
+  /** {@code n} bytes in binary units with one decimal ("12.0 MiB", "512 B"); "?" if negative. */
+  static String size(long n) {
+    if (n < 0) {
+      return "?";
+    }
+    if (n < 1024) {
+      return n + " B";
+    }
+    String[] units = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = n;
+    int u = -1;
+    while (v >= 1024 && u < units.length - 1) {
+      v /= 1024;
+      u++;
+    }
+    return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
+  }
+}

@@ -1,0 +1,97 @@
+package org.nativepool.spark;
+
+import com.fasterxml.jackson.annotation.JsonCreator;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.Collections;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.spark.scheduler.SparkListenerEvent;
+
+/**
+ * A stage's native memory peaks, posted by the driver side of the plugin two heartbeat intervals
+ * after the stage completes (the event log keeps it): the highest reserved and held bytes of each
+ * executor in the samples whose interval overlapped the stage (each sample carries the peaks of
+ * its interval, including the peak of each task pool that closed in it), and the highest sum over
+ * executors of those interval peaks. Sample resolution: an interval that overlaps two stages
+ * counts in both; an executor with no such sample is absent from the maps. Immutable.
+ */
+public final class NativePoolStagePeaksEvent implements SparkListenerEvent {
+  private final int stageId;
+  private final int stageAttemptId;
+  private final long timeMillis;
+  private final Map<String, Long> executorPeakReserved;
+  private final Map<String, Long> executorPeakHeld;
+  private final long totalPeakReserved;
+  private final long totalPeakHeld;
+
+  /** A stage's peaks; Jackson's creator when the event log is replayed. */
+  @JsonCreator
+  public NativePoolStagePeaksEvent(
+      @JsonProperty("stageId") int stageId,
+      @JsonProperty("stageAttemptId") int stageAttemptId,
+      @JsonProperty("timeMillis") long timeMillis,
+      @JsonProperty("executorPeakReserved") Map<String, Long> executorPeakReserved,
+      @JsonProperty("executorPeakHeld") Map<String, Long> executorPeakHeld,
+      @JsonProperty("totalPeakReserved") long totalPeakReserved,
+      @JsonProperty("totalPeakHeld") long totalPeakHeld) {
+    this.stageId = stageId;
+    this.stageAttemptId = stageAttemptId;
+    this.timeMillis = timeMillis;
+    this.executorPeakReserved = copy(executorPeakReserved);
+    this.executorPeakHeld = copy(executorPeakHeld);
+    this.totalPeakReserved = totalPeakReserved;
+    this.totalPeakHeld = totalPeakHeld;
+  }
+
+  private static Map<String, Long> copy(Map<String, Long> m) {
+    return Collections.unmodifiableMap(m == null ? new TreeMap<>() : new TreeMap<>(m));
+  }
+
+  /** The completed stage. */
+  public int getStageId() {
+    return stageId;
+  }
+
+  /** Its attempt. */
+  public int getStageAttemptId() {
+    return stageAttemptId;
+  }
+
+  /** When the driver saw the stage complete (epoch ms). */
+  public long getTimeMillis() {
+    return timeMillis;
+  }
+
+  /** Executor id → highest reserved bytes while the stage ran. */
+  public Map<String, Long> getExecutorPeakReserved() {
+    return executorPeakReserved;
+  }
+
+  /** Executor id → highest bytes held from Spark while the stage ran. */
+  public Map<String, Long> getExecutorPeakHeld() {
+    return executorPeakHeld;
+  }
+
+  /** The highest sum over executors of their interval peaks of reserved bytes. */
+  public long getTotalPeakReserved() {
+    return totalPeakReserved;
+  }
+
+  /** The same for held bytes. */
+  public long getTotalPeakHeld() {
+    return totalPeakHeld;
+  }
+
+  @Override
+  public String toString() {
+    return "NativePoolStagePeaksEvent(stage="
+        + stageId
+        + "."
+        + stageAttemptId
+        + ", totalPeakReserved="
+        + totalPeakReserved
+        + ", totalPeakHeld="
+        + totalPeakHeld
+        + ")";
+  }
+}

@@ -1,0 +1,134 @@
+package org.nativepool.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.codahale.metrics.Gauge;
+import com.codahale.metrics.MetricRegistry;
+import java.util.Map;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+import org.apache.spark.api.plugin.PluginContext;
+import org.apache.spark.resource.ResourceInformation;
+import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The driver side's bookkeeping of executors that come and go, on a real SparkContext (its
+ * listener bus delivers the removals) without the executor plugin: samples of executors "7" and
+ * "8" are handed to {@link NativePoolDriverPlugin#receive} as Spark's plugin endpoint would, and
+ * the plugin's gauges are read from the registry its context gave it.
+ */
+@Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+class DriverPluginExecutorRemovalTest {
+  private SparkContext sc;
+  private final MetricRegistry registry = new MetricRegistry();
+  private NativePoolDriverPlugin driver;
+
+  @BeforeEach
+  void start() {
+    sc =
+        new SparkContext(
+            new SparkConf()
+                .setMaster("local[1]")
+                .setAppName("DriverPluginExecutorRemovalTest")
+                .set("spark.ui.enabled", "false")
+                .set("spark.executor.heartbeatInterval", "100ms")
+                .set(NativePoolSettings.THRESHOLDS, "1m"));
+    driver = new NativePoolDriverPlugin();
+    driver.init(sc, new Context(sc.conf(), registry));
+  }
+
+  @AfterEach
+  void stop() {
+    if (sc != null) {
+      sc.stop();
+    }
+  }
+
+  private static ExecutorSample sample(String id, long seq, long reserved) {
+    return new ExecutorSample(
+        id,
+        System.currentTimeMillis(),
+        seq,
+        Map.of(
+            "reserved", reserved,
+            "heldFromSpark", reserved,
+            ExecutorSample.INTERVAL_PEAK_RESERVED, reserved,
+            ExecutorSample.INTERVAL_PEAK_HELD, reserved));
+  }
+
+  private long gauge(String name) {
+    Gauge<?> g = registry.getGauges().get(name);
+    assertTrue(g != null, name + " in " + registry.getNames());
+    return (Long) g.getValue();
+  }
+
+  @Test
+  void aRemovedExecutorsGaugesGoAndTheTotalsDropIt() throws Exception {
+    driver.receive(sample("7", 0, 3 << 20));
+    driver.receive(sample("8", 0, 5 << 20));
+    assertEquals(3L << 20, gauge("executor.7.reserved"));
+    assertEquals(8L << 20, gauge("total.reserved"));
+    assertEquals(2L, gauge("total.executors"));
+
+    long now = System.currentTimeMillis();
+    sc.listenerBus().post(new SparkListenerExecutorRemoved(now, "7", "test"));
+    sc.listenerBus().waitUntilEmpty();
+    assertFalse(
+        registry.getNames().stream().anyMatch(n -> n.startsWith("executor.7.")),
+        registry.getNames()::toString);
+    assertEquals(5L << 20, gauge("executor.8.reserved"));
+    assertEquals(5L << 20, gauge("total.reserved"));
+    assertEquals(1L, gauge("total.executors"));
+
+    driver.receive(sample("7", 1, 3 << 20)); // in flight when Spark removed it
+    assertFalse(
+        registry.getNames().stream().anyMatch(n -> n.startsWith("executor.7.")),
+        "a late sample does not bring a removed executor back");
+    assertEquals(1L, gauge("total.executors"));
+  }
+
+  @Test
+  void anExecutorSilentForTenHeartbeatsIsForgotten() throws Exception {
+    driver.receive(sample("8", 0, 1 << 20));
+    Thread.sleep(1_200); // ten heartbeats of 100 ms, and some
+    driver.receive(sample("9", 0, 2 << 20));
+    assertFalse(
+        registry.getNames().stream().anyMatch(n -> n.startsWith("executor.8.")),
+        registry.getNames()::toString);
+    assertEquals(2L << 20, gauge("total.reserved"));
+  }
+
+  /** What Spark's PluginContextImpl gives a driver plugin, over the test's registry. */
+  private record Context(SparkConf conf, MetricRegistry metricRegistry) implements PluginContext {
+    @Override
+    public String executorID() {
+      return "driver";
+    }
+
+    @Override
+    public String hostname() {
+      return "localhost";
+    }
+
+    @Override
+    public Map<String, ResourceInformation> resources() {
+      return Map.of();
+    }
+
+    @Override
+    public void send(Object message) {
+      throw new UnsupportedOperationException("the driver does not send");
+    }
+
+    @Override
+    public Object ask(Object message) {
+      throw new UnsupportedOperationException("the driver does not ask");
+    }
+  }
+}
