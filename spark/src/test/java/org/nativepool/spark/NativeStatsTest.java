@@ -18,8 +18,8 @@ class NativeStatsTest {
     return LongStream.rangeClosed(1, 12).toArray();
   }
 
-  private static long[] oneToTwentyOne() {
-    return LongStream.rangeClosed(1, 21).toArray();
+  private static long[] oneToTwentyTwo() {
+    return LongStream.rangeClosed(1, 22).toArray();
   }
 
   @Test
@@ -47,8 +47,8 @@ class NativeStatsTest {
             + " upstreamCalls=7, spillRequests=8, spillBytesFreed=9, lateReleases=10, leaks=11,"
             + " leakedBytes=12, goMemoryLimit=13, goBaseline=14, goMapped=15, goPeak=16,"
             + " goHeapReturns=17, goHeapReturnedBytes=18, vmHwm=19, cgroupPeak=20,"
-            + " mallocMmapThreshold=21)",
-        new ProcessStats(oneToTwentyOne()).toString());
+            + " mallocMmapThreshold=21, mallocRetained=22)",
+        new ProcessStats(oneToTwentyTwo()).toString());
   }
 
   @Test
@@ -56,7 +56,7 @@ class NativeStatsTest {
     assertEquals(new PoolStats(oneToTwelve()), new PoolStats(oneToTwelve()));
     assertEquals(new PoolStats(oneToTwelve()).hashCode(), new PoolStats(oneToTwelve()).hashCode());
     assertNotEquals(
-        new PoolStats(oneToTwelve()), new ProcessStats(oneToTwentyOne()));
+        new PoolStats(oneToTwelve()), new ProcessStats(oneToTwentyTwo()));
     long[] other = oneToTwelve();
     other[11] = 0;
     assertNotEquals(new PoolStats(oneToTwelve()), new PoolStats(other));
@@ -68,7 +68,7 @@ class NativeStatsTest {
         assertThrows(IllegalStateException.class, () -> new PoolStats(new long[3]));
     assertEquals("nativepool: poolStats0 returned 3 values, expected 12", e.getMessage());
     e = assertThrows(IllegalStateException.class, () -> new ProcessStats(null));
-    assertEquals("nativepool: processStats0 returned null, expected 21", e.getMessage());
+    assertEquals("nativepool: processStats0 returned null, expected 22", e.getMessage());
   }
 
   @Test
