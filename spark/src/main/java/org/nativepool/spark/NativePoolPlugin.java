@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import org.apache.spark.SparkContext;
 import org.apache.spark.api.plugin.DriverPlugin;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
@@ -19,10 +20,12 @@ import org.slf4j.LoggerFactory;
 /**
  * The Spark plugin ({@code spark.plugins=org.nativepool.spark.NativePoolPlugin}).
  *
- * <p>Executor side only (the driver side is null, so in local mode nothing is registered twice
- * under {@code plugin.org.nativepool.spark.NativePoolPlugin}): {@code init} reads the
- * {@link NativePoolSettings} ({@code spark.nativepool.*}), loads the library
- * ({@code spark.nativepool.library}, else {@code java.library.path}), configures it (including the
+ * <p>The driver side only checks, at startup, that the library loads and has the jar's version
+ * ({@link NativeLoader#checkOnDriver}; it registers no metrics, so in local mode nothing is
+ * registered twice under {@code plugin.org.nativepool.spark.NativePoolPlugin}). The executor side's
+ * {@code init} reads the {@link NativePoolSettings} ({@code spark.nativepool.*}), loads the library
+ * ({@code spark.nativepool.library}, else the jar's copy, see {@link NativeLoader}; a failure
+ * disables native pools in the executor instead of killing it), configures it (including the
  * process memory policy: glibc's mmap threshold and the Go runtime's soft memory limit, {@link
  * NativeBridge#configureRuntime0}), and registers
  * one Dropwizard gauge per process figure (see {@link #GAUGES}). Tasks then open their pool with
@@ -33,6 +36,13 @@ public final class NativePoolPlugin implements SparkPlugin {
 
   /** The settings of the initialised executor plugin of this JVM, or null. */
   private static final AtomicReference<NativePoolSettings> SETTINGS = new AtomicReference<>();
+
+  /**
+   * Why this executor's native pools are disabled (the library did not load, or a setting did not
+   * parse), or null. Set by the executor side's {@code init} instead of throwing, which would make
+   * Spark kill the executor and start another one that fails the same way.
+   */
+  private static final AtomicReference<RuntimeException> DISABLED = new AtomicReference<>();
 
   /** Gauge name → figure of {@code processStats0}: one gauge per {@link ProcessStat}. */
   static final Map<String, ProcessStat> GAUGES =
@@ -70,9 +80,15 @@ public final class NativePoolPlugin implements SparkPlugin {
   /**
    * The settings of this executor's plugin.
    *
-   * @throws IllegalStateException if no executor plugin has been initialised in this JVM
+   * @throws IllegalStateException if no executor plugin has been initialised in this JVM, or if its
+   *     native pools are disabled: then with the message of the load (or settings) failure, the
+   *     same on every call, so every task asking for a native pool fails with it
    */
   public static NativePoolSettings settings() {
+    RuntimeException disabled = DISABLED.get();
+    if (disabled != null) {
+      throw new IllegalStateException(disabled.getMessage(), disabled);
+    }
     NativePoolSettings s = SETTINGS.get();
     if (s == null) {
       throw new IllegalStateException(
@@ -82,10 +98,16 @@ public final class NativePoolPlugin implements SparkPlugin {
     return s;
   }
 
-  /** None: everything happens on the executors. */
+  /** The driver side: for now only the startup check ({@link NativeLoader#checkOnDriver}). */
   @Override
   public DriverPlugin driverPlugin() {
-    return null;
+    return new DriverPlugin() {
+      @Override
+      public Map<String, String> init(SparkContext sc, PluginContext ctx) {
+        NativeLoader.checkOnDriver(sc.getConf());
+        return Collections.emptyMap();
+      }
+    };
   }
 
   @Override
@@ -149,10 +171,26 @@ public final class NativePoolPlugin implements SparkPlugin {
   private static final class Executor implements ExecutorPlugin {
     private NativePoolSettings settings;
 
+    /**
+     * Never throws for a library that does not load or a setting that does not parse: it logs the
+     * reason once and disables native pools in this executor ({@link #settings()} throws it to
+     * every task), so the job fails after Spark's task retries instead of executors crash-looping.
+     */
     @Override
     public void init(PluginContext ctx, Map<String, String> extraConf) {
-      NativePoolSettings s = NativePoolSettings.fromConf(ctx.conf());
-      String source = NativeLoader.ensureLoaded(s.library());
+      NativePoolSettings s;
+      String source;
+      try {
+        s = NativePoolSettings.fromConf(ctx.conf());
+        source = NativeLoader.ensureLoaded(s.library());
+      } catch (IllegalStateException | IllegalArgumentException e) {
+        DISABLED.set(e);
+        LOG.error(
+            "nativepool: native pools disabled on executor {}; every task asking for one fails: {}",
+            ctx.executorID(),
+            e.getMessage());
+        return;
+      }
       NativeBridge.configure0(s.logging(), s.thresholds());
       NativeBridge.configureArrow0(s.allocationSites());
       NativeBridge.configureRuntime0(
