@@ -74,7 +74,14 @@ test-java-checkjni: lib
 	grep -E '^\[INFO\] (Tests run: .*Skipped: [0-9]+$$|Building nativepool|BUILD)' $(BUILD)/checkjni.log
 	python3 $(PLUGIN_DIR)/check_jni_warnings.py $(BUILD)/checkjni.log $$(ls $(PLUGIN_DIR)/target/surefire-reports/*.dumpstream $(DEMO_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null)
 
-test: test-go test-java test-java-checkjni test-container
+test: test-go test-java test-java-checkjni test-container test-cluster
+
+## test-cluster: a standalone Master and Worker on 127.0.0.1 (own JVMs, free ports, Spark's jars
+## from Maven in build/spark-home), jobs submitted with only the plugin jar: the library loads
+## from the jar on every executor, Spark makes native code spill, and a broken library fails the
+## application fast and clearly without executors crash-looping (spark/cluster-test/run.sh).
+test-cluster: jar
+	bash $(PLUGIN_DIR)/cluster-test/run.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pool/ ./taskshared/ ./ffi/ | tee $(BUILD)/bench-go.txt
