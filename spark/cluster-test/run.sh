@@ -167,7 +167,7 @@ bad=/nonexistent/nativepool/libnativepool.so
 broken_driver_t0=$(date +%s)
 (
 	rc=0
-	submit broken-driver 90 --conf spark.ui.enabled=false --conf spark.nativepool.library="$bad" \
+	submit broken-driver 150 --conf spark.ui.enabled=false --conf spark.nativepool.library="$bad" \
 		--class org.nativepool.spark.clustertest.ClusterJob "$app_jar" 2 || rc=$?
 	echo "$rc $(($(date +%s) - broken_driver_t0))" >"$RUN/broken-driver.rc"
 ) &
@@ -178,11 +178,11 @@ pids+=($broken_driver_pid)
 MAIN_OUT=$RUN/main.out
 MAIN_ERR=$RUN/main.err
 t0=$(date +%s)
-submit main 240 --conf spark.ui.port="$DRIVER_UI" --class org.nativepool.spark.clustertest.ClusterJob \
+submit main 300 --conf spark.ui.port="$DRIVER_UI" --class org.nativepool.spark.clustertest.ClusterJob \
 	"$app_jar" 4 "$RUN/release" &
 main_pid=$!
 pids+=($main_pid)
-wait_for 200 "$MAIN_OUT" "^READY " "$main_pid" || { tail -30 "$MAIN_ERR"; exit 1; }
+wait_for 280 "$MAIN_OUT" "^READY " "$main_pid" || { tail -30 "$MAIN_ERR"; exit 1; }
 APP_ID=$(sed -n 's/^READY //p' "$MAIN_OUT")
 echo "test-cluster: main application $APP_ID ran in $(($(date +%s) - t0)) s"
 
