@@ -93,11 +93,32 @@ MASTER_URL=spark://127.0.0.1:$MASTER_PORT
 
 # ---- everything started is stopped by PID, on any exit ----
 pids=()
+descendants() { # descendants <pid>: every process below it, read from /proc (no procps needed)
+	local s line rest pid ppid p c
+	local -A kids=()
+	for s in /proc/[0-9]*/stat; do
+		{ line=$(<"$s"); } 2>/dev/null || continue
+		rest=${line##*) } # the fields after "(comm)", which may hold spaces: state ppid ...
+		read -r _ ppid _ <<<"$rest"
+		pid=${s#/proc/}
+		kids[$ppid]+="${pid%/stat} "
+	done
+	local queue=("$1") out=()
+	while ((${#queue[@]} > 0)); do
+		p=${queue[0]}
+		queue=("${queue[@]:1}")
+		for c in ${kids[$p]:-}; do
+			out+=("$c")
+			queue+=("$c")
+		done
+	done
+	echo "${out[@]:-}"
+}
 stop_all() {
 	local p c
 	for p in "${pids[@]}"; do
-		# executors and drivers are children of what we started: stop them first
-		for c in $(pgrep -P "$p" 2>/dev/null || true); do kill "$c" 2>/dev/null || true; done
+		# executors and drivers are descendants of what we started: stop them first
+		for c in $(descendants "$p"); do kill "$c" 2>/dev/null || true; done
 		kill "$p" 2>/dev/null || true
 	done
 	for p in "${pids[@]}"; do
@@ -107,6 +128,7 @@ stop_all() {
 	echo "test-cluster: took $(($(date +%s) - start_s)) s"
 }
 trap stop_all EXIT
+trap "exit 130" INT TERM
 
 wait_for() { # wait_for <seconds> <file> <pattern> [pid]: fails early if pid has exited
 	local deadline=$(($(date +%s) + $1))
@@ -123,12 +145,12 @@ wait_for() { # wait_for <seconds> <file> <pattern> [pid]: fails early if pid has
 "$JAVA" "${jvm_args[@]}" -Xmx256m -cp "$spark_cp" org.apache.spark.deploy.master.Master \
 	--host 127.0.0.1 --port "$MASTER_PORT" --webui-port "$MASTER_UI" >"$RUN/master.log" 2>&1 &
 pids+=($!)
-wait_for 60 "$RUN/master.log" "I have been elected leader" "${pids[-1]}"
+wait_for 120 "$RUN/master.log" "I have been elected leader" "${pids[-1]}"
 "$JAVA" "${jvm_args[@]}" -Xmx256m -cp "$spark_cp" org.apache.spark.deploy.worker.Worker \
 	--host 127.0.0.1 --port "$WORKER_PORT" --webui-port "$WORKER_UI" --cores 2 --memory 3g \
 	--work-dir "$WORK" "$MASTER_URL" >"$RUN/worker.log" 2>&1 &
 pids+=($!)
-wait_for 60 "$RUN/worker.log" "Successfully registered with master" "${pids[-1]}"
+wait_for 120 "$RUN/worker.log" "Successfully registered with master" "${pids[-1]}"
 echo "test-cluster: master $MASTER_URL (UI $MASTER_UI), worker UI $WORKER_UI"
 
 # The settings of docs/DEPLOYING.md ("Standalone"), plus the test's ports and a small off-heap
