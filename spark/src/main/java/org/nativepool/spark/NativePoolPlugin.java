@@ -170,6 +170,8 @@ public final class NativePoolPlugin implements SparkPlugin {
   /** The executor side; see the class comment. */
   private static final class Executor implements ExecutorPlugin {
     private NativePoolSettings settings;
+    /** Why this plugin disabled native pools, or null. */
+    private RuntimeException disabled;
 
     /**
      * Never throws for a library that does not load or a setting that does not parse: it logs the
@@ -184,6 +186,7 @@ public final class NativePoolPlugin implements SparkPlugin {
         s = NativePoolSettings.fromConf(ctx.conf());
         source = NativeLoader.ensureLoaded(s.library());
       } catch (IllegalStateException | IllegalArgumentException e) {
+        disabled = e;
         DISABLED.set(e);
         LOG.error(
             "nativepool: native pools disabled on executor {}; every task asking for one fails: {}",
@@ -203,9 +206,15 @@ public final class NativePoolPlugin implements SparkPlugin {
       LOG.info("nativepool: executor {} uses {} ({})", ctx.executorID(), s, source);
     }
 
-    /** Forgets this executor's settings and turns the process-wide logging options off. */
+    /**
+     * Forgets this executor's settings (or its failure) and turns the process-wide logging options
+     * off.
+     */
     @Override
     public void shutdown() {
+      if (disabled != null) {
+        DISABLED.compareAndSet(disabled, null);
+      }
       if (settings != null && SETTINGS.compareAndSet(settings, null)) {
         NativeBridge.configure0(false, new long[0]);
         NativeBridge.configureArrow0(false);
