@@ -15,7 +15,7 @@ JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
 export JAVA_HOME
 export CGO_CFLAGS := -O2 -g -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all lib jar bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example clean
+.PHONY: all lib lib-aarch64 jar test-cluster bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example clean
 
 all: lib jar
 
@@ -25,9 +25,28 @@ $(LIB): $(shell find pool taskshared ffi jni internal -name '*.go' -o -name '*.c
 	@mkdir -p $(BUILD)/lib
 	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -o $(LIB) ./jni/libnativepool
 
-## jar: the Spark plugin module (Spark itself is 'provided'): spark/target/nativepool-spark-*.jar.
-jar:
-	$(MVN) -q -pl $(PLUGIN_DIR) -DskipTests package
+## lib-aarch64: the same library for linux-aarch64, cross-compiled with Debian's
+## gcc-aarch64-linux-gnu when it is installed (skipped with a message otherwise), then checked
+## with readelf: an AArch64 ELF exporting every NativeBridge native the x86-64 library exports.
+LIB_ARM64 := $(BUILD)/lib/linux-aarch64/libnativepool.so
+AARCH64_CC ?= aarch64-linux-gnu-gcc
+lib-aarch64: $(LIB)
+	@if ! command -v $(AARCH64_CC) >/dev/null; then \
+		echo "lib-aarch64: no $(AARCH64_CC) (apt-get install gcc-aarch64-linux-gnu); the jar carries linux-x86_64 only"; \
+		rm -f $(LIB_ARM64); exit 0; fi; \
+	mkdir -p $(dir $(LIB_ARM64)) && \
+	CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=$(AARCH64_CC) $(GO) build -buildmode=c-shared -o $(LIB_ARM64) ./jni/libnativepool && \
+	readelf -h $(LIB_ARM64) | grep -q 'Machine: *AArch64' && \
+	want=$$(nm -D --defined-only $(LIB) | grep -c ' T Java_org_nativepool_spark_NativeBridge_') && \
+	got=$$(nm -D --defined-only $(LIB_ARM64) | grep -c ' T Java_org_nativepool_spark_NativeBridge_') && \
+	if [ "$$got" != "$$want" ]; then echo "lib-aarch64: $$got NativeBridge exports, x86-64 has $$want"; exit 1; fi && \
+	echo "lib-aarch64: $(LIB_ARM64): ELF AArch64, $$got NativeBridge exports"
+
+## jar: the Spark plugin module (Spark itself is 'provided'): spark/target/nativepool-spark-*.jar,
+## carrying libnativepool.so (linux-x86_64, and linux-aarch64 when lib-aarch64 built it) and
+## arrow-c-data. Maven refuses to package without build/lib/libnativepool.so.
+jar: lib lib-aarch64
+	$(MVN) -q -pl $(PLUGIN_DIR) -Dnativepool.lib.dir=$(BUILD)/lib -DskipTests package
 
 vet:
 	$(GO) vet ./...
@@ -55,7 +74,14 @@ test-java-checkjni: lib
 	grep -E '^\[INFO\] (Tests run: .*Skipped: [0-9]+$$|Building nativepool|BUILD)' $(BUILD)/checkjni.log
 	python3 $(PLUGIN_DIR)/check_jni_warnings.py $(BUILD)/checkjni.log $$(ls $(PLUGIN_DIR)/target/surefire-reports/*.dumpstream $(DEMO_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null)
 
-test: test-go test-java test-java-checkjni test-container
+test: test-go test-java test-java-checkjni test-container test-cluster
+
+## test-cluster: a standalone Master and Worker on 127.0.0.1 (own JVMs, free ports, Spark's jars
+## from Maven in build/spark-home), jobs submitted with only the plugin jar: the library loads
+## from the jar on every executor, Spark makes native code spill, and a broken library fails the
+## application fast and clearly without executors crash-looping (spark/cluster-test/run.sh).
+test-cluster: jar
+	bash $(PLUGIN_DIR)/cluster-test/run.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pool/ ./taskshared/ ./ffi/ | tee $(BUILD)/bench-go.txt

@@ -24,6 +24,14 @@ import (
 // The constants shared with Java (pool kinds, stats indices) are in
 // stats.go; their other copy is NativeBridge.java.
 
+//export Java_org_nativepool_spark_NativeBridge_version0
+func Java_org_nativepool_spark_NativeBridge_version0(env *jniEnv, _ jclass) (v jstring) {
+	// Needs no init0: the loader compares it with the jar's version before
+	// init0 runs.
+	defer func() { endCall(env, recover(), nil) }()
+	return goStringToJava(env, bridge.Version)
+}
+
 //export Java_org_nativepool_spark_NativeBridge_init0
 func Java_org_nativepool_spark_NativeBridge_init0(env *jniEnv, _ jclass) {
 	var err error

@@ -30,6 +30,9 @@ lib=build/lib/libnativesort.so
 echo "run.sh: building $lib and the Java modules..." >&2
 mkdir -p build/lib "$out"
 go build -buildmode=c-shared -o "$lib" ./examples/spark/native
+# The plugin jar carries libnativepool.so (Maven refuses to package without it); the demo itself
+# loads $lib by path (spark.nativepool.library).
+go build -buildmode=c-shared -o build/lib/libnativepool.so ./jni/libnativepool
 # The Maven reactor (pom.xml) builds the plugin (spark/) and the demo (examples/spark/) together;
 # the demo module's package phase also writes the demo JVM's classpath: the plugin jar, and Spark
 # and Arrow, which are 'provided' by an executor but must be on this JVM's classpath.

@@ -3,6 +3,7 @@
 // spark/ (the real classes live in spark/src/main/java/org/nativepool/spark/).
 package org.nativepool.spark;
 final class NativeBridge {
+  static native String version0();
   static native void init0();
   static native long openPool0(long taskAttemptId, int kind, long poolSize, long chunkSize, NativeUpstream owner);
   static native void closePool0(long pool);

@@ -47,6 +47,8 @@ public class Smoke {
 
   public static void main(String[] args) throws Throwable {
     System.load(args[0]);
+    String v = NativeBridge.version0();
+    check(v != null && !v.isEmpty() && !v.contains("$"), "version0 before init0: " + v);
     Throwable t = thrown(() -> NativeBridge.size0(1));
     check(t instanceof IllegalArgumentException, "before init0: forged handle -> IAE: " + t);
     NativeBridge.init0();

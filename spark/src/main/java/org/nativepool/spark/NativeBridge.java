@@ -51,6 +51,12 @@ public final class NativeBridge {
 
   // ---- natives: see jni/API.md for the contract of each ----
 
+  /**
+   * The nativepool release the library is built from; needs no {@link #init0()}. {@link
+   * NativeLoader} compares it with the jar's version before initialising.
+   */
+  static native String version0();
+
   /** Caches the JavaVM, classes and method IDs; idempotent. Called by {@link NativeLoader}. */
   static native void init0();
 

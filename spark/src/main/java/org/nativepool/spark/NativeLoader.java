@@ -2,25 +2,45 @@ package org.nativepool.spark;
 
 import java.io.File;
 import java.io.IOException;
+import java.io.InputStream;
+import java.net.URL;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Locale;
+import java.util.Properties;
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.spark.SparkConf;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Loads {@code libnativepool.so} once per JVM and initialises it ({@link NativeBridge#init0()}).
+ * Loads {@code libnativepool.so} once per JVM, checks its version against the jar's, and
+ * initialises it ({@link NativeBridge#init0()}).
  *
  * <p>Where the library comes from, first match wins:
  *
  * <ol>
  *   <li>the path passed to {@link #ensureLoaded(String)} by {@link NativePoolPlugin}
- *       ({@code spark.nativepool.library}), if the plugin is the first to load;
+ *       ({@code spark.nativepool.library}), if the plugin is the first to load; a Go engine's own
+ *       c-shared library (which links nativepool in) is named this way;
  *   <li>the path in the system property {@value #LIBRARY_PROPERTY};
- *   <li>{@code System.loadLibrary("nativepool")}, i.e. {@code java.library.path}.
+ *   <li>the copy the jar carries for this platform, {@value #RESOURCE_DIR}{@code
+ *       /<os>-<arch>/libnativepool.so} (linux-x86_64, and linux-aarch64 when built): extracted to a
+ *       new directory of this process under {@code java.io.tmpdir}, deleted when the JVM exits;
+ *   <li>{@code System.loadLibrary("nativepool")}, i.e. {@code java.library.path}, only when the jar
+ *       carries no library for this platform.
  * </ol>
+ *
+ * <p>Whatever the source, the library must report the jar's version ({@link
+ * NativeBridge#version0()} against {@value #RESOURCE_DIR}{@code /version.properties}) before
+ * {@code init0} runs; a mismatch is a load failure.
  *
  * <p>Only one Go runtime may live in a process, so the library is loaded exactly once, by a static
  * holder, and the outcome (success or failure) is kept: a later caller asking for another path gets
- * the library already loaded and a warning in the log. Safe for concurrent use.
+ * the library already loaded and a warning in the log, and after a failure every caller gets the
+ * same {@link IllegalStateException}, whose message names the path tried and the reason. Safe for
+ * concurrent use.
  */
 public final class NativeLoader {
 
@@ -29,6 +49,9 @@ public final class NativeLoader {
 
   /** The library name for {@code System.loadLibrary}. */
   public static final String LIBRARY_NAME = "nativepool";
+
+  /** The jar's resource directory holding the libraries and the version stamp. */
+  public static final String RESOURCE_DIR = "org/nativepool/native";
 
   private static final Logger LOG = LoggerFactory.getLogger(NativeLoader.class);
 
@@ -41,11 +64,12 @@ public final class NativeLoader {
    * Loads and initialises the library unless this JVM already has, preferring {@code path} when it
    * is the first load.
    *
-   * @param path an explicit library file, or null to use the system property or
+   * @param path an explicit library file, or null to use the system property, the jar's copy or
    *     {@code java.library.path}
    * @return a description of where the library was loaded from
-   * @throws IllegalStateException if loading or initialising failed (now or on the first attempt);
-   *     the original error is the cause
+   * @throws IllegalStateException if loading, the version check or initialising failed (now or on
+   *     the first attempt); the message names the path tried and the reason, the original error is
+   *     the cause
    */
   public static String ensureLoaded(String path) {
     if (path != null && !path.isEmpty()) {
@@ -53,8 +77,7 @@ public final class NativeLoader {
     }
     Outcome outcome = Holder.OUTCOME;
     if (outcome.failure != null) {
-      throw new IllegalStateException(
-          "nativepool: native library not loaded from " + outcome.source, outcome.failure);
+      throw new IllegalStateException(failureMessage(outcome), outcome.failure);
     }
     if (path != null && !path.isEmpty() && !sameFile(path, outcome.file)) {
       LOG.warn(
@@ -70,6 +93,105 @@ public final class NativeLoader {
     return Holder.OUTCOME.failure == null;
   }
 
+  /**
+   * The driver's startup check: reads the {@code spark.nativepool.*} settings (a bad value throws
+   * here, naming the key) and, unless {@value NativePoolSettings#DRIVER_CHECK} is false, loads and
+   * checks the library the executors will load, in this JVM, so that a missing library or a
+   * version mismatch fails the application once, when the SparkContext starts, instead of in every
+   * task. Without an explicit path on a driver platform the jar carries no library for (a macOS
+   * client, say) it only logs that it skipped the check; the executors still refuse their tasks.
+   *
+   * @param conf the application's configuration
+   * @return where the library was loaded from, or why the check was skipped
+   * @throws IllegalStateException if the library cannot be loaded or reports another version (the
+   *     message is the one every task would fail with)
+   * @throws IllegalArgumentException for a {@code spark.nativepool.*} value that does not parse
+   */
+  public static String checkOnDriver(SparkConf conf) {
+    NativePoolSettings s = NativePoolSettings.fromConf(conf);
+    if (!conf.getBoolean(NativePoolSettings.DRIVER_CHECK, true)) {
+      return "not checked on the driver (" + NativePoolSettings.DRIVER_CHECK + "=false)";
+    }
+    String property = System.getProperty(LIBRARY_PROPERTY);
+    boolean explicit = s.library() != null || (property != null && !property.isEmpty());
+    if (!explicit && bundledLibrary() == null) {
+      String why =
+          "not checked on the driver: the jar carries no library for "
+              + platform()
+              + "; executors check their own";
+      LOG.warn("nativepool: {}", why);
+      return why;
+    }
+    String source = ensureLoaded(s.library());
+    LOG.info("nativepool: driver check passed: {}", source);
+    return source;
+  }
+
+  /**
+   * This JVM's platform as the jar names its resource directories: {@code <os>-<arch>}, e.g.
+   * {@code linux-x86_64}, {@code linux-aarch64}.
+   */
+  public static String platform() {
+    String os = System.getProperty("os.name", "unknown").toLowerCase(Locale.ROOT);
+    if (os.startsWith("linux")) {
+      os = "linux";
+    } else if (os.startsWith("mac")) {
+      os = "darwin";
+    } else {
+      os = os.replace(' ', '_');
+    }
+    String arch = System.getProperty("os.arch", "unknown").toLowerCase(Locale.ROOT);
+    switch (arch) {
+      case "amd64":
+      case "x86_64":
+        arch = "x86_64";
+        break;
+      case "aarch64":
+      case "arm64":
+        arch = "aarch64";
+        break;
+      default:
+        break;
+    }
+    return os + "-" + arch;
+  }
+
+  /** The jar's library for this platform, or null. */
+  static URL bundledLibrary() {
+    return NativeLoader.class.getClassLoader()
+        .getResource(RESOURCE_DIR + "/" + platform() + "/" + System.mapLibraryName(LIBRARY_NAME));
+  }
+
+  /**
+   * The version the jar is stamped with ({@value #RESOURCE_DIR}{@code /version.properties}).
+   *
+   * @throws IOException if the stamp is missing or unreadable
+   */
+  static String jarVersion() throws IOException {
+    String name = RESOURCE_DIR + "/version.properties";
+    try (InputStream in = NativeLoader.class.getClassLoader().getResourceAsStream(name)) {
+      if (in == null) {
+        throw new IOException("the plugin jar has no " + name);
+      }
+      Properties p = new Properties();
+      p.load(in);
+      String v = p.getProperty("version");
+      if (v == null || v.isEmpty() || v.startsWith("${")) {
+        throw new IOException(name + " has no version (built without Maven's filtering?)");
+      }
+      return v;
+    }
+  }
+
+  private static String failureMessage(Outcome outcome) {
+    Throwable f = outcome.failure;
+    String reason = f.getMessage() == null ? f.getClass().getName() : f.getMessage();
+    if (f instanceof UnsatisfiedLinkError) {
+      reason = "UnsatisfiedLinkError: " + reason;
+    }
+    return "nativepool: native library not loaded from " + outcome.source + ": " + reason;
+  }
+
   private static boolean sameFile(String path, File loaded) {
     if (loaded == null) {
       return false;
@@ -79,6 +201,23 @@ public final class NativeLoader {
     } catch (IOException e) {
       return false;
     }
+  }
+
+  /**
+   * Copies the jar's library into a new directory of this process under {@code java.io.tmpdir};
+   * both are deleted when the JVM exits (on Linux a loaded library stays mapped after its file is
+   * deleted).
+   */
+  private static File extract(URL url) throws IOException {
+    Path dir =
+        Files.createTempDirectory("nativepool-" + ProcessHandle.current().pid() + "-");
+    dir.toFile().deleteOnExit();
+    Path file = dir.resolve(System.mapLibraryName(LIBRARY_NAME));
+    file.toFile().deleteOnExit(); // registered after the directory, so deleted before it
+    try (InputStream in = url.openStream()) {
+      Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
+    }
+    return file.toFile();
   }
 
   /** The result of the single load attempt of this JVM. */
@@ -106,30 +245,55 @@ public final class NativeLoader {
       String property = System.getProperty(LIBRARY_PROPERTY);
       File file = null;
       String source;
+      URL bundled = null;
       if (offered != null) {
         file = new File(offered).getAbsoluteFile();
         source = file + " (spark.nativepool.library)";
       } else if (property != null && !property.isEmpty()) {
         file = new File(property).getAbsoluteFile();
         source = file + " (system property " + LIBRARY_PROPERTY + ")";
+      } else if ((bundled = bundledLibrary()) != null) {
+        source = bundled + " (the plugin jar's " + platform() + " library)";
       } else {
         source =
             System.mapLibraryName(LIBRARY_NAME)
                 + " on java.library.path="
-                + System.getProperty("java.library.path");
+                + System.getProperty("java.library.path")
+                + " (the plugin jar carries no "
+                + platform()
+                + " library)";
       }
       try {
+        String expected = jarVersion();
+        if (bundled != null) {
+          file = extract(bundled);
+          source = file + " extracted from " + source;
+        }
         if (file != null) {
           System.load(file.getPath());
         } else {
           System.loadLibrary(LIBRARY_NAME);
         }
-      } catch (UnsatisfiedLinkError | SecurityException e) {
-        return new Outcome(source, file, e);
-      }
-      try {
+        String actual;
+        try {
+          actual = NativeBridge.version0();
+        } catch (UnsatisfiedLinkError e) {
+          throw new IOException(
+              "the library has no NativeBridge.version0 (built from a nativepool older than the"
+                  + " jar's "
+                  + expected
+                  + "?)",
+              e);
+        }
+        if (!expected.equals(actual)) {
+          throw new IOException(
+              "version mismatch: the library is nativepool "
+                  + actual
+                  + ", the plugin jar is "
+                  + expected);
+        }
         NativeBridge.init0();
-      } catch (RuntimeException | LinkageError e) {
+      } catch (IOException | RuntimeException | LinkageError e) {
         return new Outcome(source, file, e);
       }
       LOG.info("nativepool: loaded {}", source);

@@ -137,6 +137,8 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
    */
   @Override
   public Map<String, String> init(SparkContext sc, PluginContext ctx) {
+    // A bad library, version or setting fails the SparkContext here, once, with the reason.
+    NativeLoader.checkOnDriver(sc.getConf());
     this.sc = sc;
     this.registry = ctx.metricRegistry();
     this.settings = ReportingSettings.fromConf(ctx.conf());

@@ -21,24 +21,34 @@ import org.slf4j.LoggerFactory;
  * The Spark plugin ({@code spark.plugins=org.nativepool.spark.NativePoolPlugin}).
  *
  * <p>The executor side's {@code init} reads the {@link NativePoolSettings} ({@code
- * spark.nativepool.*}), loads the library ({@code spark.nativepool.library}, else {@code
- * java.library.path}), routes the Go side's logs to log4j ({@link NativeLog}), configures it
- * (including the process memory policy: glibc's mmap threshold and the Go runtime's soft memory
- * limit, {@link NativeBridge#configureRuntime0}), registers one Dropwizard gauge per process figure
- * (see {@link #GAUGES}), and starts the {@link ExecutorReporter}, which sends the figures to the
- * driver side every heartbeat interval and logs the {@value ReportingSettings#LOG_INTERVAL} summary
- * line. Tasks then open their pool with {@link TaskPool#openForCurrentTask()}.
+ * spark.nativepool.*}), loads the library ({@code spark.nativepool.library}, else the jar's copy,
+ * see {@link NativeLoader}; a failure disables native pools in the executor instead of killing
+ * it), routes the Go side's logs to log4j ({@link NativeLog}), configures the library (including
+ * the process memory policy: glibc's mmap threshold and the Go runtime's soft memory limit, {@link
+ * NativeBridge#configureRuntime0}), registers one Dropwizard gauge per process figure (see {@link
+ * #GAUGES}), and starts the {@link ExecutorReporter}, which sends the figures to the driver side
+ * every heartbeat interval and logs the {@value ReportingSettings#LOG_INTERVAL} summary line. Tasks
+ * then open their pool with {@link TaskPool#openForCurrentTask()}.
  *
- * <p>The driver side is {@link NativePoolDriverPlugin}: per-executor and total gauges for Spark's
- * metrics system (PrometheusServlet included), stage peaks, event-log events and {@value
- * ReportingSettings#AUTO_OVERHEAD}. In local mode both sides register a source named {@code
- * plugin.org.nativepool.spark.NativePoolPlugin}; their gauge names differ, so they coexist.
+ * <p>The driver side is {@link NativePoolDriverPlugin}: at startup it checks that the library
+ * loads and has the jar's version ({@link NativeLoader#checkOnDriver}), then keeps per-executor and
+ * total gauges for Spark's metrics system (PrometheusServlet included), stage peaks, event-log
+ * events and {@value ReportingSettings#AUTO_OVERHEAD}. In local mode both sides register a source
+ * named {@code plugin.org.nativepool.spark.NativePoolPlugin}; their gauge names differ, so they
+ * coexist.
  */
 public final class NativePoolPlugin implements SparkPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(NativePoolPlugin.class);
 
   /** The settings of the initialised executor plugin of this JVM, or null. */
   private static final AtomicReference<NativePoolSettings> SETTINGS = new AtomicReference<>();
+
+  /**
+   * Why this executor's native pools are disabled (the library did not load, or a setting did not
+   * parse), or null. Set by the executor side's {@code init} instead of throwing, which would make
+   * Spark kill the executor and start another one that fails the same way.
+   */
+  private static final AtomicReference<RuntimeException> DISABLED = new AtomicReference<>();
 
   /** Gauge name → figure of {@code processStats0}: one gauge per {@link ProcessStat}. */
   static final Map<String, ProcessStat> GAUGES =
@@ -76,9 +86,15 @@ public final class NativePoolPlugin implements SparkPlugin {
   /**
    * The settings of this executor's plugin.
    *
-   * @throws IllegalStateException if no executor plugin has been initialised in this JVM
+   * @throws IllegalStateException if no executor plugin has been initialised in this JVM, or if its
+   *     native pools are disabled: then with the message of the load (or settings) failure, the
+   *     same on every call, so every task asking for a native pool fails with it
    */
   public static NativePoolSettings settings() {
+    RuntimeException disabled = DISABLED.get();
+    if (disabled != null) {
+      throw new IllegalStateException(disabled.getMessage(), disabled);
+    }
     NativePoolSettings s = SETTINGS.get();
     if (s == null) {
       throw new IllegalStateException(
@@ -155,12 +171,32 @@ public final class NativePoolPlugin implements SparkPlugin {
   private static final class Executor implements ExecutorPlugin {
     private NativePoolSettings settings;
     private ExecutorReporter reporter;
+    /** Why this plugin disabled native pools, or null. */
+    private RuntimeException disabled;
 
+    /**
+     * Never throws for a library that does not load or a setting that does not parse: it logs the
+     * reason once and disables native pools in this executor ({@link #settings()} throws it to
+     * every task), so the job fails after Spark's task retries instead of executors crash-looping.
+     */
     @Override
     public void init(PluginContext ctx, Map<String, String> extraConf) {
-      NativePoolSettings s = NativePoolSettings.fromConf(ctx.conf());
-      ReportingSettings reporting = ReportingSettings.fromConf(ctx.conf());
-      String source = NativeLoader.ensureLoaded(s.library());
+      NativePoolSettings s;
+      ReportingSettings reporting;
+      String source;
+      try {
+        s = NativePoolSettings.fromConf(ctx.conf());
+        reporting = ReportingSettings.fromConf(ctx.conf());
+        source = NativeLoader.ensureLoaded(s.library());
+      } catch (IllegalStateException | IllegalArgumentException e) {
+        disabled = e;
+        DISABLED.set(e);
+        LOG.error(
+            "nativepool: native pools disabled on executor {}; every task asking for one fails: {}",
+            ctx.executorID(),
+            e.getMessage());
+        return;
+      }
       NativeLog.configure(NativePoolSettings.logLevel(ctx.conf())); // first: Go's records reach log4j
       NativeBridge.configure0(s.logging(), s.thresholds());
       NativeBridge.configureArrow0(s.allocationSites());
@@ -191,13 +227,16 @@ public final class NativePoolPlugin implements SparkPlugin {
     }
 
     /**
-     * Stops the reporting thread, forgets this executor's settings and turns the process-wide
-     * logging options off.
+     * Stops the reporting thread, forgets this executor's settings (or its failure) and turns the
+     * process-wide logging options off.
      */
     @Override
     public void shutdown() {
       if (reporter != null) {
         reporter.stop();
+      }
+      if (disabled != null) {
+        DISABLED.compareAndSet(disabled, null);
       }
       if (settings != null && SETTINGS.compareAndSet(settings, null)) {
         NativeBridge.configure0(false, new long[0]);

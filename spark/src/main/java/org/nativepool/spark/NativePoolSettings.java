@@ -18,7 +18,9 @@ import org.apache.spark.network.util.JavaUtils;
  *   <li>{@value #THRESHOLDS} (default none): comma-separated sizes; a task pool's reserved bytes
  *       crossing one logs a warning;
  *   <li>{@value #LOGGING} (default false): a debug record per pool operation (Go slog);
- *   <li>{@value #LIBRARY} (default none): the path of libnativepool.so, else java.library.path;
+ *   <li>{@value #LIBRARY} (default none): the path of libnativepool.so (or of a Go engine's own
+ *       library linking nativepool), else the copy in the plugin jar ({@link NativeLoader});
+ *   <li>{@value #DRIVER_CHECK} (default true): the driver loads and checks the library at startup;
  *   <li>{@value #ALLOCATION_SITES} (default false): Go Arrow allocators record the stack of every
  *       allocation, so leak reports name the allocating function (a stack walk per allocation);
  *   <li>{@value #RESERVATION_SLACK} (default 64k): in chunked mode, the quantum Q of each Java
@@ -54,6 +56,13 @@ public final class NativePoolSettings {
   public static final String MALLOC_MMAP_THRESHOLD = "spark.nativepool.mallocMmapThreshold";
   public static final String GO_MEMORY_LIMIT = "spark.nativepool.goMemoryLimit";
   public static final String LOG_LEVEL = "spark.nativepool.logLevel";
+
+  /**
+   * Driver-only (default true): the driver loads and checks the library the executors will load
+   * when the application starts ({@link NativeLoader#checkOnDriver}); false when the driver cannot
+   * see the executors' {@value #LIBRARY} path.
+   */
+  public static final String DRIVER_CHECK = "spark.nativepool.driverCheck";
 
   /** Default of {@value #MALLOC_MMAP_THRESHOLD}. */
   public static final String DEFAULT_MALLOC_MMAP_THRESHOLD = "128k";

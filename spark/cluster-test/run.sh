@@ -1,0 +1,390 @@
+#!/usr/bin/env bash
+# make test-cluster: a real standalone Spark cluster on 127.0.0.1 (a Master and one Worker in their
+# own JVMs, executors started by the Worker), and jobs submitted with only the plugin jar: no
+# --files, no library path, no other jar but the application's own.
+#
+#   bash spark/cluster-test/run.sh            (the Makefile builds the plugin jar first: make jar)
+#
+# Spark comes from Maven: spark-core and spark-sql ${spark.version} with their runtime dependencies
+# (spark-home.xml), copied from the local repository (the JUnit build has fetched them already)
+# into build/spark-home/jars,
+# which is all a Worker needs from SPARK_HOME to launch executors (WorkerCommandBuilder builds their
+# classpath from $SPARK_HOME/jars). The JVMs are started with `java -cp "$SPARK_HOME/jars/*"`: the
+# same classes and arguments bin/spark-class and bin/spark-submit would run.
+#
+# Runs, on one cluster:
+#   main          the application (ClusterJob) on 2 executors: every task opens a native pool,
+#                 moves an Arrow batch through Go and back, and is made to spill by Spark;
+#   broken-driver spark.nativepool.library=/nonexistent/...: the driver's check fails the
+#                 application at SparkContext start, no executor is launched;
+#   broken-exec   -Dnativepool.library=/nonexistent/... in the executors only: each executor
+#                 disables native pools, every task fails with the message, the job fails after
+#                 Spark's retries, and no executor is lost or relaunched.
+# Then named checks (check_* below), each printing PASS or FAIL. Every check can read:
+#   RUN            this run's directory (build/cluster-test/<timestamp>)
+#   APP_ID         the main application's id; MAIN_OUT / MAIN_ERR its driver's stdout / stderr
+#   DRIVER_UI      the main driver's UI port (live while the live checks run)
+#   MASTER_UI, WORKER_UI  the Master's and the Worker's UI ports
+#   WORK           the Worker's work dir: $WORK/<app id>/<executor id>/stderr is an executor's log
+#   exec_stderrs   prints the main application's executor stderr paths
+# Checks that need the main driver alive go in LIVE_CHECKS (run while it waits, before it stops);
+# the others in CHECKS. NATIVEPOOL_CLUSTER_EXTRA=1 adds the checks that need issue 12's metrics
+# and logging work (Prometheus gauges, spill metrics in the REST API, task ids in executor logs).
+#
+# Everything it starts is stopped by PID on exit, failure included. Prints how long it took.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+start_s=$(date +%s)
+
+JAVA_HOME=${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}
+export JAVA_HOME
+JAVA=$JAVA_HOME/bin/java
+MVN=${MVN:-mvn -B -ntp}
+EXTRA=${NATIVEPOOL_CLUSTER_EXTRA:-0}
+
+plugin_jar=$(ls spark/target/nativepool-spark-*.jar 2>/dev/null | grep -v original- | head -1 || true)
+if [[ -z $plugin_jar ]]; then
+	echo "test-cluster: no spark/target/nativepool-spark-*.jar; run make jar" >&2
+	exit 2
+fi
+
+# ---- SPARK_HOME: Spark's jars from Maven (provided scope = Spark and what it brings) ----
+export SPARK_HOME=$root/build/spark-home
+spark_version=$(sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' pom.xml)
+stamp=$SPARK_HOME/jars/.complete-$spark_version-$(cksum <spark/cluster-test/spark-home.xml | cut -d' ' -f1)
+if [[ ! -f $stamp ]]; then
+	rm -rf "$SPARK_HOME/jars"
+	$MVN -q -f spark/cluster-test/spark-home.xml -Dspark.version="$spark_version" \
+		dependency:copy-dependencies -DoutputDirectory="$SPARK_HOME/jars"
+	touch "$stamp"
+fi
+if ls "$SPARK_HOME"/jars/arrow-c-data-*.jar >/dev/null 2>&1; then
+	echo "test-cluster: $SPARK_HOME/jars has arrow-c-data; the test needs Spark's jars only" >&2
+	exit 2
+fi
+# WorkerCommandBuilder asks for the Scala version when it cannot infer it from a build tree.
+export SPARK_SCALA_VERSION=2.13
+export SPARK_LOCAL_IP=127.0.0.1
+spark_cp="$SPARK_HOME/jars/*"
+jvm_args=("@$root/spark/spark-jvm.args")
+
+RUN=$root/build/cluster-test/$(date +%Y%m%d-%H%M%S)-$$
+WORK=$RUN/work
+mkdir -p "$RUN" "$WORK"
+echo "test-cluster: run directory $RUN"
+
+# ---- the application jar (its own jar; compiled against Spark's jars and the plugin jar) ----
+app_jar=$RUN/nativepool-cluster-job.jar
+mkdir -p "$RUN/classes"
+"$JAVA_HOME/bin/javac" -Xlint:all -Werror -proc:none --release 17 -d "$RUN/classes" \
+	-cp "$spark_cp:$plugin_jar" spark/cluster-test/src/org/nativepool/spark/clustertest/*.java
+"$JAVA_HOME/bin/jar" --create --file "$app_jar" -C "$RUN/classes" .
+
+# ---- free ports (not Spark's defaults, so parallel runs do not collide) ----
+read -r MASTER_PORT MASTER_UI WORKER_PORT WORKER_UI DRIVER_UI <<<"$(python3 -c '
+import socket
+ss = [socket.socket() for _ in range(5)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))
+for s in ss: s.close()')"
+MASTER_URL=spark://127.0.0.1:$MASTER_PORT
+
+# ---- everything started is stopped by PID, on any exit ----
+pids=()
+descendants() { # descendants <pid>: every process below it, read from /proc (no procps needed)
+	local s line rest pid ppid p c
+	local -A kids=()
+	for s in /proc/[0-9]*/stat; do
+		{ line=$(<"$s"); } 2>/dev/null || continue
+		rest=${line##*) } # the fields after "(comm)", which may hold spaces: state ppid ...
+		read -r _ ppid _ <<<"$rest"
+		pid=${s#/proc/}
+		kids[$ppid]+="${pid%/stat} "
+	done
+	local queue=("$1") out=()
+	while ((${#queue[@]} > 0)); do
+		p=${queue[0]}
+		queue=("${queue[@]:1}")
+		for c in ${kids[$p]:-}; do
+			out+=("$c")
+			queue+=("$c")
+		done
+	done
+	echo "${out[@]:-}"
+}
+stop_all() {
+	local p c
+	for p in "${pids[@]}"; do
+		# executors and drivers are descendants of what we started: stop them first
+		for c in $(descendants "$p"); do kill "$c" 2>/dev/null || true; done
+		kill "$p" 2>/dev/null || true
+	done
+	for p in "${pids[@]}"; do
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$p" 2>/dev/null || true
+	done
+	echo "test-cluster: took $(($(date +%s) - start_s)) s"
+}
+trap stop_all EXIT
+trap "exit 130" INT TERM
+
+wait_for() { # wait_for <seconds> <file> <pattern> [pid]: fails early if pid has exited
+	local deadline=$(($(date +%s) + $1))
+	until grep -q -- "$3" "$2" 2>/dev/null; do
+		if (($(date +%s) >= deadline)) || { [[ -n ${4:-} ]] && ! kill -0 "$4" 2>/dev/null; }; then
+			echo "test-cluster: no '$3' in $2 after $1 s" >&2
+			tail -20 "$2" >&2 || true
+			return 1
+		fi
+		sleep 0.5
+	done
+}
+
+"$JAVA" "${jvm_args[@]}" -Xmx256m -cp "$spark_cp" org.apache.spark.deploy.master.Master \
+	--host 127.0.0.1 --port "$MASTER_PORT" --webui-port "$MASTER_UI" >"$RUN/master.log" 2>&1 &
+pids+=($!)
+wait_for 120 "$RUN/master.log" "I have been elected leader" "${pids[-1]}"
+"$JAVA" "${jvm_args[@]}" -Xmx256m -cp "$spark_cp" org.apache.spark.deploy.worker.Worker \
+	--host 127.0.0.1 --port "$WORKER_PORT" --webui-port "$WORKER_UI" --cores 2 --memory 3g \
+	--work-dir "$WORK" "$MASTER_URL" >"$RUN/worker.log" 2>&1 &
+pids+=($!)
+wait_for 120 "$RUN/worker.log" "Successfully registered with master" "${pids[-1]}"
+echo "test-cluster: master $MASTER_URL (UI $MASTER_UI), worker UI $WORKER_UI"
+
+# The settings of docs/DEPLOYING.md ("Standalone"), plus the test's ports and a small off-heap
+# budget so that Spark must make the native consumer spill.
+submit_conf=(
+	--master "$MASTER_URL" --deploy-mode client
+	--jars "$plugin_jar"
+	--conf spark.plugins=org.nativepool.spark.NativePoolPlugin
+	--conf spark.memory.offHeap.enabled=true
+	--conf spark.memory.offHeap.size=64m
+	--conf spark.executor.memory=512m
+	--conf spark.executor.cores=1
+	--conf spark.cores.max=2
+	--conf spark.driver.host=127.0.0.1
+	--conf spark.driver.bindAddress=127.0.0.1
+	--conf spark.unsafe.exceptionOnMemoryLeak=true
+)
+if [[ $EXTRA == 1 ]]; then
+	submit_conf+=(
+		--conf spark.ui.prometheus.enabled=true
+		--conf spark.metrics.conf.driver.sink.prometheusServlet.class=org.apache.spark.metrics.sink.PrometheusServlet
+		--conf spark.metrics.conf.driver.sink.prometheusServlet.path=/metrics/prometheus
+	)
+fi
+submit() { # submit <name> <timeout s> <extra args...>: driver output in $RUN/<name>.{out,err}
+	local name=$1 limit=$2
+	shift 2
+	timeout --kill-after=10 "$limit" "$JAVA" "${jvm_args[@]}" -Xmx512m -cp "$spark_cp" \
+		org.apache.spark.deploy.SparkSubmit "${submit_conf[@]}" "$@" \
+		>"$RUN/$name.out" 2>"$RUN/$name.err"
+}
+
+# ---- broken library, visible to the driver: started now, beside the main job (it fails before
+# asking for executors) ----
+bad=/nonexistent/nativepool/libnativepool.so
+broken_driver_t0=$(date +%s)
+(
+	rc=0
+	submit broken-driver 150 --conf spark.ui.enabled=false --conf spark.nativepool.library="$bad" \
+		--class org.nativepool.spark.clustertest.ClusterJob "$app_jar" 2 || rc=$?
+	echo "$rc $(($(date +%s) - broken_driver_t0))" >"$RUN/broken-driver.rc"
+) &
+broken_driver_pid=$!
+pids+=($broken_driver_pid)
+
+# ---- the main job: live until the live checks have run ----
+MAIN_OUT=$RUN/main.out
+MAIN_ERR=$RUN/main.err
+t0=$(date +%s)
+submit main 300 --conf spark.ui.port="$DRIVER_UI" --class org.nativepool.spark.clustertest.ClusterJob \
+	"$app_jar" 4 "$RUN/release" &
+main_pid=$!
+pids+=($main_pid)
+wait_for 280 "$MAIN_OUT" "^READY " "$main_pid" || { tail -30 "$MAIN_ERR"; exit 1; }
+APP_ID=$(sed -n 's/^READY //p' "$MAIN_OUT")
+echo "test-cluster: main application $APP_ID ran in $(($(date +%s) - t0)) s"
+
+exec_stderrs() { ls "$WORK/$APP_ID"/*/stderr 2>/dev/null; }
+
+secs_between() { # secs_between HH:MM:SS HH:MM:SS (log timestamps of one run)
+	echo $(($(date -d "1970-01-01 $2Z" +%s) - $(date -d "1970-01-01 $1Z" +%s)))
+}
+
+failed=()
+check() { # check <name> <function>
+	if "$2"; then echo "PASS $1"; else echo "FAIL $1"; failed+=("$1"); fi
+}
+
+# ---- checks ----
+
+check_main_job_succeeded() {
+	local n
+	n=$(grep -c '^RESULT ' "$MAIN_OUT" || true)
+	[[ $n == 4 ]] || { echo "  expected 4 RESULT lines, got $n; driver stderr:"; grep -E 'JOB FAILED|Exception' "$MAIN_ERR" | head -5; return 1; }
+}
+
+check_each_executor_loaded_the_library_from_the_jar() {
+	local f ok=0 n=0
+	for f in $(exec_stderrs); do
+		n=$((n + 1))
+		if grep -q 'nativepool: loaded .*libnativepool.so extracted from jar:.*nativepool-spark-.*\.jar!/org/nativepool/native/linux-x86_64/libnativepool.so' "$f"; then
+			ok=$((ok + 1))
+		else
+			echo "  $f: no 'loaded ... extracted from jar:' record"
+		fi
+	done
+	# and every task saw that source
+	if grep '^RESULT ' "$MAIN_OUT" | grep -vq 'source=.*extracted_from_jar:'; then
+		echo "  a task's library came from elsewhere:"; grep '^RESULT ' "$MAIN_OUT" | grep -v 'extracted_from_jar:'
+		return 1
+	fi
+	echo "  $ok of $n executors"
+	((n == 2 && ok == n))
+}
+
+check_native_pools_used_and_spark_requested_spills() {
+	# every task: Spark asked the pool to spill, the Java NativeSpiller ran and freed bytes, the
+	# Spark-side consumer got all it asked for, the Arrow batch came back whole (sum 0..9999)
+	local bad
+	bad=$(grep '^RESULT ' "$MAIN_OUT" | awk '{
+		ok = 1
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		if (v["spillRequests"] < 1 || v["spillerCalls"] < 1 || v["spillBytesFreed"] < 1) ok = 0
+		if (v["pressureGranted"] != 50331648 || v["arrowSum"] != 49995000) ok = 0
+		if (!ok) print
+	}')
+	[[ -z $bad ]] || { echo "  $bad"; return 1; }
+	grep '^RESULT ' "$MAIN_OUT" | sed 's/ source=[^ ]*//; s/^/  /'
+}
+
+check_extracted_library_removed_at_executor_exit() {
+	# runs after the main application stopped: its executors exited, their copies are gone
+	local dirs d
+	dirs=$(grep -ho 'nativepool: loaded /[^ ]*libnativepool.so' $(exec_stderrs) | sed 's/nativepool: loaded //' | xargs -r -n1 dirname)
+	[[ -n $dirs ]] || { echo "  no extracted path found"; return 1; }
+	for d in $dirs; do
+		if [[ -e $d ]]; then echo "  still there: $d"; return 1; fi
+	done
+}
+
+# Live checks (need the main driver up; NATIVEPOOL_CLUSTER_EXTRA=1). The lead fills in the exact
+# metric and record names once the metrics and logging work is merged.
+check_prometheus_lists_nativepool_gauges_per_executor() {
+	local body e missing=0
+	body=$(curl -fsS "http://127.0.0.1:$DRIVER_UI/metrics/prometheus") || return 1
+	for e in $(grep -o '^RESULT executor=[^ ]*' "$MAIN_OUT" | cut -d= -f2 | sort -u); do
+		if ! grep -i 'nativepool' <<<"$body" | grep -q "$e"; then
+			echo "  no nativepool gauge for executor $e"; missing=1
+		fi
+	done
+	((missing == 0))
+}
+
+check_task_spill_metrics_nonzero() {
+	curl -fsS "http://127.0.0.1:$DRIVER_UI/api/v1/applications/$APP_ID/stages" | python3 -c '
+import json, sys
+stages = json.load(sys.stdin)
+mem = sum(s.get("memoryBytesSpilled", 0) for s in stages)
+print("  memoryBytesSpilled over %d stage(s): %d" % (len(stages), mem))
+sys.exit(0 if mem > 0 else 1)'
+}
+
+check_executor_log_has_nativepool_records_with_task_ids() {
+	local f
+	for f in $(exec_stderrs); do
+		grep -E 'org\.nativepool|nativepool' "$f" | grep -Eq '(TID|task[ =:]*)[0-9]+' || { echo "  $f: none"; return 1; }
+	done
+}
+
+LIVE_CHECKS=()
+if [[ $EXTRA == 1 ]]; then
+	LIVE_CHECKS+=(check_prometheus_lists_nativepool_gauges_per_executor check_task_spill_metrics_nonzero)
+fi
+for c in "${LIVE_CHECKS[@]}"; do check "${c#check_}" "$c"; done
+touch "$RUN/release"
+main_rc=0
+wait "$main_pid" || main_rc=$?
+[[ $main_rc == 0 ]] || echo "test-cluster: main driver exited with $main_rc"
+# the Worker stops the application's executors once the driver is gone
+for _ in $(seq 60); do
+	grep -q "Executor app-.* finished with state\|Application $APP_ID finished\|Cleaning up local directories for application $APP_ID" "$RUN/worker.log" && break
+	sleep 0.5
+done
+sleep 2
+
+CHECKS=(
+	check_main_job_succeeded
+	check_each_executor_loaded_the_library_from_the_jar
+	check_native_pools_used_and_spark_requested_spills
+	check_extracted_library_removed_at_executor_exit
+)
+if [[ $EXTRA == 1 ]]; then
+	CHECKS+=(check_executor_log_has_nativepool_records_with_task_ids)
+fi
+for c in "${CHECKS[@]}"; do check "${c#check_}" "$c"; done
+
+# ---- broken library, visible to the driver: the application failed at start, once ----
+wait "$broken_driver_pid" || true
+check_broken_library_on_driver_fails_the_application_fast() {
+	local msg="nativepool: native library not loaded from $bad (spark.nativepool.library): UnsatisfiedLinkError: Can't load library: $bad"
+	local rc secs started failed_at
+	read -r rc secs <"$RUN/broken-driver.rc"
+	# from the SparkContext's start to its failure (JVM start is the machine's: load average
+	# $(cut -d' ' -f1 /proc/loadavg)); the whole run is bounded by submit's timeout
+	started=$(grep -m1 'SparkContext: Running Spark version' "$RUN/broken-driver.err" | awk '{print $2}')
+	failed_at=$(grep -m1 'ERROR SparkContext: Error initializing SparkContext' "$RUN/broken-driver.err" | awk '{print $2}')
+	[[ -n $started && -n $failed_at ]] || { echo "  exit $rc after $secs s; no SparkContext failure in the log"; return 1; }
+	echo "  exit $rc after $secs s in all; the SparkContext failed $(secs_between "$started" "$failed_at") s after it started"
+	[[ $rc != 0 && $rc != 124 && $rc != 137 ]] || return 1
+	(($(secs_between "$started" "$failed_at") < 60)) || return 1
+	grep -qF -- "$msg" "$RUN/broken-driver.err" || { echo "  no '$msg' in broken-driver.err"; return 1; }
+	# the SparkContext never started: no application reached the Master, no executor launched
+	# (checked before broken-exec starts: the main application is the only one registered)
+	[[ $(grep -c "Registered app " "$RUN/master.log") == 1 ]] ||
+		{ echo "  the broken application registered with the Master"; return 1; }
+	! grep -q "Registered executor" "$RUN/broken-driver.err"
+}
+check broken_library_on_driver_fails_the_application_fast check_broken_library_on_driver_fails_the_application_fast
+
+# ---- broken library in the executors only: tasks fail with the message, executors stay ----
+t0=$(date +%s)
+rc=0
+submit broken-exec 150 --conf spark.ui.enabled=false \
+	--conf "spark.executor.extraJavaOptions=-Dnativepool.library=$bad" \
+	--class org.nativepool.spark.clustertest.ClusterJob "$app_jar" 2 || rc=$?
+BROKEN_EXEC_SECONDS=$(($(date +%s) - t0))
+check_broken_library_on_executors_fails_the_job_without_crash_loop() {
+	local msg="nativepool: native library not loaded from $bad (system property nativepool.library): UnsatisfiedLinkError: Can't load library: $bad"
+	local app n
+	local first failed_at
+	# how long the job took to fail once executors were there (the part a crash loop would
+	# stretch; executor start itself is the machine's: load average $(cut -d' ' -f1 /proc/loadavg))
+	first=$(grep -m1 'Registered executor' "$RUN/broken-exec.err" | awk '{print $2}')
+	failed_at=$(grep -m1 'DAGScheduler: Job 0 failed' "$RUN/broken-exec.err" | awk '{print $2}')
+	echo "  exit $rc after $BROKEN_EXEC_SECONDS s in all; the job failed $(secs_between "$first" "$failed_at") s after the first executor registered"
+	[[ $rc == 1 ]] || return 1
+	(($(secs_between "$first" "$failed_at") < 60)) || return 1
+	grep -q "JOB FAILED: .*$(sed 's/[][\.*^$/]/\\&/g' <<<"$msg")" "$RUN/broken-exec.err" ||
+		{ echo "  no 'JOB FAILED: ... $msg' in broken-exec.err"; return 1; }
+	app=$(sed -n 's/^READY //p' "$RUN/broken-exec.out")
+	# exactly the 2 executors spark.cores.max allows, none lost and relaunched
+	n=$(ls -d "$WORK/$app"/*/ 2>/dev/null | wc -l)
+	echo "  $app: $n executor(s) launched"
+	[[ $n == 2 ]] || return 1
+	if grep -q "Removed executor\|Executor lost\|ExecutorLostFailure" "$RUN/broken-exec.err"; then
+		echo "  an executor was lost"; return 1
+	fi
+	grep -l "native pools disabled on executor" "$WORK/$app"/*/stderr | wc -l | grep -qx 2 ||
+		{ echo "  not every executor logged that it disabled native pools"; return 1; }
+}
+check broken_library_on_executors_fails_the_job_without_crash_loop check_broken_library_on_executors_fails_the_job_without_crash_loop
+
+if ((${#failed[@]} > 0)); then
+	echo "test-cluster: FAILED: ${failed[*]} (logs in $RUN)"
+	exit 1
+fi
+echo "test-cluster: all checks passed (logs in $RUN)"
