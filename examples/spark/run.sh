@@ -32,7 +32,13 @@ mkdir -p build/lib "$out"
 go build -buildmode=c-shared -o "$lib" ./examples/spark/native
 # The plugin jar carries libnativepool.so (Maven refuses to package without it); the demo itself
 # loads $lib by path (spark.nativepool.library).
-go build -buildmode=c-shared -o build/lib/libnativepool.so ./jni/libnativepool
+# (Replaced only when it changed, so that an unchanged library does not make Maven run below.)
+go build -buildmode=c-shared -o build/lib/libnativepool.so.new ./jni/libnativepool
+if cmp -s build/lib/libnativepool.so.new build/lib/libnativepool.so; then
+	rm -f build/lib/libnativepool.so.new
+else
+	mv build/lib/libnativepool.so.new build/lib/libnativepool.so
+fi
 # The Maven reactor (pom.xml) builds the plugin (spark/) and the demo (examples/spark/) together;
 # the demo module's package phase also writes the demo JVM's classpath: the plugin jar, and Spark
 # and Arrow, which are 'provided' by an executor but must be on this JVM's classpath.
@@ -42,7 +48,7 @@ cp_file=examples/spark/target/classpath.txt
 jar=$(ls examples/spark/target/nativepool-spark-demo-*.jar 2>/dev/null | head -1 || true)
 plugin_jar=$(ls spark/target/nativepool-spark-*.jar 2>/dev/null | head -1 || true)
 if [[ -z $jar || -z $plugin_jar || ! -s $cp_file ]] ||
-	[[ -n $(find pom.xml spark/pom.xml spark/src/main -newer "$plugin_jar" -print -quit) ]] ||
+	[[ -n $(find pom.xml spark/pom.xml spark/src/main build/lib/libnativepool.so -newer "$plugin_jar" -print -quit) ]] ||
 	[[ -n $(find pom.xml examples/spark/pom.xml examples/spark/src/main -newer "$jar" -print -quit) ]]; then
 	mvn -B -q -f pom.xml -DskipTests package
 	jar=$(ls examples/spark/target/nativepool-spark-demo-*.jar | head -1)
