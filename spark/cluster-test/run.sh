@@ -28,8 +28,7 @@
 #   WORK           the Worker's work dir: $WORK/<app id>/<executor id>/stderr is an executor's log
 #   exec_stderrs   prints the main application's executor stderr paths
 # Checks that need the main driver alive go in LIVE_CHECKS (run while it waits, before it stops);
-# the others in CHECKS. NATIVEPOOL_CLUSTER_EXTRA=1 adds the checks that need issue 12's metrics
-# and logging work (Prometheus gauges, spill metrics in the REST API, task ids in executor logs).
+# the others in CHECKS.
 #
 # Everything it starts is stopped by PID on exit, failure included. Prints how long it took.
 set -euo pipefail
@@ -42,7 +41,6 @@ JAVA_HOME=${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)"
 export JAVA_HOME
 JAVA=$JAVA_HOME/bin/java
 MVN=${MVN:-mvn -B -ntp}
-EXTRA=${NATIVEPOOL_CLUSTER_EXTRA:-0}
 
 plugin_jar=$(ls spark/target/nativepool-spark-*.jar 2>/dev/null | grep -v original- | head -1 || true)
 if [[ -z $plugin_jar ]]; then
@@ -167,14 +165,14 @@ submit_conf=(
 	--conf spark.driver.host=127.0.0.1
 	--conf spark.driver.bindAddress=127.0.0.1
 	--conf spark.unsafe.exceptionOnMemoryLeak=true
+	# the driver's Prometheus endpoint (docs/DEPLOYING.md "Metrics"), executors' figures every 2 s
+	--conf spark.ui.prometheus.enabled=true
+	--conf spark.metrics.conf.*.sink.prometheusServlet.class=org.apache.spark.metrics.sink.PrometheusServlet
+	--conf spark.metrics.conf.*.sink.prometheusServlet.path=/metrics/prometheus
+	--conf spark.executor.heartbeatInterval=2s
+	# a level each task pool crosses: the Go side's warning names its task in the executor log
+	--conf spark.nativepool.thresholds=16m
 )
-if [[ $EXTRA == 1 ]]; then
-	submit_conf+=(
-		--conf spark.ui.prometheus.enabled=true
-		--conf spark.metrics.conf.driver.sink.prometheusServlet.class=org.apache.spark.metrics.sink.PrometheusServlet
-		--conf spark.metrics.conf.driver.sink.prometheusServlet.path=/metrics/prometheus
-	)
-fi
 submit() { # submit <name> <timeout s> <extra args...>: driver output in $RUN/<name>.{out,err}
 	local name=$1 limit=$2
 	shift 2
@@ -271,39 +269,55 @@ check_extracted_library_removed_at_executor_exit() {
 	done
 }
 
-# Live checks (need the main driver up; NATIVEPOOL_CLUSTER_EXTRA=1). The lead fills in the exact
-# metric and record names once the metrics and logging work is merged.
+# Live checks (need the main driver up).
 check_prometheus_lists_nativepool_gauges_per_executor() {
-	local body e missing=0
-	body=$(curl -fsS "http://127.0.0.1:$DRIVER_UI/metrics/prometheus") || return 1
-	for e in $(grep -o '^RESULT executor=[^ ]*' "$MAIN_OUT" | cut -d= -f2 | sort -u); do
-		if ! grep -i 'nativepool' <<<"$body" | grep -q "$e"; then
-			echo "  no nativepool gauge for executor $e"; missing=1
-		fi
+	# every executor of the job has its gauges on the driver's endpoint, and they saw Spark's spill
+	# requests; the executors send their figures every heartbeat, so wait for one to arrive
+	local body e v missing ids
+	ids=$(grep -o '^RESULT executor=[^ ]*' "$MAIN_OUT" | cut -d= -f2 | sort -u)
+	for _ in $(seq 30); do
+		body=$(curl -fsSL "http://127.0.0.1:$DRIVER_UI/metrics/prometheus") || return 1
+		printf '%s\n' "$body" >"$RUN/prometheus.txt"
+		missing=0
+		for e in $ids; do
+			v=$(grep -E "^metrics_[A-Za-z0-9_]+_driver_plugin_org_nativepool_spark_NativePoolPlugin_executor_${e}_sparkSpillRequests_Value\{type=\"gauges\"\} [0-9]+$" <<<"$body" | awk '{print $2}' | tail -1)
+			[[ -n $v && $v -ge 1 ]] || missing=1
+		done
+		((missing == 0)) && break
+		sleep 1
 	done
-	((missing == 0))
+	for e in $ids; do
+		grep -E "_NativePoolPlugin_executor_${e}_(sparkSpillRequests|reserved|heldFromSpark)_Value" <<<"$body" | sed 's/^/  /'
+	done
+	grep -E "_NativePoolPlugin_total_executors_Value" <<<"$body" | sed 's/^/  /'
+	((missing == 0)) || { echo "  an executor of $ids has no sparkSpillRequests >= 1 gauge"; return 1; }
 }
 
 check_task_spill_metrics_nonzero() {
-	curl -fsS "http://127.0.0.1:$DRIVER_UI/api/v1/applications/$APP_ID/stages" | python3 -c '
+	# the REST API the UI reads: the native spill's bytes in every task of the job's stage
+	curl -fsS "http://127.0.0.1:$DRIVER_UI/api/v1/applications/$APP_ID/stages?details=true" | python3 -c '
 import json, sys
 stages = json.load(sys.stdin)
-mem = sum(s.get("memoryBytesSpilled", 0) for s in stages)
-print("  memoryBytesSpilled over %d stage(s): %d" % (len(stages), mem))
-sys.exit(0 if mem > 0 else 1)'
+tasks = [t for s in stages for t in (s.get("tasks") or {}).values()]
+mem = [t["taskMetrics"]["memoryBytesSpilled"] for t in tasks if t.get("taskMetrics")]
+disk = [t["taskMetrics"]["diskBytesSpilled"] for t in tasks if t.get("taskMetrics")]
+print("  %d task(s): memoryBytesSpilled %s, diskBytesSpilled %s" % (len(mem), mem, disk))
+sys.exit(0 if mem and min(mem) > 0 and min(disk) > 0 else 1)'
 }
 
 check_executor_log_has_nativepool_records_with_task_ids() {
-	local f
+	# Go's threshold warning, through log4j on logger org.nativepool.bridge (Spark's default layout
+	# prints the logger's last name, its JSON layout the whole), with the task attempt, stage and
+	# partition in the text
+	local f line
 	for f in $(exec_stderrs); do
-		grep -E 'org\.nativepool|nativepool' "$f" | grep -Eq '(TID|task[ =:]*)[0-9]+' || { echo "  $f: none"; return 1; }
+		line=$(grep -E 'WARN.*\[task [0-9]+ stage [0-9]+\.[0-9]+ partition [0-9]+\] nativepool: task pool reserved bytes' "$f" | grep -E 'bridge' | head -1)
+		[[ -n $line ]] || { echo "  $f: no Go record with its task"; return 1; }
+		echo "  $line"
 	done
 }
 
-LIVE_CHECKS=()
-if [[ $EXTRA == 1 ]]; then
-	LIVE_CHECKS+=(check_prometheus_lists_nativepool_gauges_per_executor check_task_spill_metrics_nonzero)
-fi
+LIVE_CHECKS=(check_prometheus_lists_nativepool_gauges_per_executor check_task_spill_metrics_nonzero)
 for c in "${LIVE_CHECKS[@]}"; do check "${c#check_}" "$c"; done
 touch "$RUN/release"
 main_rc=0
@@ -321,10 +335,8 @@ CHECKS=(
 	check_each_executor_loaded_the_library_from_the_jar
 	check_native_pools_used_and_spark_requested_spills
 	check_extracted_library_removed_at_executor_exit
+	check_executor_log_has_nativepool_records_with_task_ids
 )
-if [[ $EXTRA == 1 ]]; then
-	CHECKS+=(check_executor_log_has_nativepool_records_with_task_ids)
-fi
 for c in "${CHECKS[@]}"; do check "${c#check_}" "$c"; done
 
 # ---- broken library, visible to the driver: the application failed at start, once ----

@@ -36,7 +36,10 @@ import org.nativepool.spark.arrow.TaskArrowAllocators;
  *       TaskArrowAllocators#forCurrentTask()} over {@link TaskPool#openForCurrentTask()}),
  *   <li>moves a small Arrow batch into Go and back through the C Data Interface (arrow-c-data,
  *       which only the plugin jar supplies),
- *   <li>grows a spillable native reservation (a Java {@code NativeSpiller}) to {@code NATIVE} bytes,
+ *   <li>grows a spillable native reservation (a Java {@code NativeSpiller}) to {@code NATIVE} bytes;
+ *       its spill writes a {@code RUN}-byte run file and reports it ({@link TaskPool#reportSpill}),
+ *       so the task's {@code diskBytesSpilled} counts it and its {@code memoryBytesSpilled} the
+ *       bytes the spill released to Spark,
  *   <li>makes a Spark-side OFF_HEAP consumer ask for {@code PRESSURE} bytes, more than is left, so
  *       that Spark asks the native consumer to spill,
  * </ol>
@@ -98,6 +101,24 @@ public final class ClusterJob {
     System.exit(rc);
   }
 
+  /** Bytes of the run file a spill writes. */
+  static final int RUN = 1 << 20;
+
+  /** Writes (and removes) one run file of {@link #RUN} bytes; returns the bytes written. */
+  private static long writeRun() {
+    try {
+      Path run = Files.createTempFile("nativepool-cluster-run-", ".bin");
+      try {
+        Files.write(run, new byte[RUN]);
+        return Files.size(run);
+      } finally {
+        Files.deleteIfExists(run);
+      }
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
   /** One task's work; see the class comment. */
   private static Iterator<String> task(Iterator<Integer> seeds) throws IOException {
     TaskContext ctx = TaskContext.get();
@@ -116,7 +137,9 @@ public final class ClusterJob {
               spillerCalls.incrementAndGet();
               NativeReservation r = self.get();
               long freed = r.size();
+              long written = writeRun();
               r.shrink(freed);
+              pool.reportSpill(0, written); // memory: counted as the pool releases it to Spark
               return freed;
             });
     self.set(nat);
