@@ -168,7 +168,8 @@ class NativePoolDriverPluginTest {
 
   /**
    * One task: 8 MiB in a spillable native reservation, held for 1 s (several samples), then a
-   * Spark consumer of the task asks for 64 MiB, which makes Spark spill the native consumer.
+   * Spark consumer of the task asks for the whole 128 MiB budget, which makes Spark spill the
+   * native consumer.
    * Returns {granted to the Spark consumer, native memoryBytesSpilled, native diskBytesSpilled}.
    */
   private static Iterator<long[]> holdThenGetSpilled(Iterator<Integer> rows) throws Exception {
@@ -191,7 +192,10 @@ class NativePoolDriverPluginTest {
     r[0].grow(8 * MIB);
     Thread.sleep(1000);
     SparkTestConsumer other = new SparkTestConsumer(tc.taskMemoryManager(), "other", false);
-    long got = other.take(64 * MIB);
+    // The whole off-heap budget: more than the task can get without our 8 MiB whether or not the
+    // other task is running (with 64 MiB, a task that ran alone, its sibling already finished,
+    // got all of it from the free pool and Spark never spilled the native consumer).
+    long got = other.take(128 * MIB);
     other.giveAll();
     SparkTaskUpstream up = p.upstream();
     return List.of(new long[] {got, up.memoryBytesSpilled(), up.diskBytesSpilled()}).iterator();
