@@ -50,7 +50,7 @@ plugin_jar=$(ls spark/target/nativepool-spark-*.jar 2>/dev/null | head -1 || tru
 if [[ -z $jar || -z $plugin_jar || ! -s $cp_file ]] ||
 	[[ -n $(find pom.xml spark/pom.xml spark/src/main build/lib/libnativepool.so -newer "$plugin_jar" -print -quit) ]] ||
 	[[ -n $(find pom.xml examples/spark/pom.xml examples/spark/src/main -newer "$jar" -print -quit) ]]; then
-	mvn -B -q -f pom.xml -Dnativepool.lib.dir="$root/build/lib" -DskipTests package
+	mvn -B -q -f pom.xml -DskipTests package
 	jar=$(ls examples/spark/target/nativepool-spark-demo-*.jar | head -1)
 else
 	echo "run.sh: the Java modules are up to date (Maven skipped)" >&2

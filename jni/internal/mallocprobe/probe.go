@@ -9,16 +9,14 @@ package mallocprobe
 #include <stdlib.h>
 #include <string.h>
 
-// np_probe first mallocs, touches and frees a 4 MiB block (glibc serves it
-// with mmap and, with its dynamic threshold on, raises M_MMAP_THRESHOLD to
-// 4 MiB on the free), then mallocs and touches `size` bytes: *held is how
-// much mmapped memory (mallinfo2.hblkhd) grew while the block is held,
-// *after how much is left of that growth once it is freed.
 // np_sink keeps the compiler from eliding a malloc/memset/free pair whose
 // memory nobody reads (GCC does at -O2).
 static void *volatile np_sink;
 
-static void np_probe(size_t size, long *held, long *after) {
+// np_raise_dynamic frees a mmapped 4 MiB block, so that glibc's dynamic
+// adjustment (when on) raises M_MMAP_THRESHOLD to 4 MiB and
+// M_TRIM_THRESHOLD to 8 MiB.
+static void np_raise_dynamic(void) {
 	// A small block first, so that this thread's arena exists before the
 	// big one (a new thread arena is sized for its first request, which
 	// would then come from its top instead of mmap).
@@ -30,6 +28,15 @@ static void np_probe(size_t size, long *held, long *after) {
 	}
 	np_sink = big;
 	free(np_sink);
+}
+
+// np_probe first mallocs, touches and frees a 4 MiB block (glibc serves it
+// with mmap and, with its dynamic threshold on, raises M_MMAP_THRESHOLD to
+// 4 MiB on the free), then mallocs and touches `size` bytes: *held is how
+// much mmapped memory (mallinfo2.hblkhd) grew while the block is held,
+// *after how much is left of that growth once it is freed.
+static void np_probe(size_t size, long *held, long *after) {
+	np_raise_dynamic();
 	struct mallinfo2 a = mallinfo2();
 	char *p = malloc(size);
 	if (p != NULL) {
@@ -41,20 +48,6 @@ static void np_probe(size_t size, long *held, long *after) {
 	struct mallinfo2 c = mallinfo2();
 	*held = (long)b.hblkhd - (long)a.hblkhd;
 	*after = (long)c.hblkhd - (long)a.hblkhd;
-}
-
-// np_raise_dynamic frees a mmapped 4 MiB block, so that glibc's dynamic
-// adjustment (when on) raises M_MMAP_THRESHOLD to 4 MiB and
-// M_TRIM_THRESHOLD to 8 MiB.
-static void np_raise_dynamic(void) {
-	np_sink = malloc(64);
-	free(np_sink);
-	char *big = malloc(4 << 20);
-	if (big != NULL) {
-		memset(big, 1, 4 << 20);
-	}
-	np_sink = big;
-	free(np_sink);
 }
 
 // np_trim_probe mallocs n blocks of 64 KiB (below any mmap threshold: from

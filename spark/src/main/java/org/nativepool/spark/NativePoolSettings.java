@@ -157,7 +157,7 @@ public final class NativePoolSettings {
         library,
         allocationSites,
         reservationSlack,
-        128L << 10,
+        JavaUtils.byteStringAsBytes(DEFAULT_MALLOC_MMAP_THRESHOLD),
         GO_MEMORY_LIMIT_DERIVED,
         0);
   }

@@ -223,17 +223,11 @@ final class MemorySampler implements AutoCloseable {
 
   /** {@code VmRSS} of {@code /proc/self/status}, in bytes. */
   static long readRss() {
-    try {
-      for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
-        if (line.startsWith("VmRSS:")) {
-          String[] f = line.substring(6).trim().split("\\s+");
-          return Long.parseLong(f[0]) * 1024; // "kB"
-        }
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException("sortdemo: reading /proc/self/status", e);
+    long rss = TruePeaks.rss();
+    if (rss < 0) {
+      throw new IllegalStateException("sortdemo: no VmRSS readable in /proc/self/status");
     }
-    throw new IllegalStateException("sortdemo: no VmRSS in /proc/self/status");
+    return rss;
   }
 
   private static void max(AtomicLong a, long v) {
