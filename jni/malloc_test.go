@@ -108,3 +108,26 @@ func TestConfigureRuntimeResetsATrimThresholdRaisedBeforeIt(t *testing.T) {
 	kept, _, out = runMallocChild(t, "0", mallocChildEnv+"_TRIM=1")
 	assert.Greater(t, kept, int64(4<<20), "glibc alone keeps the freed heap\n"+out)
 }
+
+// BenchmarkProcessStatsRead is what one processStats0 read costs the
+// process's Bridge with glibc's MALLOC_RETAINED (mallinfo2, which locks
+// and walks every arena) and without it, side by side (bench/RESULTS.md,
+// "Process memory policy"). A Go test process has few arenas; a JVM has
+// one per thread up to 8 × cores, so this is mallinfo2's cheap end.
+func BenchmarkProcessStatsRead(b *testing.B) {
+	mallocprobe.HeapKept(64) // 4 MiB of freed heap blocks for mallinfo2 to find
+	for _, c := range []struct {
+		name   string
+		malloc func() int64
+	}{{"retained=off", nil}, {"retained=mallinfo2", mallocRetained}} {
+		b.Run(c.name, func(b *testing.B) {
+			br := bridge.NewBridge(nil, bridge.ArrowRuntime{})
+			rt := processRuntime()
+			rt.MallocRetained = c.malloc
+			br.UseProcessRuntime(rt)
+			for b.Loop() {
+				_ = br.ProcessStats()
+			}
+		})
+	}
+}
