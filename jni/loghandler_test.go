@@ -355,3 +355,17 @@ func BenchmarkDisabledRecord(b *testing.B) {
 		b.Fatalf("%d disabled records reached the sink", n)
 	}
 }
+
+// TestConfigureRefusesABadLevelsStringAndKeepsTheLevelsItHad: bad input to
+// configureLog0 is an ErrInvalidArgument naming the part, and nothing
+// changes (the router keeps the levels of the last good call).
+func TestConfigureRefusesABadLevelsStringAndKeepsTheLevelsItHad(t *testing.T) {
+	r := newLogRouter(nil)
+	require.NoError(t, r.configure("org.nativepool=WARN"))
+	before := r.levels.Load()
+	for _, bad := range []string{"org.nativepool=LOUD", "org.nativepool", "=INFO", "org.nativepool.pool=INFO"} {
+		err := r.configure(bad)
+		require.ErrorIs(t, err, bridge.ErrInvalidArgument, bad)
+		assert.Same(t, before, r.levels.Load(), "levels unchanged after %q", bad)
+	}
+}

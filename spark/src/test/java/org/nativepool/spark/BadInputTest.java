@@ -333,4 +333,15 @@ class BadInputTest {
     assertEquals(r1.lastRefusal(), e.getMessage());
     assertTrue(e.getMessage().contains("Failed to acquire"), e.getMessage());
   }
+
+  /** A negative spill report is an IllegalArgumentException, and nothing is counted. */
+  @Test
+  void aNegativeSpillReportIsRefusedAndCountsNothing() {
+    IllegalArgumentException e =
+        assertThrows(IllegalArgumentException.class, () -> pool.reportSpill(-1, 10));
+    assertTrue(e.getMessage().contains("negative size"), e::getMessage);
+    assertThrows(IllegalArgumentException.class, () -> pool.reportSpill(10, -1));
+    assertEquals(0, up.memoryBytesSpilled());
+    assertEquals(0, up.diskBytesSpilled());
+  }
 }
