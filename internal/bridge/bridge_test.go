@@ -466,6 +466,7 @@ func poolFigures(s ProcessStats) ProcessStats {
 	s.GoMemoryLimit, s.GoBaseline, s.GoMapped, s.GoPeak = 0, 0, 0, 0
 	s.GoHeapReturns, s.GoHeapReturnedBytes, s.VmHWM, s.CgroupPeak, s.MallocMmapThreshold = 0, 0, 0, 0, 0
 	s.MallocRetained = 0
+	s.GoHeapInUse, s.GoHeapIdle, s.GoStacks, s.GoGCMeta, s.GoOther = 0, 0, 0, 0, 0
 	return s
 }
 

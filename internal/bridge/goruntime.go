@@ -34,6 +34,10 @@ type ProcessRuntime struct {
 	// /memory/classes/total:bytes minus /memory/classes/heap/released:bytes
 	// (what the runtime holds from the OS), released is the latter.
 	GoMemory func() (mapped, released int64)
+	// GoClasses splits the runtime's mapped bytes by owner (heap in use,
+	// idle heap, stacks, metadata, other) for the memory ledger; ok false
+	// when unknown.
+	GoClasses func() (c gomem.Classes, ok bool)
 	// SetMallocMmapThreshold sets glibc's M_MMAP_THRESHOLD to n bytes with
 	// mallopt, which also turns off glibc's dynamic raising of the
 	// threshold (and of M_TRIM_THRESHOLD with it). nil: not supported.
@@ -63,6 +67,7 @@ func DefaultProcessRuntime() ProcessRuntime {
 		SetMemoryLimit: debug.SetMemoryLimit,
 		FreeOSMemory:   debug.FreeOSMemory,
 		GoMemory:       readGoMemory,
+		GoClasses:      gomem.ReadClasses,
 		Getenv:         os.Getenv,
 		VmHWM:          func() int64 { return readVmHWM(os.ReadFile) },
 		CgroupPeak:     func() int64 { return readCgroupPeak(os.ReadFile) },
@@ -304,6 +309,12 @@ func (b *Bridge) processMemory(s *ProcessStats) {
 	}
 	if rt.CgroupPeak != nil {
 		s.CgroupPeak = rt.CgroupPeak()
+	}
+	s.GoHeapInUse, s.GoHeapIdle, s.GoStacks, s.GoGCMeta, s.GoOther = -1, -1, -1, -1, -1
+	if rt.GoClasses != nil {
+		if c, ok := rt.GoClasses(); ok {
+			s.GoHeapInUse, s.GoHeapIdle, s.GoStacks, s.GoGCMeta, s.GoOther = c.HeapInUse, c.HeapIdle, c.Stacks, c.GCMeta, c.Other
+		}
 	}
 	s.MallocRetained = -1
 	if rt.MallocRetained != nil {

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"log/slog"
 	"math"
 	"runtime"
 	"testing"
@@ -204,4 +205,17 @@ func TestASpillThatFreesNothingReturnsRealIdleGoHeap(t *testing.T) {
 	assert.Greater(t, s.GoHeapReturnedBytes, int64(16<<20))
 	assert.NotEqual(t, int64(math.MaxInt64), s.GoMemoryLimit)
 	require.NoError(t, b.ClosePool(p))
+}
+
+// The ledger's Go parts come from the runtime's own classes and add up to
+// GoMapped, read in the same stats call.
+func TestProcessStatsSplitTheGoRuntimeByClass(t *testing.T) {
+	b := NewBridge(slog.New(slog.DiscardHandler), ArrowRuntime{}) // the real process runtime
+	s := b.ProcessStats()
+	for name, v := range map[string]int64{"heap in use": s.GoHeapInUse, "stacks": s.GoStacks, "gc meta": s.GoGCMeta} {
+		assert.Positive(t, v, name)
+	}
+	assert.GreaterOrEqual(t, s.GoHeapIdle, int64(0))
+	assert.GreaterOrEqual(t, s.GoOther, int64(0))
+	assert.InDelta(t, s.GoMapped, s.GoHeapInUse+s.GoHeapIdle+s.GoStacks+s.GoGCMeta+s.GoOther, 1<<20)
 }

@@ -91,6 +91,11 @@ const (
 	PStatCgroupPeak
 	PStatMallocMmapThreshold
 	PStatMallocRetained
+	PStatGoHeapInUse
+	PStatGoHeapIdle
+	PStatGoStacks
+	PStatGoGCMeta
+	PStatGoOther
 	PStatCount // length of the array
 )
 
@@ -122,6 +127,11 @@ var processStatFields = [PStatCount]statField[ProcessStats]{
 	PStatCgroupPeak:          {"CGROUP_PEAK", "peak usage of the process's memory cgroup (v1 memory.max_usage_in_bytes, v2 memory.peak); -1 = none", func(s ProcessStats) int64 { return s.CgroupPeak }},
 	PStatMallocMmapThreshold: {"MALLOC_MMAP_THRESHOLD", "glibc M_MMAP_THRESHOLD the library set with mallopt; 0 = left to glibc", func(s ProcessStats) int64 { return s.MallocMmapThreshold }},
 	PStatMallocRetained:      {"MALLOC_RETAINED", "free bytes glibc's malloc keeps in its arenas for reuse (mallinfo2 fordblks): memory freed by C code but possibly still resident; -1 = unknown", func(s ProcessStats) int64 { return s.MallocRetained }},
+	PStatGoHeapInUse:         {"GO_HEAP_IN_USE", "Go heap in spans holding objects (runtime/metrics heap/objects + heap/unused); -1 = unknown", func(s ProcessStats) int64 { return s.GoHeapInUse }},
+	PStatGoHeapIdle:          {"GO_HEAP_IDLE", "free Go heap not yet returned to the OS (heap/free); -1 = unknown", func(s ProcessStats) int64 { return s.GoHeapIdle }},
+	PStatGoStacks:            {"GO_STACKS", "goroutine and runtime thread stacks (heap/stacks + os-stacks); -1 = unknown", func(s ProcessStats) int64 { return s.GoStacks }},
+	PStatGoGCMeta:            {"GO_GC_META", "the Go runtime's GC and allocator metadata (metadata/*); -1 = unknown", func(s ProcessStats) int64 { return s.GoGCMeta }},
+	PStatGoOther:             {"GO_OTHER", "the rest of the Go runtime's memory (profiling buckets, other); -1 = unknown", func(s ProcessStats) int64 { return s.GoOther }},
 }
 
 // poolStatsArray lays out a unified pool's snapshot as poolStats0 returns it.
@@ -159,6 +169,12 @@ type ProcessStats struct {
 	CgroupPeak          int64 // the memory cgroup's peak; -1 = none
 	MallocMmapThreshold int64 // M_MMAP_THRESHOLD set by the library; 0 = none
 	MallocRetained      int64 // free bytes in malloc's arenas (mallinfo2 fordblks); -1 = unknown
+	// GoMapped split by owner (gomem.Classes); each -1 when unknown.
+	GoHeapInUse int64
+	GoHeapIdle  int64
+	GoStacks    int64
+	GoGCMeta    int64
+	GoOther     int64
 }
 
 // Array lays the stats out as processStats0 returns them.

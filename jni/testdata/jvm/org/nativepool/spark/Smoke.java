@@ -181,7 +181,7 @@ public class Smoke {
     NativeBridge.configureRuntime0(128 << 10, 256L << 20, 0);
 
     long[] ps = NativeBridge.processStats0();
-    check(ps.length == 22 && ps[0] == 1, "processStats " + Arrays.toString(ps));
+    check(ps.length == 27 && ps[0] == 1, "processStats " + Arrays.toString(ps));
     check(ps[21] >= 0, "MALLOC_RETAINED (mallinfo2 on glibc, index 21): " + ps[21]);
     boolean userEnv = System.getenv("MALLOC_MMAP_THRESHOLD_") != null;
     check(ps[12] == 256L << 20, "GO_MEMORY_LIMIT set by configureRuntime0: " + ps[12]);

@@ -64,7 +64,20 @@ public enum ProcessStat {
    * Free bytes glibc's malloc keeps in its arenas for reuse ({@code mallinfo2} {@code fordblks}):
    * memory C code freed that was not returned to the OS and may still be resident; -1 = unknown.
    */
-  MALLOC_RETAINED("mallocRetained");
+  MALLOC_RETAINED("mallocRetained"),
+  /**
+   * Go heap in spans that hold objects: live objects, dead ones not yet swept, and the unused
+   * tails of those spans (runtime/metrics {@code heap/objects + heap/unused}); -1 = unknown.
+   */
+  GO_HEAP_IN_USE("goHeapInUse"),
+  /** Free Go heap the runtime has not returned to the OS yet ({@code heap/free}); -1 = unknown. */
+  GO_HEAP_IDLE("goHeapIdle"),
+  /** Goroutine stacks and the Go runtime's own thread stacks; -1 = unknown. */
+  GO_STACKS("goStacks"),
+  /** The Go runtime's GC and allocator metadata ({@code metadata/*}); -1 = unknown. */
+  GO_GC_META("goGcMeta"),
+  /** The rest of the Go runtime's memory (profiling buckets, other); -1 = unknown. */
+  GO_OTHER("goOther");
 
   private final String gaugeName;
 

@@ -119,4 +119,29 @@ public final class ProcessStats extends NativeStats<ProcessStat> {
   public long mallocRetained() {
     return get(ProcessStat.MALLOC_RETAINED);
   }
+
+  /** {@link ProcessStat#GO_HEAP_IN_USE}. */
+  public long goHeapInUse() {
+    return get(ProcessStat.GO_HEAP_IN_USE);
+  }
+
+  /** {@link ProcessStat#GO_HEAP_IDLE}. */
+  public long goHeapIdle() {
+    return get(ProcessStat.GO_HEAP_IDLE);
+  }
+
+  /** {@link ProcessStat#GO_STACKS}. */
+  public long goStacks() {
+    return get(ProcessStat.GO_STACKS);
+  }
+
+  /** {@link ProcessStat#GO_GC_META}. */
+  public long goGcMeta() {
+    return get(ProcessStat.GO_GC_META);
+  }
+
+  /** {@link ProcessStat#GO_OTHER}. */
+  public long goOther() {
+    return get(ProcessStat.GO_OTHER);
+  }
 }

@@ -18,8 +18,8 @@ class NativeStatsTest {
     return LongStream.rangeClosed(1, 12).toArray();
   }
 
-  private static long[] oneToTwentyTwo() {
-    return LongStream.rangeClosed(1, 22).toArray();
+  private static long[] allProcessFigures() {
+    return LongStream.rangeClosed(1, ProcessStat.values().length).toArray();
   }
 
   @Test
@@ -47,8 +47,9 @@ class NativeStatsTest {
             + " upstreamCalls=7, spillRequests=8, spillBytesFreed=9, lateReleases=10, leaks=11,"
             + " leakedBytes=12, goMemoryLimit=13, goBaseline=14, goMapped=15, goPeak=16,"
             + " goHeapReturns=17, goHeapReturnedBytes=18, vmHwm=19, cgroupPeak=20,"
-            + " mallocMmapThreshold=21, mallocRetained=22)",
-        new ProcessStats(oneToTwentyTwo()).toString());
+            + " mallocMmapThreshold=21, mallocRetained=22, goHeapInUse=23, goHeapIdle=24, goStacks=25,"
+            + " goGcMeta=26, goOther=27)",
+        new ProcessStats(allProcessFigures()).toString());
   }
 
   @Test
@@ -56,7 +57,7 @@ class NativeStatsTest {
     assertEquals(new PoolStats(oneToTwelve()), new PoolStats(oneToTwelve()));
     assertEquals(new PoolStats(oneToTwelve()).hashCode(), new PoolStats(oneToTwelve()).hashCode());
     assertNotEquals(
-        new PoolStats(oneToTwelve()), new ProcessStats(oneToTwentyTwo()));
+        new PoolStats(oneToTwelve()), new ProcessStats(allProcessFigures()));
     long[] other = oneToTwelve();
     other[11] = 0;
     assertNotEquals(new PoolStats(oneToTwelve()), new PoolStats(other));
@@ -68,7 +69,9 @@ class NativeStatsTest {
         assertThrows(IllegalStateException.class, () -> new PoolStats(new long[3]));
     assertEquals("nativepool: poolStats0 returned 3 values, expected 12", e.getMessage());
     e = assertThrows(IllegalStateException.class, () -> new ProcessStats(null));
-    assertEquals("nativepool: processStats0 returned null, expected 22", e.getMessage());
+    assertEquals(
+        "nativepool: processStats0 returned null, expected " + ProcessStat.values().length,
+        e.getMessage());
   }
 
   @Test
