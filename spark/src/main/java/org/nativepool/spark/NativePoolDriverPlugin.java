@@ -21,6 +21,7 @@ import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerEvent;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.apache.spark.scheduler.SparkListenerEvent;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.StageInfo;
 import org.slf4j.Logger;
@@ -178,6 +179,8 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
   public Object receive(Object message) {
     if (message instanceof ExecutorSample s) {
       onSample(s);
+    } else if (message instanceof LedgerCrossing || message instanceof GrowthReport) {
+      post((SparkListenerEvent) message); // the event log keeps it
     } else {
       LOG.warn("nativepool: driver side got an unknown message {}", message);
     }
@@ -225,6 +228,7 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
       totalStagePeakHeld = Math.max(totalStagePeakHeld, sumHeld);
       for (StagePeaks p : stages.values()) {
         p.add(s.executorId(), peakReserved, peakHeld, sumReserved, sumHeld);
+        p.addLedger(s);
       }
       // A sample's interval is at most one heartbeat long: it overlaps a completed stage if it
       // began before the stage ended.
@@ -232,6 +236,7 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
       for (StagePeaks p : completing) {
         if (begun <= p.completedMillis) {
           p.add(s.executorId(), peakReserved, peakHeld, sumReserved, sumHeld);
+          p.addLedger(s);
         }
       }
     }
@@ -343,7 +348,10 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
               p.reserved,
               p.held,
               p.totalReserved,
-              p.totalHeld));
+              p.totalHeld,
+              p.ledger,
+              p.taskPoolPeak,
+              p.consumers));
     }
   }
 
@@ -406,6 +414,11 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
     final Map<String, Long> held = new LinkedHashMap<>();
     long totalReserved;
     long totalHeld;
+    /** Executor → ledger figure → peak, from the samples' {@code ledgerPeak.*} figures. */
+    final Map<String, Map<String, Long>> ledger = new LinkedHashMap<>();
+    long taskPoolPeak;
+    /** Consumer → peak, from the samples' {@code consumerPeak.*} figures. */
+    final Map<String, Long> consumers = new LinkedHashMap<>();
     /** When the stage completed (epoch ms); 0 while it runs. */
     long completedMillis;
 
@@ -419,6 +432,25 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
       held.merge(executorId, peakHeld, Math::max);
       totalReserved = Math.max(totalReserved, sumReserved);
       totalHeld = Math.max(totalHeld, sumHeld);
+    }
+
+    /** Adds a sample's ledger peaks, task pool peak and consumer peaks. */
+    void addLedger(ExecutorSample s) {
+      Map<String, Long> mine = ledger.computeIfAbsent(s.executorId(), k -> new LinkedHashMap<>());
+      for (Map.Entry<String, Long> e : s.figures().entrySet()) {
+        String k = e.getKey();
+        if (k.startsWith(ExecutorLedger.INTERVAL_PEAK_PREFIX)) {
+          String part = k.substring(ExecutorLedger.INTERVAL_PEAK_PREFIX.length());
+          mine.merge(part, e.getValue(), Math::max);
+        } else if (k.startsWith(ExecutorLedger.CONSUMER_PEAK_PREFIX)) {
+          String consumer = k.substring(ExecutorLedger.CONSUMER_PEAK_PREFIX.length());
+          consumers.merge(consumer, e.getValue(), Math::max);
+        }
+      }
+      taskPoolPeak = Math.max(taskPoolPeak, s.figure(ExecutorLedger.TASK_POOL_PEAK, 0));
+      if (mine.isEmpty()) {
+        ledger.remove(s.executorId());
+      }
     }
   }
 
