@@ -10,13 +10,15 @@ import java.util.Map;
  * Finds ledger parts that grow and never come back. It is given one reading per task boundary
  * ({@link #sample}); per part it keeps the floor (least value) of each window of {@code window}
  * readings, and reports a part once its last {@code windows} window floors each rose above the
- * one before and together by at least {@code minBytes}.
+ * one before (each step at least a quarter of their average step) and together by at least {@code
+ * minBytes}.
  *
  * <p>Why floors and consecutive windows: a part's value at a task boundary includes whatever the
  * tasks still running hold, and garbage not yet collected; its floor over a window is what stays
  * when they are gone. Warm-up (classes loaded, code compiled, pools filled) raises floors early
- * and then stops, so it fails "every window higher" or "by at least minBytes"; a leak raises the
- * floor by the same amount every window, forever. A reported part is reported again only after
+ * and then slows down and stops, so it fails "every window higher by at least a quarter of the
+ * average step" or "by at least minBytes in all"; a leak raises the floor by about the same amount
+ * every window, forever. A reported part is reported again only after
  * its floor rose by another {@code minBytes}. Not thread-safe: {@link ExecutorLedger} calls it on
  * one thread.
  */
@@ -70,17 +72,20 @@ final class GrowthDetector {
       if (s.floors.size() < windows + 1) {
         continue;
       }
+      long from = s.floors.getFirst();
+      long to = s.floors.getLast();
+      // Every step up, and none much smaller than the average step: warm-up decelerates (its
+      // last steps are small), a leak does not.
+      long minStep = Math.max(1, (to - from) / (4L * windows));
       long prev = Long.MIN_VALUE;
       boolean rising = true;
       for (long f : s.floors) {
-        if (f <= prev) {
+        if (prev != Long.MIN_VALUE && f - prev < minStep) {
           rising = false;
           break;
         }
         prev = f;
       }
-      long from = s.floors.getFirst();
-      long to = s.floors.getLast();
       if (rising && to - from >= minBytes && to - s.reportedAt >= minBytes) {
         s.reportedAt = to;
         out.add(new Growth(e.getKey(), from, to, (long) windows * window));

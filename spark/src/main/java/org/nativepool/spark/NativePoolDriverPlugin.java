@@ -90,6 +90,8 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
           ProcessStat.LATE_RELEASES.gaugeName(),
           ProcessStat.LEAKS.gaugeName(),
           ProcessStat.LEAKED_BYTES.gaugeName(),
+          ExecutorLedger.GAUGE_PREFIX + MemoryLedger.RSS,
+          ExecutorLedger.GAUGE_PREFIX + MemoryLedger.UNEXPLAINED,
           ProcessStat.GO_MAPPED.gaugeName(),
           ProcessStat.GO_HEAP_RETURNS.gaugeName(),
           ProcessStat.GO_HEAP_RETURNED_BYTES.gaugeName(),
@@ -278,6 +280,9 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
         return;
       }
       for (String f : figures) {
+        if (!gauged(f)) {
+          continue; // interval figures: they feed the stage peaks, not gauges
+        }
         if (e.gauges.add(f)) {
           register(e, f, x -> x.latest.figure(f, -1));
         }
@@ -287,6 +292,17 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
         register(e, STAGE_PEAK_HELD, x -> x.stagePeakHeld);
       }
     }
+  }
+
+  /**
+   * Whether a sample figure gets an executor gauge: all but the ledger's per-interval figures
+   * (part peaks, task pool and consumer peaks), whose names vary with consumers and which the stage
+   * peaks event carries.
+   */
+  static boolean gauged(String figure) {
+    return !figure.startsWith(ExecutorLedger.INTERVAL_PEAK_PREFIX)
+        && !figure.startsWith(ExecutorLedger.CONSUMER_PEAK_PREFIX)
+        && !figure.equals(ExecutorLedger.TASK_POOL_PEAK);
   }
 
   private void register(ExecutorState e, String figure, ToLongFunction<ExecutorState> read) {
