@@ -41,8 +41,8 @@ import org.slf4j.LoggerFactory;
  *       buffer pools);
  *   <li>JVM, from Native Memory Tracking when the JVM runs with {@code
  *       -XX:NativeMemoryTracking=summary}: {@value #JVM_THREADS} (thread stacks and thread
- *       structures), {@value #JVM_NATIVE} (the JVM's own native memory: GC, compiler, symbols …,
- *       beyond the heap, metaspace, code and threads) and {@value #JVM_UNSAFE} (memory allocated
+ *       structures), {@value #JVM_GC} (the collector's structures), {@value #JVM_NATIVE} (the
+ *       JVM's other native memory: compiler, symbols, the class-data archive …) and {@value #JVM_UNSAFE} (memory allocated
  *       through {@code Unsafe} that no part below claims: Spark's off-heap Tungsten pages, its
  *       spill readers' buffers). Without NMT these are absent and their bytes are unexplained;
  *   <li>{@code netty.<pool>.direct}, {@code .heap}, {@code .used}: each pooled allocator Spark's
@@ -82,7 +82,9 @@ public final class MemoryLedger {
   public static final String JVM_CODE_CACHE = "jvm.codeCache";
   /** Thread stacks and structures, from NMT. */
   public static final String JVM_THREADS = "jvm.threads";
-  /** The JVM's own native memory beyond heap, metaspace, code and threads, from NMT. */
+  /** The garbage collector's own structures (G1's remembered sets, mark bitmaps), from NMT. */
+  public static final String JVM_GC = "jvm.gc";
+  /** The JVM's own native memory beyond heap, metaspace, code, threads and GC, from NMT. */
   public static final String JVM_NATIVE = "jvm.native";
   /** {@code Unsafe} allocations no other part claims (Tungsten off-heap pages), from NMT. */
   public static final String JVM_UNSAFE = "jvm.unsafe";
@@ -195,7 +197,9 @@ public final class MemoryLedger {
       long total = nmt.getOrDefault("Total", 0L);
       long threads = nmt.getOrDefault("Thread", 0L);
       long other = nmt.getOrDefault("Other", 0L);
+      long gc = nmt.getOrDefault("GC", 0L);
       jvm.put(JVM_THREADS, threads);
+      jvm.put(JVM_GC, gc);
       jvm.put(
           JVM_NATIVE,
           Math.max(
@@ -204,6 +208,7 @@ public final class MemoryLedger {
                   - nmt.getOrDefault("Java Heap", 0L)
                   - nmt.getOrDefault("Code", 0L)
                   - threads
+                  - gc
                   - other
                   - metaspace));
       jvm.put(JVM_UNSAFE, Math.max(0, other - direct - nettyUnsafe - arrowJava));

@@ -157,6 +157,7 @@ class ExecutorLedgerSparkTest {
             MemoryLedger.JVM_METASPACE,
             MemoryLedger.JVM_CODE_CACHE,
             MemoryLedger.JVM_THREADS,
+            MemoryLedger.JVM_GC,
             MemoryLedger.JVM_NATIVE,
             MemoryLedger.JVM_UNSAFE,
             MemoryLedger.JVM_DIRECT,
