@@ -11,7 +11,10 @@
 //     column per resident part (stacked bottom up in header order), other,
 //     unexplained (RSS less the parts, the top band), and accounting columns
 //     named acct:<part>, drawn as dashed lines and not stacked. Parts that
-//     never reach -merge × the peak RSS are folded into "other".
+//     never reach -merge × the chart's height are grouped by owner (go.*,
+//     netty.* …) or folded into "other". When the bottom part never falls
+//     below half the peak RSS (a pre-touched JVM heap), the axis starts
+//     above 0 and the legend says so.
 //
 //     go run ./examples/chart -in samples.csv -out memory.png -title "sort, 16 MiB budget"
 //     go run ./examples/chart -in ledger.csv -out ledger.png -title "executor memory ledger"
@@ -40,7 +43,7 @@ func main() {
 	out := flag.String("out", "memory.png", "PNG to write")
 	title := flag.String("title", "nativepool: reserved vs allocated vs RSS", "chart title")
 	legend := flag.String("legend", "", "legend labels to override, as col=label pairs separated by ';' (e.g. \"reserved=off-heap reserved (Spark)\")")
-	merge := flag.Float64("merge", 0.02, "ledger chart: fold parts that never exceed this fraction of the peak RSS into \"other\"")
+	merge := flag.Float64("merge", 0.01, "ledger chart: group parts that never exceed this fraction of the chart's height by owner, or fold them into \"other\"")
 	flag.Parse()
 	if *in == "" {
 		fmt.Fprintln(os.Stderr, "chart: -in is required")
@@ -64,8 +67,9 @@ func drawChart(in, out, title, legend string, merge float64) error {
 		if err != nil {
 			return err
 		}
-		l.mergeSmall(merge)
-		return renderStacked(l, title, out)
+		floor := l.axisFloor()
+		l.mergeSmall(merge, floor)
+		return renderStacked(l, floor, title, out)
 	}
 	labels, err := parseLabels(legend)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -43,10 +44,8 @@ type ledger struct {
 	parts       []series
 	unexplained []float64
 	accounting  []series
-	// merged lists the parts folded into "other" by mergeSmall, and
-	// mergeFrac is its threshold (a fraction of the peak RSS).
-	merged    []string
-	mergeFrac float64
+	// merged lists the parts mergeSmall folded into "other".
+	merged []string
 }
 
 // isLedgerHeader reports whether a CSV header is a ledger's: it has an
@@ -123,13 +122,42 @@ func readLedger(r io.Reader) (*ledger, error) {
 	return l, nil
 }
 
-// mergeSmall folds every resident part that never exceeds frac × the peak
-// RSS into the "other" part (made if absent, and kept last), so that the
-// legend names only parts one can see. The sums are unchanged.
-func (l *ledger) mergeSmall(frac float64) {
-	l.mergeFrac = frac
-	limit := frac * slices.Max(l.rss)
-	var kept []series
+// axisFloor is where the stacked chart's MiB axis starts: 0, unless the
+// bottom part never falls below half the peak RSS (a pre-touched JVM heap
+// of fixed size), in which case most of that band is cut so that the parts
+// above it get the chart's height: 90% of the band's lowest value, rounded
+// down to a power of ten (921 MiB → 900 MiB). In bytes.
+func (l *ledger) axisFloor() float64 {
+	if len(l.parts) == 0 {
+		return 0
+	}
+	low := slices.Min(l.parts[0].values)
+	if low < 0.5*slices.Max(l.rss) || low <= 0 {
+		return 0
+	}
+	v := 0.9 * low / (1 << 20)
+	step := math.Pow(10, math.Floor(math.Log10(v)))
+	return math.Floor(v/step) * step * (1 << 20)
+}
+
+// mergeSmall keeps the legend to parts one can see: a part that never
+// exceeds frac × the chart's height (peak RSS less the axis floor) joins the
+// other small parts of its owner (the name up to its first dot: go, jvm,
+// netty …), and the group becomes one band, named like "go.* (4 parts)", at
+// its first part's place; a group that is still below that height goes to
+// the "other" band (made if absent, and kept last), with the CSV's own other
+// column. The sums are unchanged.
+func (l *ledger) mergeSmall(frac, floor float64) {
+	limit := frac * (slices.Max(l.rss) - floor)
+	type group struct {
+		owner  string
+		names  []string
+		values []float64
+	}
+	var out []*series
+	groups := map[string]*group{}
+	var order []*group
+	slot := map[*group]int{} // index in out of the group's band
 	other := make([]float64, len(l.t))
 	hasOther := false
 	for _, p := range l.parts {
@@ -139,11 +167,38 @@ func (l *ledger) mergeSmall(frac float64) {
 			continue
 		}
 		if slices.Max(p.values) >= limit {
-			kept = append(kept, p)
+			out = append(out, &series{name: p.name, values: p.values})
 			continue
 		}
-		l.merged = append(l.merged, p.name)
-		addTo(other, p.values)
+		owner, _, _ := strings.Cut(p.name, ".")
+		g := groups[owner]
+		if g == nil {
+			g = &group{owner: owner, values: make([]float64, len(l.t))}
+			groups[owner] = g
+			order = append(order, g)
+			slot[g] = len(out)
+			out = append(out, nil) // the group's place, filled below
+		}
+		g.names = append(g.names, p.name)
+		addTo(g.values, p.values)
+	}
+	for _, g := range order {
+		if slices.Max(g.values) < limit {
+			l.merged = append(l.merged, g.names...)
+			addTo(other, g.values)
+			continue
+		}
+		name := g.names[0]
+		if len(g.names) > 1 {
+			name = fmt.Sprintf("%s.* (%d parts)", g.owner, len(g.names))
+		}
+		out[slot[g]] = &series{name: name, values: g.values}
+	}
+	var kept []series
+	for _, p := range out {
+		if p != nil {
+			kept = append(kept, *p)
+		}
 	}
 	if hasOther || len(l.merged) > 0 {
 		kept = append(kept, series{name: colOther, values: other})
@@ -174,18 +229,19 @@ var bandColors = []color.RGBA{
 	{R: 140, G: 110, B: 90, A: 255},
 }
 
-// renderStacked draws the ledger as stacked areas (MiB over seconds): the
-// resident parts bottom up in header order, the unexplained remainder as
-// the top band (a negative remainder is drawn as 0, and the legend says in
-// how many samples), the RSS line over them, and the accounting columns as
-// dashed lines that are not stacked. The legend sits right of the plot,
-// top band first. It saves a PNG of 10×5.5 inches.
-func renderStacked(l *ledger, title, out string) error {
+// renderStacked draws the ledger as stacked areas (MiB over seconds, the
+// axis starting at floor bytes, see axisFloor): the resident parts bottom
+// up in header order, the unexplained remainder as the top band (a
+// negative remainder is drawn as 0, and the legend says in how many
+// samples), the RSS line over them, and the accounting columns as dashed
+// lines that are not stacked (one that stays below the floor is named in
+// the legend with its peak instead). The legend sits right of the plot, top
+// band first. It saves a PNG of 10×5.5 inches.
+func renderStacked(l *ledger, floor float64, title, out string) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "time (s)"
 	p.Y.Label.Text = "MiB"
-	p.Y.Min = 0
 	p.X.Tick.Marker = niceTicks{}
 	p.Y.Tick.Marker = niceTicks{}
 
@@ -200,12 +256,13 @@ func renderStacked(l *ledger, title, out string) error {
 	band := func(name string, v []float64, c color.Color) error {
 		upper := make([]float64, n)
 		ring := make(plotter.XYs, 0, 2*n)
+		// Clamped to the floor: the cut part of a band is not drawn.
 		for i := range n {
 			upper[i] = lower[i] + max(0, v[i])
-			ring = append(ring, plotter.XY{X: l.t[i], Y: upper[i] / mib})
+			ring = append(ring, plotter.XY{X: l.t[i], Y: max(upper[i], floor) / mib})
 		}
 		for i := n - 1; i >= 0; i-- {
-			ring = append(ring, plotter.XY{X: l.t[i], Y: lower[i] / mib})
+			ring = append(ring, plotter.XY{X: l.t[i], Y: max(lower[i], floor) / mib})
 		}
 		poly, err := plotter.NewPolygon(ring)
 		if err != nil {
@@ -221,7 +278,10 @@ func renderStacked(l *ledger, title, out string) error {
 	for i, part := range l.parts {
 		name := part.name
 		if name == colOther && len(l.merged) > 0 {
-			name = fmt.Sprintf("other (%d small parts: each < %g%% of peak RSS)", len(l.merged), 100*l.mergeFrac)
+			name = fmt.Sprintf("other (%d small parts)", len(l.merged))
+		}
+		if i == 0 && floor > 0 {
+			name += fmt.Sprintf(" (cut: the axis starts at %g MiB)", floor/mib)
 		}
 		if err := band(name, part.values, bandColors[i%len(bandColors)]); err != nil {
 			return err
@@ -245,7 +305,12 @@ func renderStacked(l *ledger, title, out string) error {
 	top := slices.Max(lower)
 	var lines []entry
 	for i, a := range l.accounting {
-		if slices.Max(a.values) <= 0 {
+		peak := slices.Max(a.values)
+		if peak <= 0 {
+			continue
+		}
+		if peak <= floor {
+			lines = append(lines, entry{fmt.Sprintf("%s (accounting): peak %.1f MiB, below the axis", a.name, peak/mib), nil})
 			continue
 		}
 		ln, err := mibLine(l.t, a.values)
@@ -266,7 +331,9 @@ func renderStacked(l *ledger, title, out string) error {
 	rss.Width = vg.Points(1.5)
 	p.Add(rss)
 	top = max(top, slices.Max(l.rss))
-	p.Y.Max = max(top/mib*1.05, 1)
+	// After every Add, which widens the axes to the data.
+	p.Y.Min = floor / mib
+	p.Y.Max = max(top/mib*1.05, p.Y.Min+1)
 
 	leg := plot.NewLegend()
 	leg.Top, leg.Left = true, true
@@ -278,7 +345,11 @@ func renderStacked(l *ledger, title, out string) error {
 		leg.Add(legend[i].label, legend[i].thumb)
 	}
 	for _, e := range lines {
-		leg.Add(e.label, e.thumb)
+		if e.thumb == nil {
+			leg.Add(e.label)
+		} else {
+			leg.Add(e.label, e.thumb)
+		}
 	}
 
 	const w, h = 10 * vg.Inch, 5.5 * vg.Inch

@@ -50,7 +50,7 @@ func TestReadLedgerSplitsColumnsIntoPartsUnexplainedAndAccounting(t *testing.T) 
 // never reaches 2% of the peak RSS, so it joins "other", which stays last.
 func TestMergeSmallFoldsPartsBelowTheThresholdIntoOtherKeepingTheSums(t *testing.T) {
 	l := readTestLedger(t)
-	l.mergeSmall(0.02)
+	l.mergeSmall(0.02, 0)
 	assert.Equal(t, []string{"jvm.heap.committed", "go.heapInUse", "other"}, names(l.parts))
 	assert.Equal(t, []string{"go.stacks"}, l.merged)
 	assert.Equal(t, []float64{100000, 1200000, 100000}, l.parts[2].values)
@@ -66,8 +66,46 @@ func TestMergeSmallFoldsPartsBelowTheThresholdIntoOtherKeepingTheSums(t *testing
 func TestMergeSmallWithoutSmallPartsOrOtherColumnAddsNoOther(t *testing.T) {
 	l, err := readLedger(strings.NewReader("t_ms,rss,a,unexplained\n0,10,8,2\n"))
 	require.NoError(t, err)
-	l.mergeSmall(0.02)
+	l.mergeSmall(0.02, 0)
 	assert.Equal(t, []string{"a"}, names(l.parts))
+}
+
+// TestMergeSmallGroupsSmallPartsByOwnerWhenTheGroupIsVisible: go.a and go.b
+// are each below 2% of the chart's height (the peak RSS less the floor), but
+// together above it, so they become one band at go.a's place; jvm.x stays
+// too small even as a group and goes to other.
+func TestMergeSmallGroupsSmallPartsByOwnerWhenTheGroupIsVisible(t *testing.T) {
+	l, err := readLedger(strings.NewReader("t_ms,rss,big,go.a,jvm.x,go.b,unexplained\n" +
+		"0,1000,900,15,5,15,65\n"))
+	require.NoError(t, err)
+	l.mergeSmall(0.02, 0)
+	assert.Equal(t, []string{"big", "go.* (2 parts)", "other"}, names(l.parts))
+	assert.Equal(t, []float64{30}, l.parts[1].values)
+	assert.Equal(t, []string{"jvm.x"}, l.merged)
+	assert.Equal(t, []float64{5}, l.parts[2].values)
+}
+
+// TestAxisFloorCutsABottomBandAboveHalfThePeakRSS: a 1 GiB heap under a
+// 1.4 GiB RSS starts the axis at 900 MiB; a small bottom band keeps it at 0.
+func TestAxisFloorCutsABottomBandAboveHalfThePeakRSS(t *testing.T) {
+	const mib = 1 << 20
+	l := &ledger{rss: []float64{1400 * mib}, parts: []series{{name: "heap", values: []float64{1024 * mib}}}}
+	assert.Equal(t, float64(900*mib), l.axisFloor())
+	l.parts[0].values[0] = 800 * mib
+	assert.Equal(t, float64(700*mib), l.axisFloor())
+	l.parts[0].values[0] = 100 * mib
+	assert.Equal(t, 0.0, l.axisFloor())
+}
+
+// TestRenderStackedWithAFloorNamesAccountingBelowIt: rendering with the axis
+// cut above an accounting series (and above the bottom band's lower edge)
+// still writes a PNG.
+func TestRenderStackedWithAFloorNamesAccountingBelowIt(t *testing.T) {
+	l := readTestLedger(t)
+	l.mergeSmall(0.02, 90<<20)
+	out := filepath.Join(t.TempDir(), "ledger.png")
+	require.NoError(t, renderStacked(l, 90<<20, "cut", out))
+	assert.Equal(t, 960, decodePNG(t, out).Bounds().Dx())
 }
 
 // TestReadLedgerRejectsBadInput checks the whole error texts.
