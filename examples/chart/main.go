@@ -1,14 +1,27 @@
-// Command chart draws the memory timeline of a nativepool run as a PNG line
-// chart: reserved vs allocated vs RSS (and held, when present) over time,
-// in MiB, with gonum.org/v1/plot. Its input is the CSV that sortdemo -samples
-// (and the Spark demo) write: a header row naming the columns t_ms,
-// reserved, allocated, rss, held (held optional), then one sample per row
-// in bytes.
+// Command chart draws the memory timeline of a nativepool run as a PNG, in
+// MiB over time, with gonum.org/v1/plot. It draws one of two charts,
+// chosen by the CSV's header row (then one sample per row, in bytes):
 //
-//	go run ./examples/chart -in samples.csv -out memory.png -title "sort, 16 MiB budget"
+//   - a line chart of reserved vs allocated vs RSS (and held, when present),
+//     from the CSV that sortdemo -samples and the Spark demo (samples.csv)
+//     write: columns t_ms, reserved, allocated, rss, held (held optional);
+//
+//   - a stacked area chart of the executor memory ledger, from a CSV with
+//     an unexplained column (the Spark demo's ledger.csv): t_ms, rss, one
+//     column per resident part (stacked bottom up in header order), other,
+//     unexplained (RSS less the parts, the top band), and accounting columns
+//     named acct:<part>, drawn as dashed lines and not stacked. Parts that
+//     never reach -merge × the chart's height are grouped by owner (go.*,
+//     netty.* …) or folded into "other". When the bottom part never falls
+//     below half the peak RSS (a pre-touched JVM heap), the axis starts
+//     above 0 and the legend says so.
+//
+//     go run ./examples/chart -in samples.csv -out memory.png -title "sort, 16 MiB budget"
+//     go run ./examples/chart -in ledger.csv -out ledger.png -title "executor memory ledger"
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"flag"
@@ -30,29 +43,43 @@ func main() {
 	out := flag.String("out", "memory.png", "PNG to write")
 	title := flag.String("title", "nativepool: reserved vs allocated vs RSS", "chart title")
 	legend := flag.String("legend", "", "legend labels to override, as col=label pairs separated by ';' (e.g. \"reserved=off-heap reserved (Spark)\")")
+	merge := flag.Float64("merge", 0.01, "ledger chart: group parts that never exceed this fraction of the chart's height by owner, or fold them into \"other\"")
 	flag.Parse()
 	if *in == "" {
 		fmt.Fprintln(os.Stderr, "chart: -in is required")
 		os.Exit(2)
 	}
-	f, err := os.Open(*in)
-	if err != nil {
+	if err := drawChart(*in, *out, *title, *legend, *merge); err != nil {
 		fmt.Fprintln(os.Stderr, "chart:", err)
 		os.Exit(1)
 	}
-	defer f.Close()
-	labels, err := parseLabels(*legend)
-	var s *samples
-	if err == nil {
-		s, err = readSamples(f)
-	}
-	if err == nil {
-		err = render(s, *title, *out, labels)
-	}
+}
+
+// drawChart reads the CSV in and writes the chart its header calls for to out.
+func drawChart(in, out, title, legend string, merge float64) error {
+	data, err := os.ReadFile(in)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "chart:", err)
-		os.Exit(1)
+		return err
 	}
+	header, err := csv.NewReader(bytes.NewReader(data)).Read()
+	if err == nil && isLedgerHeader(header) {
+		l, err := readLedger(bytes.NewReader(data))
+		if err != nil {
+			return err
+		}
+		floor := l.axisFloor()
+		l.mergeSmall(merge, floor)
+		return renderStacked(l, floor, title, out)
+	}
+	labels, err := parseLabels(legend)
+	if err != nil {
+		return err
+	}
+	s, err := readSamples(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	return render(s, title, out, labels)
 }
 
 // series is one named column of the CSV, in bytes, by sample.
@@ -210,9 +237,11 @@ func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
 			break
 		}
 	}
+	// As many decimals as the step has (0.1 → 1), so that 3 × 0.1 is "0.3".
+	decimals := max(0, int(-math.Floor(math.Log10(step)+1e-9)))
 	var ticks []plot.Tick
 	for v := math.Ceil(lo/step) * step; v <= hi+step/1e9; v += step {
-		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(math.Round(v/step)*step, 'f', -1, 64)})
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(math.Round(v/step)*step, 'f', decimals, 64)})
 	}
 	return ticks
 }

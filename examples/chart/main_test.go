@@ -89,3 +89,11 @@ func TestNiceTicksAreMultiplesOfOneTwoOrFive(t *testing.T) {
 	}
 	require.Equal(t, []string{"0", "5", "10", "15"}, labels)
 }
+
+func TestNiceTicksLabelDecimalStepsWithoutRoundingNoise(t *testing.T) {
+	var labels []string
+	for _, tk := range (niceTicks{}).Ticks(0, 0.5) {
+		labels = append(labels, tk.Label)
+	}
+	require.Equal(t, []string{"0.0", "0.1", "0.2", "0.3", "0.4", "0.5"}, labels)
+}

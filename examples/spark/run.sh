@@ -6,11 +6,15 @@
 #   bash examples/spark/run.sh [--rows N] [--budget 64m] [--chunk 2m] [--pool fair_unified|greedy_unified] ...
 #
 # Options are SortDemo's (--help lists them). Outputs: build/demo/samples.csv,
-# build/demo/report.properties, build/demo/chart.png, and, for a run with the default options
-# and NATIVEPOOL_UPDATE_DOCS=1, a copy of the chart in docs/demo-chart.png (the README shows it).
+# build/demo/ledger.csv, build/demo/report.properties, build/demo/chart.png (reserved vs allocated
+# vs RSS), build/demo/ledger.png (the executor memory ledger, stacked), and, for a run with the
+# default options and NATIVEPOOL_UPDATE_DOCS=1, copies of both charts in docs/demo-chart.png and
+# docs/demo-ledger.png (the README shows them).
 # Environment: JAVA_HOME (default: the JDK of javac); DEMO_HEAP (JVM heap, default 1g; -Xms = -Xmx
-# and pre-touched, so heap growth does not count as RSS growth); DEMO_JAVA_OPTS (more JVM options,
-# e.g. -XX:NativeMemoryTracking=summary); DEMO_CGROUP (a memory cgroup directory, e.g.
+# and pre-touched, so heap growth does not count as RSS growth); DEMO_NMT (the JVM's Native Memory
+# Tracking, default summary, so that the ledger has the JVM's threads, own native memory and
+# Unsafe allocations as parts instead of unexplained; off to run without it); DEMO_JAVA_OPTS (more
+# JVM options, after DEMO_NMT's); DEMO_CGROUP (a memory cgroup directory, e.g.
 # /sys/fs/cgroup/memory/demo or, on cgroup v2, /sys/fs/cgroup/demo: the demo JVM alone is put in
 # it, see below); NATIVEPOOL_LOG_LEVEL. The script sets no glibc tunable: the library sets its
 # allocator policy itself, and the report names any MALLOC_* variable the caller set.
@@ -24,6 +28,7 @@ export JAVA_HOME
 export CGO_ENABLED=1
 export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g} -I$JAVA_HOME/include -I$JAVA_HOME/include/linux"
 heap=${DEMO_HEAP:-1g}
+nmt=${DEMO_NMT:-summary}
 out=build/demo
 lib=build/lib/libnativesort.so
 
@@ -85,7 +90,7 @@ fi
 rc=0
 # shellcheck disable=SC2086 # DEMO_JAVA_OPTS is a list of options
 "${launch[@]}" "$JAVA_HOME/bin/java" "${opens[@]}" \
-	-Xms"$heap" -Xmx"$heap" -XX:+AlwaysPreTouch ${DEMO_JAVA_OPTS:-} \
+	-Xms"$heap" -Xmx"$heap" -XX:+AlwaysPreTouch -XX:NativeMemoryTracking="$nmt" ${DEMO_JAVA_OPTS:-} \
 	-Dlog4j2.configurationFile="$root/examples/spark/log4j2.properties" \
 	"${log_level[@]}" \
 	-Dnativepool.library="$root/$lib" \
@@ -105,6 +110,17 @@ if [[ -s $out/samples.csv ]]; then
 		mkdir -p docs
 		cp "$out/chart.png" docs/demo-chart.png
 		echo "chart copied to docs/demo-chart.png"
+	fi
+fi
+if [[ -s $out/ledger.csv ]]; then
+	# The header's unexplained column makes examples/chart draw stacked areas.
+	go run ./examples/chart -in "$out/ledger.csv" -out "$out/ledger.png" \
+		-title "Spark demo: the executor memory ledger (RSS split by owner, NMT $nmt)"
+	echo "ledger chart: $out/ledger.png"
+	if [[ $# -eq 0 && $rc -eq 0 && ${NATIVEPOOL_UPDATE_DOCS:-0} == 1 ]]; then
+		mkdir -p docs
+		cp "$out/ledger.png" docs/demo-ledger.png
+		echo "ledger chart copied to docs/demo-ledger.png"
 	fi
 fi
 exit $rc

@@ -28,6 +28,7 @@ import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.util.CollectionAccumulator;
+import org.nativepool.spark.ExecutorLedger;
 import org.nativepool.spark.NativeBridge;
 import org.nativepool.spark.NativeLoader;
 import org.nativepool.spark.NativePoolPlugin;
@@ -40,8 +41,9 @@ import org.nativepool.spark.ProcessStats;
  * The project's main demo ({@code make example}; {@code examples/spark/README.md}): a Go external
  * sort inside Spark 4.1 tasks, fed and drained through JNI and the Arrow C Data Interface, next to
  * a Spark hash aggregation in the same tasks, on a small off-heap budget, so that memory is taken
- * back in both directions. It prints a report and writes {@code samples.csv} (for {@code
- * examples/chart}) and {@code report.properties} (the same figures, for tests) under {@code --out}.
+ * back in both directions. It prints a report and writes {@code samples.csv} and {@code ledger.csv}
+ * (the executor memory ledger, {@link LedgerSampler}; both for {@code examples/chart}) and {@code
+ * report.properties} (the same figures, for tests) under {@code --out}.
  *
  * <p>The job: {@code spark.range(rows, partitions)} → {@link SortTask} (each row once as generated,
  * {@code src = 0}, once as sorted by Go, {@code src = 1}) → {@code groupBy(src, pmod(key, G))
@@ -172,15 +174,33 @@ public final class SortDemo {
           size(cfg.chunk),
           cfg.partitions,
           cfg.threads);
+      // The executor plugin's ledger (local mode: in this JVM): its high-water marks and consumer
+      // peaks start again here, so that the report's are the measured run's.
+      ExecutorLedger executorLedger = ExecutorLedger.current();
+      if (executorLedger != null) {
+        executorLedger.readNow();
+        executorLedger.resetPeaks();
+      }
       long t0 = System.nanoTime();
       Job job;
       MemorySampler sampler =
           MemorySampler.start(
               baseline, sampleBefore[SortBridge.SAMPLE_GO_RUNTIME], cgroup, dir.resolve("samples.csv"));
+      LedgerSampler ledger;
+      try {
+        ledger = LedgerSampler.start(executorLedger, t0, dir.resolve("ledger.csv"));
+      } catch (IOException | RuntimeException e) {
+        sampler.close();
+        throw e;
+      }
       try {
         job = runJob(spark, cfg);
       } finally {
-        sampler.close();
+        try {
+          ledger.close();
+        } finally {
+          sampler.close();
+        }
       }
       long elapsedMs = (System.nanoTime() - t0) / 1_000_000;
       ProcessStats after = NativeBridge.processStats();
@@ -199,7 +219,7 @@ public final class SortDemo {
 
       report(
           r, cfg, job, metrics, sampler, before, after, sampleBefore, sampleAfter, baseline,
-          goLoadRss, goRuntimeAtLoad, elapsedMs, peaks);
+          goLoadRss, goRuntimeAtLoad, elapsedMs, peaks, ledger, executorLedger);
     } finally {
       spark.stop();
     }
@@ -347,7 +367,9 @@ public final class SortDemo {
       long goLoadRss,
       long goRuntimeAtLoad,
       long elapsedMs,
-      Peaks peaks) {
+      Peaks peaks,
+      LedgerSampler ledger,
+      ExecutorLedger executorLedger) {
     // Native figures summed over the sort tasks.
     long rowsIn = 0, rowsOut = 0, self = 0, requested = 0, requests = 0, spilledBytes = 0;
     long runs = 0, batchesIn = 0, batchesOut = 0, peakSorterReserved = 0, peakAllocated = 0;
@@ -600,6 +622,8 @@ public final class SortDemo {
         acquires, releases, shortGrants, leaks));
     line(b, "elapsed", String.format(Locale.ROOT, "%.1f s (%d samples in %s)", elapsedMs / 1000.0,
         smp.samples.get(), Path.of(cfg.outDir, "samples.csv")));
+    LedgerReport.add(
+        r, b, ledger, executorLedger, Path.of(cfg.outDir, "ledger.csv").toString());
     b.append(ok ? "result: OK\n" : "result: FAIL\n");
     r.put("text", b.toString());
   }

@@ -18,7 +18,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Runs {@link SortDemo} end to end on 200,000 rows with a budget small enough that memory is taken
  * back in both directions, and checks its report: correct output, Spark-requested native spills
- * and Spark spills both happened, {@code allocated ≤ reserved} held at every check, no leak.
+ * and Spark spills both happened, {@code allocated ≤ reserved} held at every check, no leak, and
+ * the executor memory ledger's section and {@code ledger.csv} add up.
  *
  * <p>The demo runs in a child JVM because it needs {@code libnativesort.so} (the Go sort plus every
  * nativepool native, one Go runtime), while the rest of this suite loads {@code libnativepool.so}
@@ -48,7 +49,8 @@ class SortDemoTest {
         cmd.add(a);
       }
     }
-    cmd.addAll(List.of("-Xms512m", "-Xmx512m", "-ea"));
+    // NMT summary, as run.sh runs the demo: the ledger then has the JVM's native parts.
+    cmd.addAll(List.of("-Xms512m", "-Xmx512m", "-ea", "-XX:NativeMemoryTracking=summary"));
     cmd.add("-cp");
     cmd.add(System.getProperty("surefire.test.class.path", System.getProperty("java.class.path")));
     cmd.add(SortDemo.class.getName());
@@ -102,6 +104,59 @@ class SortDemoTest {
         Boolean.parseBoolean(r.getProperty("exceedsReserved")),
         report);
     assertEquals(num(r, "overReservedPlusBaseline") > 0, report.contains("EXCEEDS"), report);
+    checkLedger(r, out.resolve("ledger.csv"));
+  }
+
+  /**
+   * The report's Ledger section and ledger.csv: the figures are there, at the RSS peak and at the
+   * end the resident columns plus the unexplained remainder sum to RSS exactly (by construction),
+   * and so does every row of the CSV, whose header is t_ms, rss, the resident columns, unexplained
+   * and the accounting columns; NMT's parts are columns (the child runs with NMT summary).
+   */
+  private static void checkLedger(Properties r, Path csv) throws IOException {
+    String report = r.getProperty("text");
+    assertTrue(report.contains("Ledger: the executor memory ledger (ExecutorLedger.current())"), report);
+    assertEquals("executor", r.getProperty("ledger.source"), report);
+    assertEquals("true", r.getProperty("ledger.nmt"), report);
+    List<String> columns = List.of(r.getProperty("ledger.columns").split(","));
+    assertTrue(columns.contains("jvm.heap.committed"), report);
+    assertTrue(columns.contains("jvm.threads"), report);
+    assertTrue(columns.contains("go.heapInUse"), report);
+    assertEquals(LedgerSampler.OTHER, columns.get(columns.size() - 1), report);
+    List<String> accounting = List.of(r.getProperty("ledger.accounting").split(","));
+    assertTrue(accounting.contains("native.reserved"), report);
+    for (String at : List.of("peak", "end")) {
+      long sum = num(r, "ledger." + at + ".unexplained");
+      for (String c : columns) {
+        sum += num(r, "ledger." + at + "." + c);
+      }
+      assertEquals(num(r, "ledger." + at + ".rss"), sum, at + ": parts + unexplained = RSS\n" + report);
+      assertTrue(num(r, "ledger.hwm.rss") >= num(r, "ledger." + at + ".rss"), report);
+    }
+    assertTrue(num(r, "ledger.hwm.jvm.threads") > 0, report);
+    assertTrue(num(r, "ledger.hwm.native.reserved") > 0, "the native pools reserved\n" + report);
+    assertTrue(num(r, "ledger.taskPoolPeak") > 0, report);
+    assertTrue(r.stringPropertyNames().stream().anyMatch(k -> k.startsWith("ledger.consumerPeak.")), report);
+
+    List<String> lines = Files.readAllLines(csv);
+    List<String> header = new ArrayList<>(List.of("t_ms", "rss"));
+    header.addAll(columns);
+    header.add("unexplained");
+    for (String a : accounting) {
+      header.add(LedgerSampler.ACCOUNTING_PREFIX + a);
+    }
+    assertEquals(String.join(",", header), lines.get(0));
+    assertTrue(lines.size() >= 3, "ledger.csv has at least 2 rows: " + lines.size());
+    assertEquals(num(r, "ledger.samples"), lines.size() - 1);
+    for (String line : lines.subList(1, lines.size())) {
+      String[] f = line.split(",");
+      assertEquals(header.size(), f.length, line);
+      long sum = 0;
+      for (int i = 2; i < 2 + columns.size() + 1; i++) {
+        sum += Long.parseLong(f[i]);
+      }
+      assertEquals(Long.parseLong(f[1]), sum, "parts + unexplained = RSS in " + line);
+    }
   }
 
   private static long num(Properties r, String key) {

@@ -1,0 +1,264 @@
+package org.nativepool.spark.example;
+
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.nativepool.spark.ExecutorLedger;
+import org.nativepool.spark.LedgerSnapshot;
+import org.nativepool.spark.LedgerSnapshot.Kind;
+import org.nativepool.spark.MemoryLedger;
+
+/**
+ * Reads the executor memory ledger every {@value #PERIOD_MS} ms on a daemon thread and writes the
+ * readings as {@code ledger.csv} for {@code examples/chart}'s stacked chart. A reading costs a few
+ * ms (a Native Memory Tracking summary when NMT is on, a walk over netty's chunk lists), so it is
+ * taken less often than {@link MemorySampler}'s 50 ms; {@link #readMillisAvg()} says what it cost.
+ *
+ * <p>The readings come from {@link ExecutorLedger#current()} (in local mode the executor plugin
+ * runs in this JVM), so they also feed its gauges and high-water marks; without one, from a
+ * {@link MemoryLedger} of its own.
+ *
+ * <p>The CSV's columns, in bytes: {@code t_ms} (since the {@code startNanos} given to {@link
+ * #start}, as in {@code samples.csv}), {@code rss}, one column per {@link Kind#RESIDENT} part of
+ * the first reading (in the ledger's display order), {@value #OTHER} (resident parts that appear
+ * only in later readings, e.g. a netty pool made mid-run; 0 while there are none), {@value
+ * MemoryLedger#UNEXPLAINED} (RSS less the resident parts; may be negative), then one column per
+ * {@link Kind#ACCOUNTING} part of the first reading, named {@value #ACCOUNTING_PREFIX}{@code
+ * <part>} so that the chart does not stack it. The set of columns is fixed at the first reading;
+ * a part a later reading lacks is 0. In every row the resident columns, {@value #OTHER} and
+ * {@value MemoryLedger#UNEXPLAINED} sum to {@code rss} exactly. Detail parts are not written.
+ *
+ * <p>Started once, closed once; the figures are safe to read after {@link #close()}.
+ */
+final class LedgerSampler implements AutoCloseable {
+  /** Milliseconds between readings. */
+  static final long PERIOD_MS = 250;
+
+  /** The column of resident parts that are not columns of their own. */
+  static final String OTHER = "other";
+
+  /** The prefix of accounting columns (bookkeeping, not memory: never stacked). */
+  static final String ACCOUNTING_PREFIX = "acct:";
+
+  private final ExecutorLedger executor;
+  private final MemoryLedger own;
+  private final long startNanos;
+  private final BufferedWriter csv;
+  private final Thread thread;
+  private final List<String> resident;
+  private final List<String> accounting;
+  private volatile boolean stopping;
+
+  // Written by sample() (synchronized); read after close().
+  private IOException failure;
+  private Map<String, Long> peakRow;
+  private Map<String, Long> lastRow;
+  private long samples;
+  private long reads;
+  private long readNanos;
+  private long readNanosMax;
+
+  private LedgerSampler(ExecutorLedger executor, long startNanos, Path csvPath) throws IOException {
+    this.executor = executor;
+    this.own = executor == null ? new MemoryLedger() : null;
+    this.startNanos = startNanos;
+    long t0 = System.nanoTime();
+    LedgerSnapshot first = read();
+    note(System.nanoTime() - t0);
+    this.resident = first.partsOf(Kind.RESIDENT);
+    this.accounting = first.partsOf(Kind.ACCOUNTING);
+    this.csv = Files.newBufferedWriter(csvPath, StandardCharsets.UTF_8);
+    csv.write(String.join(",", header()) + "\n");
+    this.thread = new Thread(this::run, "nativepool-demo-ledger");
+    thread.setDaemon(true);
+    write(first, t0);
+  }
+
+  /**
+   * Takes the first reading (which fixes the columns), writes it, and starts sampling. {@code
+   * executor} may be null (then the readings come from a ledger of its own).
+   */
+  static LedgerSampler start(ExecutorLedger executor, long startNanos, Path csvPath)
+      throws IOException {
+    LedgerSampler s = new LedgerSampler(executor, startNanos, csvPath);
+    s.thread.start();
+    return s;
+  }
+
+  /** The CSV's header: see the class comment. */
+  List<String> header() {
+    List<String> h = new ArrayList<>();
+    h.add("t_ms");
+    h.add(MemoryLedger.RSS);
+    h.addAll(resident);
+    h.add(OTHER);
+    h.add(MemoryLedger.UNEXPLAINED);
+    for (String a : accounting) {
+      h.add(ACCOUNTING_PREFIX + a);
+    }
+    return h;
+  }
+
+  /** The resident columns, {@value #OTHER} last: with the unexplained remainder they sum to RSS. */
+  List<String> residentColumns() {
+    List<String> c = new ArrayList<>(resident);
+    c.add(OTHER);
+    return c;
+  }
+
+  /** The accounting parts, without their column prefix. */
+  List<String> accountingParts() {
+    return Collections.unmodifiableList(accounting);
+  }
+
+  /** Whether the readings come from the executor plugin's ledger. */
+  boolean fromExecutor() {
+    return executor != null;
+  }
+
+  private LedgerSnapshot read() {
+    return executor != null ? executor.readNow() : own.read();
+  }
+
+  private void run() {
+    while (!stopping) {
+      try {
+        Thread.sleep(PERIOD_MS);
+      } catch (InterruptedException e) {
+        return;
+      }
+      sample();
+    }
+  }
+
+  private void sample() {
+    long t0 = System.nanoTime();
+    LedgerSnapshot s = read();
+    synchronized (this) {
+      note(System.nanoTime() - t0);
+      write(s, t0);
+    }
+  }
+
+  private synchronized void note(long nanos) {
+    reads++;
+    readNanos += nanos;
+    readNanosMax = Math.max(readNanosMax, nanos);
+  }
+
+  /** The reading as a row of the CSV (see the class comment); null if RSS is unknown. */
+  Map<String, Long> row(LedgerSnapshot s) {
+    if (s.rss() < 0) {
+      return null;
+    }
+    Map<String, Long> row = new LinkedHashMap<>();
+    row.put(MemoryLedger.RSS, s.rss());
+    for (String p : resident) {
+      row.put(p, s.kind(p) == Kind.RESIDENT ? Math.max(0, s.get(p)) : 0L);
+    }
+    long other = 0;
+    for (String p : s.partsOf(Kind.RESIDENT)) {
+      if (!row.containsKey(p)) {
+        other += Math.max(0, s.get(p)); // LedgerSnapshot.explained() clamps the same way
+      }
+    }
+    row.put(OTHER, other);
+    row.put(MemoryLedger.UNEXPLAINED, s.unexplained());
+    for (String p : accounting) {
+      row.put(p, Math.max(0, s.get(p)));
+    }
+    return row;
+  }
+
+  private synchronized void write(LedgerSnapshot s, long readAtNanos) {
+    if (failure != null) {
+      return;
+    }
+    Map<String, Long> row = row(s);
+    if (row == null) {
+      return; // no RSS, nothing to split
+    }
+    long t = Math.max(0, (readAtNanos - startNanos) / 1_000_000);
+    row.put("t_ms", t);
+    samples++;
+    lastRow = row;
+    if (peakRow == null || row.get(MemoryLedger.RSS) > peakRow.get(MemoryLedger.RSS)) {
+      peakRow = row;
+    }
+    StringBuilder b = new StringBuilder().append(t);
+    for (Map.Entry<String, Long> e : row.entrySet()) {
+      if (!e.getKey().equals("t_ms")) {
+        b.append(',').append(e.getValue());
+      }
+    }
+    try {
+      csv.write(b.append('\n').toString());
+    } catch (IOException e) {
+      failure = e;
+    }
+  }
+
+  /** Stops sampling after one last reading and closes the CSV. Idempotent. */
+  @Override
+  public void close() {
+    if (stopping) {
+      return;
+    }
+    stopping = true;
+    thread.interrupt();
+    try {
+      thread.join();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    sample();
+    synchronized (this) {
+      try {
+        csv.close();
+      } catch (IOException e) {
+        if (failure == null) {
+          failure = e;
+        }
+      }
+      if (failure != null) {
+        throw new UncheckedIOException("sortdemo: writing the ledger", failure);
+      }
+    }
+  }
+
+  /** Rows written. */
+  synchronized long samples() {
+    return samples;
+  }
+
+  /**
+   * The row with the highest RSS: the CSV's figures by name (accounting parts without their
+   * prefix), {@code t_ms} last; null if none.
+   */
+  synchronized Map<String, Long> peakRow() {
+    return peakRow;
+  }
+
+  /** The last row (the reading at {@link #close()}); null if none. */
+  synchronized Map<String, Long> lastRow() {
+    return lastRow;
+  }
+
+  /** The mean cost of a reading, ms. */
+  synchronized double readMillisAvg() {
+    return readNanos / 1e6 / Math.max(1, reads);
+  }
+
+  /** The highest cost of a reading, ms. */
+  synchronized double readMillisMax() {
+    return readNanosMax / 1e6;
+  }
+}
