@@ -89,6 +89,7 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
           ProcessStat.LATE_RELEASES.gaugeName(),
           ProcessStat.LEAKS.gaugeName(),
           ProcessStat.LEAKED_BYTES.gaugeName(),
+          ProcessStat.LEAKED_RESIDENT.gaugeName(),
           ProcessStat.GO_MAPPED.gaugeName(),
           ProcessStat.GO_HEAP_RETURNS.gaugeName(),
           ProcessStat.GO_HEAP_RETURNED_BYTES.gaugeName(),
