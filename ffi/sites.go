@@ -133,12 +133,13 @@ var ownPackages = [...]string{"ffi", "internal", "jni", "pool", "taskshared"}
 // internalFrame reports whether a frame belongs to the machinery between a
 // caller and the allocation, which a leak report skips to name the
 // allocating function: the Go runtime, arrow-go (buffers, builders,
-// kernels), and nativepool's own packages (this allocator, the bridge and
+// kernels), cgo's glue, and nativepool's own packages (this allocator, the bridge and
 // its JNI exports, the copy they make for Java). The module's examples and
 // any test file (our own tests allocate as callers do) are not internal.
 func internalFrame(f runtime.Frame) bool {
 	fn := f.Function
 	if fn == "" || strings.HasPrefix(fn, "runtime.") || strings.HasPrefix(fn, "runtime/") ||
+		strings.HasPrefix(fn, "_cgo") || // cgo's wrappers of //export functions: _cgoexp_<hash>_<name>
 		strings.HasPrefix(fn, "github.com/apache/arrow-go/") {
 		return true
 	}
@@ -172,24 +173,26 @@ func allocatingFunction(frames []runtime.Frame, caller string) runtime.Frame {
 	return frames[0]
 }
 
-// parseCaller reads a foreign caller as Java's StackTraceElement prints it,
-// "pkg.Class.method(File.java:42)", into a frame; any other text becomes
-// the frame's Function as it is.
+// parseCaller reads a foreign caller, "pkg.Class.method (File.java:42)" as
+// the plugin's CallerSites writes it (or without the space, as Java's
+// StackTraceElement prints it), into a frame; any other text becomes the
+// frame's Function as it is.
 func parseCaller(caller string) runtime.Frame {
 	open := strings.LastIndexByte(caller, '(')
 	if open <= 0 || !strings.HasSuffix(caller, ")") {
 		return runtime.Frame{Function: caller}
 	}
+	fn := strings.TrimSpace(caller[:open])
 	loc := caller[open+1 : len(caller)-1]
 	colon := strings.LastIndexByte(loc, ':')
 	if colon < 0 {
-		return runtime.Frame{Function: caller[:open], File: loc}
+		return runtime.Frame{Function: fn, File: loc}
 	}
 	var line int
 	if _, err := fmt.Sscanf(loc[colon+1:], "%d", &line); err != nil {
 		return runtime.Frame{Function: caller}
 	}
-	return runtime.Frame{Function: caller[:open], File: loc[:colon], Line: line}
+	return runtime.Frame{Function: fn, File: loc[:colon], Line: line}
 }
 
 // siteName formats an allocating function for reports and live listings:

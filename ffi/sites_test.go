@@ -15,6 +15,7 @@ func TestInternalFrameSkipsNativepoolsOwnPackagesButNotExamplesOrTests(t *testin
 	}{
 		{"runtime.cgocallback", "asm_amd64.s", true},
 		{"runtime/cgo.Handle.Value", "handle.go", true},
+		{"_cgoexp_09e1a25afe6a_Java_org_nativepool_spark_NativeBridge_copyBatch0", "_cgo_gotypes.go", true},
 		{"github.com/apache/arrow-go/v18/arrow/memory.(*Buffer).Reserve", "buffer.go", true},
 		{m + "ffi.(*Allocator).allocate", "allocator.go", true},
 		{m + "ffi/ffitest.AssertNoLeak", "ffitest.go", true},
@@ -51,6 +52,7 @@ func TestAllocatingFunctionFallsBackToTheForeignCallerWhenEveryGoFrameIsInternal
 func TestParseCallerReadsJavaStackTraceElements(t *testing.T) {
 	for in, want := range map[string]runtime.Frame{
 		"a.B.c(B.java:7)":      {Function: "a.B.c", File: "B.java", Line: 7},
+		"a.B.c (B.java:7)":     {Function: "a.B.c", File: "B.java", Line: 7},
 		"a.B.c(Native Method)": {Function: "a.B.c", File: "Native Method"},
 		"a.B.c(B.java:x)":      {Function: "a.B.c(B.java:x)"},
 		"plain text":           {Function: "plain text"},
