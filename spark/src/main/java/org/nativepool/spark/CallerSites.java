@@ -6,9 +6,9 @@ import java.util.Optional;
 
 /**
  * The Java caller of a native allocation or a reservation, recorded when allocation sites are on
- * ({@value NativePoolSettings#ALLOCATION_SITES}, set by {@link NativeBridge#configureArrow}): the
- * first frame of the calling thread outside nativepool's own classes, Arrow, the JDK and Spark's
- * task machinery. A leak report then names the method that asked for the memory, not the plugin's
+ * ({@value NativePoolSettings#ALLOCATION_SITES}, set by the plugin and {@link
+ * NativeBridge#configureArrow}): the first frame of the calling thread outside nativepool's own
+ * classes, Arrow and the JDK. A leak report then names the method that asked for the memory, not the plugin's
  * code in between (the Go side skips its own frames the same way, {@code ffi/sites.go}).
  *
  * <p>nativepool's own classes are those loaded from the plugin's own code source (its jar, or its
@@ -40,9 +40,9 @@ final class CallerSites {
   }
 
   /**
-   * The calling thread's first frame outside nativepool, Arrow, the JDK and Spark's task runner, as
-   * {@link StackTraceElement#toString()} prints it ({@code pkg.Class.method(File.java:42)}); null
-   * when sites are off, or if every frame is internal.
+   * The calling thread's first frame outside nativepool, Arrow and the JDK, as Go's leak reports
+   * write a site: {@code pkg.Class.method (File.java:42)}; null when sites are off, or if every
+   * frame is internal.
    */
   static String capture() {
     if (!enabled) {
@@ -50,7 +50,17 @@ final class CallerSites {
     }
     Optional<StackWalker.StackFrame> f =
         WALKER.walk(s -> s.filter(x -> !internal(x.getDeclaringClass())).findFirst());
-    return f.map(x -> x.toStackTraceElement().toString()).orElse(null);
+    return f.map(CallerSites::format).orElse(null);
+  }
+
+  private static String format(StackWalker.StackFrame f) {
+    String file = f.getFileName();
+    return f.getClassName()
+        + "."
+        + f.getMethodName()
+        + " ("
+        + (file == null ? "Unknown Source" : file + ":" + f.getLineNumber())
+        + ")";
   }
 
   /** Whether a class is machinery between a caller and nativepool's natives. */

@@ -289,6 +289,9 @@ public final class TaskArrowAllocators implements AutoCloseable {
       LINGERING.add(this);
     }
     sweepLingering();
+    if (leakedResident.get() > 0) {
+      pushResident();
+    }
   }
 
   /** A leaked producer buffer freed after the task: LEAKED_RESIDENT goes down with it. */
