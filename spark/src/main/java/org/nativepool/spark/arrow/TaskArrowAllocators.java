@@ -70,7 +70,12 @@ import org.slf4j.LoggerFactory;
  *       task are counted by {@link #lingeringBytes()} instead, until freed.
  * </ol>
  *
- * {@code close()} never throws for a leak: it reports.
+ * {@code close()} never throws for a leak: it reports. Each leak is also recorded once in the
+ * process's leak book ({@link org.nativepool.spark.NativeLeaks}, counted in {@code leaks}/{@code
+ * leakedBytes}): a Go allocator's by Go when it closes; the task's exported roots still open, one
+ * {@code export} leak per consumer (freed here, so not resident); the producer's Java buffers, a
+ * {@code java-arrow} leak whose bytes stay in {@code leakedResident} until their late release. The
+ * importer's buffers are Go's exports, recorded by Go: the producer reports.
  *
  * <p>Safe for concurrent use by the task's threads.
  */
