@@ -176,6 +176,17 @@ func Java_org_nativepool_spark_NativeBridge_poolStats0(env *jniEnv, _ jclass, po
 	return goLongsToJava(env, a)
 }
 
+//export Java_org_nativepool_spark_NativeBridge_consumerPeaks0
+func Java_org_nativepool_spark_NativeBridge_consumerPeaks0(env *jniEnv, _ jclass, poolHandle jlong) (peaks jstring) {
+	var err error
+	defer func() { endCall(env, recover(), err) }()
+	m, err := process.ConsumerPeaks(int64(poolHandle))
+	if err != nil {
+		return 0
+	}
+	return goStringToJava(env, bridge.EncodeConsumerPeaks(m))
+}
+
 //export Java_org_nativepool_spark_NativeBridge_processStats0
 func Java_org_nativepool_spark_NativeBridge_processStats0(env *jniEnv, _ jclass) (stats jlongArray) {
 	var err error

@@ -40,6 +40,10 @@ type TrackConsumers struct {
 	// list holds every tracked consumer, in no order (removal swaps the
 	// last one in); guarded by regMu.
 	list []*trackedConsumer
+	// retiredPeaks keeps, by consumer name, the highest peak of consumers
+	// no longer tracked, for PeaksByName; guarded by regMu. One entry per
+	// name, so it is bounded by the names the pool has seen.
+	retiredPeaks map[string]int64
 	// consumers maps *Consumer to *trackedConsumer, for reservations that
 	// do not carry their counters. Read without regMu; written only under
 	// it.
@@ -142,6 +146,14 @@ func (t *TrackConsumers) Unregister(c *Consumer) {
 		return
 	}
 	t.consumers.Delete(c)
+	if t.retiredPeaks == nil {
+		t.retiredPeaks = make(map[string]int64)
+	}
+	if p := tc.peak.Load(); p > t.retiredPeaks[c.Name()] {
+		t.retiredPeaks[c.Name()] = p
+	} else if _, seen := t.retiredPeaks[c.Name()]; !seen {
+		t.retiredPeaks[c.Name()] = p
+	}
 	last := len(t.list) - 1
 	moved := t.list[last]
 	t.list[tc.index], moved.index = moved, tc.index
@@ -252,6 +264,28 @@ func (t *TrackConsumers) Metrics() []ConsumerMetrics {
 	}
 	t.regMu.Unlock()
 	slices.SortFunc(out, before)
+	return out
+}
+
+// PeaksByName returns, by consumer name, the highest peak of every
+// consumer the pool has tracked, those still registered and those gone:
+// the high-water mark per consumer that the executor memory ledger keeps.
+// Consumers sharing a name share an entry (the highest).
+func (t *TrackConsumers) PeaksByName() map[string]int64 {
+	t.regMu.Lock()
+	defer t.regMu.Unlock()
+	out := make(map[string]int64, len(t.retiredPeaks)+len(t.list))
+	for n, p := range t.retiredPeaks {
+		out[n] = p
+	}
+	for _, tc := range t.list {
+		n := tc.consumer.Name()
+		if p := tc.peak.Load(); p > out[n] {
+			out[n] = p
+		} else if _, seen := out[n]; !seen {
+			out[n] = p
+		}
+	}
 	return out
 }
 

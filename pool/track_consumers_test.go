@@ -284,3 +284,26 @@ func TestDecoratorsUnwrapToInnerPool(t *testing.T) {
 	_, ok = As[*greedyPool](p)
 	assert.False(t, ok)
 }
+
+// PeaksByName keeps the high-water mark of consumers after they leave, so
+// that the ledger can report per-consumer peaks when the pool closes.
+func TestPeaksByNameKeepsConsumersThatUnregistered(t *testing.T) {
+	tc := NewTrackConsumers(NewUnbounded(), 5)
+	a := NewConsumer("sort").Register(tc)
+	b := NewConsumer("agg").Register(tc)
+	a.Grow(700)
+	a.Shrink(600)
+	b.Grow(300)
+	a.Free()
+	a.Close()
+	a2 := NewConsumer("sort").Register(tc)
+	a2.Grow(200)
+	assert.Equal(t, map[string]int64{"sort": 700, "agg": 300}, tc.PeaksByName())
+	b.Grow(900)
+	assert.Equal(t, map[string]int64{"sort": 700, "agg": 1200}, tc.PeaksByName())
+	b.Free()
+	b.Close()
+	a2.Free()
+	a2.Close()
+	assert.Equal(t, map[string]int64{"sort": 700, "agg": 1200}, tc.PeaksByName())
+}

@@ -1,10 +1,13 @@
 package bridge
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -574,6 +577,44 @@ func (b *Bridge) PoolStats(h int64) ([]int64, error) {
 		return nil, err
 	}
 	return poolStatsArray(ph.tp.unified.Stats()), nil
+}
+
+// ConsumerPeaks returns the highest reserved bytes of every consumer the
+// pool of handle h has had, by name (pool.TrackConsumers.PeaksByName): the
+// per-consumer high-water marks of the executor memory ledger, read when the
+// task's pool closes.
+func (b *Bridge) ConsumerPeaks(h int64) (map[string]int64, error) {
+	ph, err := b.pool(h)
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := pool.As[*pool.TrackConsumers](ph.tp.top)
+	if !ok {
+		return map[string]int64{}, nil
+	}
+	return tc.PeaksByName(), nil
+}
+
+// EncodeConsumerPeaks lays peaks out as consumerPeaks0 returns them: one
+// "name<TAB>bytes" line per consumer, largest first (ties by name), with
+// tabs and line breaks in names replaced by spaces.
+func EncodeConsumerPeaks(peaks map[string]int64) string {
+	names := make([]string, 0, len(peaks))
+	for n := range peaks {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Or(cmp.Compare(peaks[b], peaks[a]), cmp.Compare(a, b))
+	})
+	var sb strings.Builder
+	clean := strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
+	for _, n := range names {
+		sb.WriteString(clean.Replace(n))
+		sb.WriteByte('\t')
+		sb.WriteString(strconv.FormatInt(peaks[n], 10))
+		sb.WriteByte('\n')
+	}
+	return sb.String()
 }
 
 // ProcessStats sums the open pools' gauges and every pool's counters. It

@@ -620,3 +620,23 @@ func TestReclaimSkipsAGoSpillersErrorAndCountsIt(t *testing.T) {
 	require.NoError(t, b.CloseReservation(broken))
 	require.NoError(t, b.ClosePool(p))
 }
+
+// A pool's consumer peaks outlive the consumers' reservations, so that the
+// task's pool can report them as it closes.
+func TestConsumerPeaksIncludeClosedReservations(t *testing.T) {
+	b, _ := newTestBridge(t)
+	p := mustOpen(t, b, 1, KindGreedyUnified, 0, 0, newFakeUpstream(1<<20))
+	r1 := mustReserve(t, b, p, "sort", false, nil)
+	r2 := mustReserve(t, b, p, "agg\tx", false, nil)
+	require.NoError(t, b.TryGrow(r1, 4096))
+	require.NoError(t, b.TryGrow(r2, 100))
+	require.NoError(t, b.CloseReservation(r1))
+	peaks, err := b.ConsumerPeaks(p)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int64{"sort": 4096, "agg\tx": 100}, peaks)
+	assert.Equal(t, "sort\t4096\nagg x\t100\n", EncodeConsumerPeaks(peaks))
+	require.NoError(t, b.CloseReservation(r2))
+	require.NoError(t, b.ClosePool(p))
+	_, err = b.ConsumerPeaks(p)
+	assert.Error(t, err)
+}

@@ -24,7 +24,11 @@ import org.slf4j.LoggerFactory;
  *   <li>sends an {@link ExecutorSample} to the driver side every heartbeat interval ({@code
  *       PluginContext.send}: one-way, nothing waits for the driver), and when a task ends if none
  *       went out within the poll period; a closing task pool's peak counts in the interval peak;
- *   <li>logs one summary line every {@value ReportingSettings#LOG_INTERVAL}, if set.
+ *   <li>reads the executor's {@link ExecutorLedger} every poll period (gauges, high-water marks,
+ *       thresholds) and at every task end (the growth detector), and adds its figures to each
+ *       sample;
+ *   <li>logs one summary line every {@value ReportingSettings#LOG_INTERVAL}, if set, ending with
+ *       the ledger ({@link LedgerSnapshot#line()}).
  * </ul>
  *
  * <p>Every task runs on that one thread, so the interval peaks need no lock. A failure to read or
@@ -43,6 +47,7 @@ final class ExecutorReporter {
   private final PluginContext ctx;
   private final ReportingSettings settings;
   private final long baselineRss;
+  private final ExecutorLedger ledger;
   private final ScheduledExecutorService thread;
 
   /** When the last sample was sent (ms since the epoch), for {@link #taskEnded()}. */
@@ -54,10 +59,12 @@ final class ExecutorReporter {
   private long sequence;
   private boolean warned;
 
-  private ExecutorReporter(PluginContext ctx, ReportingSettings settings, long baselineRss) {
+  private ExecutorReporter(
+      PluginContext ctx, ReportingSettings settings, long baselineRss, ExecutorLedger ledger) {
     this.ctx = ctx;
     this.settings = settings;
     this.baselineRss = baselineRss;
+    this.ledger = ledger;
     this.thread =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -72,9 +79,11 @@ final class ExecutorReporter {
    *
    * @param baselineRss the process's RSS when the plugin initialised (-1: unknown), for {@code
    *     rssDrift}
+   * @param ledger the executor's memory ledger, read every poll period and at each task end
    */
-  static ExecutorReporter start(PluginContext ctx, ReportingSettings settings, long baselineRss) {
-    ExecutorReporter r = new ExecutorReporter(ctx, settings, baselineRss);
+  static ExecutorReporter start(
+      PluginContext ctx, ReportingSettings settings, long baselineRss, ExecutorLedger ledger) {
+    ExecutorReporter r = new ExecutorReporter(ctx, settings, baselineRss, ledger);
     long poll = settings.pollMillis();
     long send = settings.heartbeatMillis();
     r.thread.scheduleWithFixedDelay(r::poll, poll, poll, TimeUnit.MILLISECONDS);
@@ -99,12 +108,22 @@ final class ExecutorReporter {
    * that the driver gets the task's interval peak close to its stage's end.
    */
   void taskEnded() {
-    if (System.currentTimeMillis() - lastSendMillis >= settings.pollMillis()) {
-      try {
+    try {
+      thread.execute(this::taskBoundary);
+      if (System.currentTimeMillis() - lastSendMillis >= settings.pollMillis()) {
         thread.execute(this::send);
-      } catch (RejectedExecutionException stopped) {
-        // shut down meanwhile: nothing to send
       }
+    } catch (RejectedExecutionException stopped) {
+      // shut down meanwhile: nothing to send
+    }
+  }
+
+  /** A task boundary for the ledger's growth detector. */
+  private void taskBoundary() {
+    try {
+      ledger.taskBoundary();
+    } catch (RuntimeException e) {
+      failed("read the ledger of", e);
     }
   }
 
@@ -143,6 +162,7 @@ final class ExecutorReporter {
       peakReserved = Math.max(peakReserved, p[ProcessStat.RESERVED.ordinal()]);
       peakReserved = Math.max(peakReserved, TASK_PEAK.getAndSet(0));
       peakHeld = Math.max(peakHeld, p[ProcessStat.HELD.ordinal()]);
+      ledger.readNow();
     } catch (RuntimeException e) {
       failed("read", e);
     }
@@ -161,6 +181,7 @@ final class ExecutorReporter {
           Math.max(peakHeld, f.get(ProcessStat.HELD.gaugeName())));
       peakReserved = 0;
       peakHeld = 0;
+      f.putAll(ledger.takeSampleFigures());
       ctx.send(new ExecutorSample(ctx.executorID(), System.currentTimeMillis(), sequence++, f));
     } catch (IOException | RuntimeException e) {
       failed("send", e);
@@ -169,7 +190,10 @@ final class ExecutorReporter {
 
   private void logSummary() {
     try {
-      LOG.info(summaryLine(ctx.executorID(), readFigures(baselineRss)));
+      LedgerSnapshot l = ledger.latest();
+      LOG.info(
+          summaryLine(ctx.executorID(), readFigures(baselineRss))
+              + (l == null ? "" : "; ledger: " + l.line()));
     } catch (RuntimeException e) {
       failed("log", e);
     }

@@ -106,6 +106,12 @@ public final class NativeBridge {
   /** Pool statistics, indexed by {@link PoolStat}. */
   static native long[] poolStats0(long pool);
 
+  /**
+   * The highest reserved bytes of every consumer the pool has had, as {@code name<TAB>bytes}
+   * lines, largest first (for the executor ledger's per-consumer high-water marks).
+   */
+  static native String consumerPeaks0(long pool);
+
   /** Process statistics, indexed by {@link ProcessStat}. */
   static native long[] processStats0();
 

@@ -21,6 +21,7 @@ import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerEvent;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.apache.spark.scheduler.SparkListenerEvent;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.StageInfo;
 import org.slf4j.Logger;
@@ -90,6 +91,8 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
           ProcessStat.LEAKS.gaugeName(),
           ProcessStat.LEAKED_BYTES.gaugeName(),
           ProcessStat.LEAKED_RESIDENT.gaugeName(),
+          ExecutorLedger.GAUGE_PREFIX + MemoryLedger.RSS,
+          ExecutorLedger.GAUGE_PREFIX + MemoryLedger.UNEXPLAINED,
           ProcessStat.GO_MAPPED.gaugeName(),
           ProcessStat.GO_HEAP_RETURNS.gaugeName(),
           ProcessStat.GO_HEAP_RETURNED_BYTES.gaugeName(),
@@ -179,6 +182,8 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
   public Object receive(Object message) {
     if (message instanceof ExecutorSample s) {
       onSample(s);
+    } else if (message instanceof LedgerCrossing || message instanceof GrowthReport) {
+      post((SparkListenerEvent) message); // the event log keeps it
     } else {
       LOG.warn("nativepool: driver side got an unknown message {}", message);
     }
@@ -226,6 +231,7 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
       totalStagePeakHeld = Math.max(totalStagePeakHeld, sumHeld);
       for (StagePeaks p : stages.values()) {
         p.add(s.executorId(), peakReserved, peakHeld, sumReserved, sumHeld);
+        p.addLedger(s);
       }
       // A sample's interval is at most one heartbeat long: it overlaps a completed stage if it
       // began before the stage ended.
@@ -233,6 +239,7 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
       for (StagePeaks p : completing) {
         if (begun <= p.completedMillis) {
           p.add(s.executorId(), peakReserved, peakHeld, sumReserved, sumHeld);
+          p.addLedger(s);
         }
       }
     }
@@ -274,6 +281,9 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
         return;
       }
       for (String f : figures) {
+        if (!gauged(f)) {
+          continue; // interval figures: they feed the stage peaks, not gauges
+        }
         if (e.gauges.add(f)) {
           register(e, f, x -> x.latest.figure(f, -1));
         }
@@ -283,6 +293,17 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
         register(e, STAGE_PEAK_HELD, x -> x.stagePeakHeld);
       }
     }
+  }
+
+  /**
+   * Whether a sample figure gets an executor gauge: all but the ledger's per-interval figures
+   * (part peaks, task pool and consumer peaks), whose names vary with consumers and which the stage
+   * peaks event carries.
+   */
+  static boolean gauged(String figure) {
+    return !figure.startsWith(ExecutorLedger.INTERVAL_PEAK_PREFIX)
+        && !figure.startsWith(ExecutorLedger.CONSUMER_PEAK_PREFIX)
+        && !figure.equals(ExecutorLedger.TASK_POOL_PEAK);
   }
 
   private void register(ExecutorState e, String figure, ToLongFunction<ExecutorState> read) {
@@ -344,7 +365,10 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
               p.reserved,
               p.held,
               p.totalReserved,
-              p.totalHeld));
+              p.totalHeld,
+              p.ledger,
+              p.taskPoolPeak,
+              p.consumers));
     }
   }
 
@@ -407,6 +431,11 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
     final Map<String, Long> held = new LinkedHashMap<>();
     long totalReserved;
     long totalHeld;
+    /** Executor → ledger figure → peak, from the samples' {@code ledgerPeak.*} figures. */
+    final Map<String, Map<String, Long>> ledger = new LinkedHashMap<>();
+    long taskPoolPeak;
+    /** Consumer → peak, from the samples' {@code consumerPeak.*} figures. */
+    final Map<String, Long> consumers = new LinkedHashMap<>();
     /** When the stage completed (epoch ms); 0 while it runs. */
     long completedMillis;
 
@@ -420,6 +449,25 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
       held.merge(executorId, peakHeld, Math::max);
       totalReserved = Math.max(totalReserved, sumReserved);
       totalHeld = Math.max(totalHeld, sumHeld);
+    }
+
+    /** Adds a sample's ledger peaks, task pool peak and consumer peaks. */
+    void addLedger(ExecutorSample s) {
+      Map<String, Long> mine = ledger.computeIfAbsent(s.executorId(), k -> new LinkedHashMap<>());
+      for (Map.Entry<String, Long> e : s.figures().entrySet()) {
+        String k = e.getKey();
+        if (k.startsWith(ExecutorLedger.INTERVAL_PEAK_PREFIX)) {
+          String part = k.substring(ExecutorLedger.INTERVAL_PEAK_PREFIX.length());
+          mine.merge(part, e.getValue(), Math::max);
+        } else if (k.startsWith(ExecutorLedger.CONSUMER_PEAK_PREFIX)) {
+          String consumer = k.substring(ExecutorLedger.CONSUMER_PEAK_PREFIX.length());
+          consumers.merge(consumer, e.getValue(), Math::max);
+        }
+      }
+      taskPoolPeak = Math.max(taskPoolPeak, s.figure(ExecutorLedger.TASK_POOL_PEAK, 0));
+      if (mine.isEmpty()) {
+        ledger.remove(s.executorId());
+      }
     }
   }
 

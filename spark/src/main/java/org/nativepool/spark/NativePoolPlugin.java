@@ -167,10 +167,20 @@ public final class NativePoolPlugin implements SparkPlugin {
                     - NativeBridge.processArrowStats0()[ArrowProcessStat.ALLOCATED.ordinal()]);
   }
 
+  /** Sends a ledger crossing or growth report to the driver side; a failure is logged. */
+  private static void toDriver(PluginContext ctx, Object message) {
+    try {
+      ctx.send(message);
+    } catch (java.io.IOException | RuntimeException e) {
+      LOG.debug("nativepool: cannot send {} to the driver", message, e);
+    }
+  }
+
   /** The executor side; see the class comment. */
   private static final class Executor implements ExecutorPlugin {
     private NativePoolSettings settings;
     private ExecutorReporter reporter;
+    private ExecutorLedger ledger;
     /** Why this plugin disabled native pools, or null. */
     private RuntimeException disabled;
 
@@ -183,10 +193,20 @@ public final class NativePoolPlugin implements SparkPlugin {
     public void init(PluginContext ctx, Map<String, String> extraConf) {
       NativePoolSettings s;
       ReportingSettings reporting;
+      ExecutorLedger l;
       String source;
       try {
         s = NativePoolSettings.fromConf(ctx.conf());
         reporting = ReportingSettings.fromConf(ctx.conf());
+        l =
+            new ExecutorLedger(
+                ctx.executorID(),
+                LedgerSettings.fromConf(ctx.conf()),
+                new MemoryLedger(),
+                ctx.metricRegistry(),
+                message -> toDriver(ctx, message),
+                n -> java.util.List.of());
+        l.loadListeners(Thread.currentThread().getContextClassLoader());
         source = NativeLoader.ensureLoaded(s.library());
       } catch (IllegalStateException | IllegalArgumentException e) {
         disabled = e;
@@ -208,7 +228,9 @@ public final class NativePoolPlugin implements SparkPlugin {
       registerArrowGauges(ctx.metricRegistry(), baselineRss);
       settings = s;
       SETTINGS.set(s);
-      reporter = ExecutorReporter.start(ctx, reporting, baselineRss);
+      ledger = l;
+      ExecutorLedger.install(l);
+      reporter = ExecutorReporter.start(ctx, reporting, baselineRss, l);
       LOG.info("nativepool: executor {} uses {} ({})", ctx.executorID(), s, source);
     }
 
@@ -235,6 +257,9 @@ public final class NativePoolPlugin implements SparkPlugin {
     public void shutdown() {
       if (reporter != null) {
         reporter.stop();
+      }
+      if (ledger != null) {
+        ExecutorLedger.uninstall(ledger);
       }
       if (disabled != null) {
         DISABLED.compareAndSet(disabled, null);

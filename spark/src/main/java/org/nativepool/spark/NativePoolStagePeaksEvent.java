@@ -23,6 +23,31 @@ public final class NativePoolStagePeaksEvent implements SparkListenerEvent {
   private final Map<String, Long> executorPeakHeld;
   private final long totalPeakReserved;
   private final long totalPeakHeld;
+  private final Map<String, Map<String, Long>> executorLedgerPeaks;
+  private final long taskPoolPeak;
+  private final Map<String, Long> consumerPeaks;
+
+  /** A stage's reserved and held peaks, without ledger figures. */
+  public NativePoolStagePeaksEvent(
+      int stageId,
+      int stageAttemptId,
+      long timeMillis,
+      Map<String, Long> executorPeakReserved,
+      Map<String, Long> executorPeakHeld,
+      long totalPeakReserved,
+      long totalPeakHeld) {
+    this(
+        stageId,
+        stageAttemptId,
+        timeMillis,
+        executorPeakReserved,
+        executorPeakHeld,
+        totalPeakReserved,
+        totalPeakHeld,
+        null,
+        0,
+        null);
+  }
 
   /** A stage's peaks; Jackson's creator when the event log is replayed. */
   @JsonCreator
@@ -33,7 +58,10 @@ public final class NativePoolStagePeaksEvent implements SparkListenerEvent {
       @JsonProperty("executorPeakReserved") Map<String, Long> executorPeakReserved,
       @JsonProperty("executorPeakHeld") Map<String, Long> executorPeakHeld,
       @JsonProperty("totalPeakReserved") long totalPeakReserved,
-      @JsonProperty("totalPeakHeld") long totalPeakHeld) {
+      @JsonProperty("totalPeakHeld") long totalPeakHeld,
+      @JsonProperty("executorLedgerPeaks") Map<String, Map<String, Long>> executorLedgerPeaks,
+      @JsonProperty("taskPoolPeak") long taskPoolPeak,
+      @JsonProperty("consumerPeaks") Map<String, Long> consumerPeaks) {
     this.stageId = stageId;
     this.stageAttemptId = stageAttemptId;
     this.timeMillis = timeMillis;
@@ -41,6 +69,31 @@ public final class NativePoolStagePeaksEvent implements SparkListenerEvent {
     this.executorPeakHeld = copy(executorPeakHeld);
     this.totalPeakReserved = totalPeakReserved;
     this.totalPeakHeld = totalPeakHeld;
+    TreeMap<String, Map<String, Long>> l = new TreeMap<>();
+    if (executorLedgerPeaks != null) {
+      executorLedgerPeaks.forEach((e, m) -> l.put(e, copy(m)));
+    }
+    this.executorLedgerPeaks = Collections.unmodifiableMap(l);
+    this.taskPoolPeak = taskPoolPeak;
+    this.consumerPeaks = copy(consumerPeaks);
+  }
+
+  /**
+   * Executor → ledger figure ({@link MemoryLedger#RSS}, each part, {@link
+   * MemoryLedger#UNEXPLAINED}) → the highest value that executor read during the stage.
+   */
+  public Map<String, Map<String, Long>> getExecutorLedgerPeaks() {
+    return executorLedgerPeaks;
+  }
+
+  /** The highest peak of a task pool that closed during the stage, on any executor; 0 if none. */
+  public long getTaskPoolPeak() {
+    return taskPoolPeak;
+  }
+
+  /** Consumer name → its highest reserved bytes in a task pool closed during the stage. */
+  public Map<String, Long> getConsumerPeaks() {
+    return consumerPeaks;
   }
 
   private static Map<String, Long> copy(Map<String, Long> m) {

@@ -1,5 +1,7 @@
 package org.nativepool.spark;
 
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -404,6 +406,21 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
     }
   }
 
+  /** The consumer peaks of {@code consumerPeaks0} ("name TAB bytes" lines) by name. */
+  static Map<String, Long> parseConsumerPeaks(String lines) {
+    Map<String, Long> out = new LinkedHashMap<>();
+    if (lines == null) {
+      return out;
+    }
+    for (String line : lines.split("\n")) {
+      int tab = line.lastIndexOf('\t');
+      if (tab > 0) {
+        out.merge(line.substring(0, tab), Long.parseLong(line.substring(tab + 1)), Math::max);
+      }
+    }
+    return out;
+  }
+
   /** Closes the reservations and the handle; the pool's guard is closed and no call is in flight. */
   private void closeAll() {
     RuntimeException failure = null;
@@ -421,7 +438,13 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
     try {
       // The pool's peak, for the executor's interval peak (a task shorter than the reporter's
       // poll would otherwise not show in the driver's stage peaks).
-      ExecutorReporter.noteTaskPeak(NativeBridge.poolStats0(handle)[PoolStat.PEAK.ordinal()]);
+      long peak = NativeBridge.poolStats0(handle)[PoolStat.PEAK.ordinal()];
+      ExecutorReporter.noteTaskPeak(peak);
+      ExecutorLedger ledger = ExecutorLedger.current();
+      if (ledger != null) {
+        ledger.noteTaskPool(
+            taskAttemptId, peak, parseConsumerPeaks(NativeBridge.consumerPeaks0(handle)));
+      }
     } catch (RuntimeException e) {
       LOG.debug("nativepool: {}: no peak for the reporter", describe(), e);
     }

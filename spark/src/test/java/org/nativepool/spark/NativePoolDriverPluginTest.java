@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.codahale.metrics.Gauge;
-import com.codahale.metrics.Metric;
 import com.codahale.metrics.MetricRegistry;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -221,9 +219,8 @@ class NativePoolDriverPluginTest {
       if (!registry.getMetrics().containsKey("total.reserved")) {
         continue;
       }
-      for (Map.Entry<String, Metric> e : registry.getMetrics().entrySet()) {
-        out.put(e.getKey(), (Long) ((Gauge<?>) e.getValue()).getValue());
-      }
+      registry.getGauges().forEach((k, g) -> out.put(k, (Long) g.getValue()));
+      registry.getCounters().forEach((k, c) -> out.put(k, c.getCount()));
     }
     return out;
   }
@@ -391,7 +388,7 @@ class NativePoolDriverPluginTest {
             "nativepool: executor driver memory: reserved \\S+ \\S+, allocated \\S+ \\S+, held"
                 + " \\S+ \\S+ \\(slack \\S+ \\S+\\), RSS \\S+ \\S+ \\(Go runtime \\S+ \\S+, limit"
                 + " 300\\.0 MiB\\), \\d+ task pools, peak \\S+ \\S+, spills \\d+ \\(\\S+ \\S+"
-                + " freed\\)",
+                + " freed\\); ledger: RSS \\S+ \\S+ = jvm\\.heap\\.committed .* \\+ unexplained .*",
             line),
         line);
   }

@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.codahale.metrics.Gauge;
-import com.codahale.metrics.Metric;
 import com.codahale.metrics.MetricRegistry;
 import java.io.File;
 import java.util.Arrays;
@@ -96,9 +94,8 @@ class NativePoolPluginTest {
     assertEquals(1, sources.size(), "executor plugin metric sources named " + SOURCE);
     MetricRegistry registry = sources.get(0).metricRegistry();
     Map<String, Long> out = new HashMap<>();
-    for (Map.Entry<String, Metric> e : registry.getMetrics().entrySet()) {
-      out.put(e.getKey(), (Long) ((Gauge<?>) e.getValue()).getValue());
-    }
+    registry.getGauges().forEach((k, g) -> out.put(k, (Long) g.getValue()));
+    registry.getCounters().forEach((k, c) -> out.put(k, c.getCount()));
     return out;
   }
 

@@ -28,7 +28,8 @@ class NativeSettingsReadmeTest {
   private static final Pattern ROW = Pattern.compile("^\\| `(spark\\.nativepool\\.[A-Za-z0-9.]+)` \\|(.*)$");
 
   /** The classes that declare the plugin's {@code spark.nativepool.*} keys. */
-  private static final List<Class<?>> SETTINGS = List.of(NativePoolSettings.class, ReportingSettings.class);
+  private static final List<Class<?>> SETTINGS =
+      List.of(NativePoolSettings.class, ReportingSettings.class, LedgerSettings.class);
 
   /** The keys the settings classes declare: their static final String constants named so. */
   static TreeSet<String> declaredKeys() throws IllegalAccessException {

@@ -484,6 +484,21 @@ public final class TaskArrowAllocators implements AutoCloseable {
     return n;
   }
 
+  /**
+   * The bytes the Java producers of every running task's allocators and of the lingering ones
+   * hold now: the Arrow Java part of the executor memory ledger ({@code MemoryLedger}).
+   */
+  public static long javaAllocatedBytes() {
+    Set<TaskArrowAllocators> all = Collections.newSetFromMap(new IdentityHashMap<>());
+    all.addAll(TASKS.values());
+    all.addAll(LINGERING);
+    long sum = 0;
+    for (TaskArrowAllocators t : all) {
+      sum += t.producer.getAllocatedMemory();
+    }
+    return sum;
+  }
+
   private void report(String what, String report) {
     if (report == null) {
       return;

@@ -5,8 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.codahale.metrics.Gauge;
-import com.codahale.metrics.Metric;
+import com.codahale.metrics.MetricRegistry;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -78,9 +77,9 @@ class ArrowTaskPluginTest {
     List<Source> sources =
         CollectionConverters.asJava(SparkEnv.get().metricsSystem().getSourcesByName(SOURCE));
     Map<String, Long> out = new HashMap<>();
-    for (Map.Entry<String, Metric> e : sources.get(0).metricRegistry().getMetrics().entrySet()) {
-      out.put(e.getKey(), (Long) ((Gauge<?>) e.getValue()).getValue());
-    }
+    MetricRegistry registry = sources.get(0).metricRegistry();
+    registry.getGauges().forEach((k, g) -> out.put(k, (Long) g.getValue()));
+    registry.getCounters().forEach((k, c) -> out.put(k, c.getCount()));
     return out;
   }
 

@@ -1,0 +1,399 @@
+package org.nativepool.spark;
+
+import com.codahale.metrics.Counter;
+import com.codahale.metrics.Gauge;
+import com.codahale.metrics.MetricRegistry;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import java.util.function.IntFunction;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The executor's memory ledger at run time: the latest {@link LedgerSnapshot}, high-water marks,
+ * threshold crossings and the growth detector. One per executor plugin, reachable with {@link
+ * #current()} (the process registry of the plugin, like its settings); the plugin's reporting
+ * thread reads the ledger every poll period and at every task end.
+ *
+ * <ul>
+ *   <li><b>Gauges</b> in the plugin's metric source: {@code ledger.<part>} for every part, {@code
+ *       ledger.rss} and {@code ledger.unexplained}, served from the latest reading; counters
+ *       {@code ledger.thresholdCrossings} and {@code ledger.growthReports}.
+ *   <li><b>High-water marks</b> ({@link #peaks()}): per part, per task pool ({@link
+ *       #taskPoolPeak()}) and per consumer ({@link #consumerPeaks()}), since the last {@link
+ *       #resetPeaks()}. The driver keeps the same marks per stage from each sample's interval peaks
+ *       and resets them when the stage ends ({@link NativePoolStagePeaksEvent}).
+ *   <li><b>Thresholds</b> ({@value LedgerSettings#THRESHOLDS}): each crossing, up or down with
+ *       hysteresis, goes to the {@link LedgerListener}s, a log line (WARN up, INFO down), the
+ *       crossings counter and the driver (event log).
+ *   <li><b>Growth</b>: at each task end the parts go to a {@link GrowthDetector}; a part whose
+ *       floor keeps rising is reported (WARN, counter, listeners, event log), naming for native
+ *       memory the consumers and allocation sites still live.
+ * </ul>
+ */
+public final class ExecutorLedger {
+  private static final Logger LOG = LoggerFactory.getLogger(ExecutorLedger.class);
+
+  /** Gauge name prefix of the ledger's parts. */
+  public static final String GAUGE_PREFIX = "ledger.";
+
+  /** Counter name: threshold crossings, up and down. */
+  public static final String CROSSINGS_COUNTER = "ledger.thresholdCrossings";
+
+  /** Counter name: growth reports. */
+  public static final String GROWTH_COUNTER = "ledger.growthReports";
+
+  /** Sample figure prefix of a part's peak since the previous sample. */
+  public static final String INTERVAL_PEAK_PREFIX = "ledgerPeak.";
+
+  /** Sample figure: the highest peak of a task pool that closed since the previous sample. */
+  public static final String TASK_POOL_PEAK = "taskPoolPeak";
+
+  /** Sample figure prefix of a consumer's peak in a task pool closed since the previous sample. */
+  public static final String CONSUMER_PEAK_PREFIX = "consumerPeak.";
+
+  /** Consumers per sample with their peaks (the largest). */
+  static final int CONSUMERS_PER_SAMPLE = 10;
+
+  /** Owners a growth report names. */
+  static final int OWNERS_PER_REPORT = 5;
+
+  private static final AtomicReference<ExecutorLedger> CURRENT = new AtomicReference<>();
+
+  private final String executorId;
+  private final LedgerSettings settings;
+  private final MemoryLedger ledger;
+  private final Consumer<Object> toDriver;
+  private final MetricRegistry registry;
+  private final Counter crossings;
+  private final Counter growthReports;
+  private final CopyOnWriteArrayList<LedgerListener> listeners = new CopyOnWriteArrayList<>();
+  private final GrowthDetector detector;
+  private final boolean[] above;
+  private final IntFunction<List<String>> owners;
+
+  private volatile LedgerSnapshot latest;
+
+  // Guarded by this.
+  private final Set<String> gauges = new HashSet<>();
+  private final Map<String, Long> peaks = new LinkedHashMap<>();
+  private final Map<String, Long> intervalPeaks = new LinkedHashMap<>();
+  private long taskPoolPeak;
+  private long taskPoolPeakTask = -1;
+  private long intervalTaskPoolPeak;
+  private final Map<String, Long> consumerPeaks = new LinkedHashMap<>();
+  private final Map<String, Long> intervalConsumerPeaks = new LinkedHashMap<>();
+
+  /**
+   * @param executorId the executor's id, for log lines and events
+   * @param settings thresholds, hysteresis, detector
+   * @param ledger where readings come from
+   * @param registry where the gauges and counters go (null: none)
+   * @param toDriver sends a crossing or report to the driver side (never throws)
+   * @param owners the {@code n} largest live native owners, as growth reports name them
+   */
+  ExecutorLedger(
+      String executorId,
+      LedgerSettings settings,
+      MemoryLedger ledger,
+      MetricRegistry registry,
+      Consumer<Object> toDriver,
+      IntFunction<List<String>> owners) {
+    this.executorId = executorId;
+    this.settings = settings;
+    this.ledger = ledger;
+    this.registry = registry == null ? new MetricRegistry() : registry;
+    this.toDriver = toDriver;
+    this.owners = owners;
+    this.crossings = this.registry.counter(CROSSINGS_COUNTER);
+    this.growthReports = this.registry.counter(GROWTH_COUNTER);
+    this.detector =
+        new GrowthDetector(
+            settings.growthWindow(), settings.growthWindows(), settings.growthMinBytes());
+    this.above = new boolean[settings.thresholds().size()];
+  }
+
+  /** The ledger of this JVM's executor plugin, or null if none is running. */
+  public static ExecutorLedger current() {
+    return CURRENT.get();
+  }
+
+  /** Makes {@code l} this JVM's {@link #current()} ledger. */
+  static void install(ExecutorLedger l) {
+    CURRENT.set(l);
+  }
+
+  /** Forgets {@code l} if it is the current ledger. */
+  static void uninstall(ExecutorLedger l) {
+    CURRENT.compareAndSet(l, null);
+  }
+
+  /** Loads the listeners {@value LedgerSettings#LISTENERS} names. */
+  void loadListeners(ClassLoader loader) {
+    for (String name : settings.listeners()) {
+      try {
+        Class<?> c = Class.forName(name, true, loader);
+        addListener((LedgerListener) c.getDeclaredConstructor().newInstance());
+        LOG.info("nativepool: ledger listener {} registered", name);
+      } catch (ReflectiveOperationException | ClassCastException | LinkageError e) {
+        throw new IllegalArgumentException(
+            "nativepool: "
+                + LedgerSettings.LISTENERS
+                + ": cannot make a LedgerListener of "
+                + name
+                + ": "
+                + e,
+            e);
+      }
+    }
+  }
+
+  /** Adds a listener for crossings and growth reports. */
+  public void addListener(LedgerListener l) {
+    listeners.add(l);
+  }
+
+  /** Removes a listener added before; true if it was registered. */
+  public boolean removeListener(LedgerListener l) {
+    return listeners.remove(l);
+  }
+
+  /** The settings. */
+  public LedgerSettings settings() {
+    return settings;
+  }
+
+  /** The latest reading (null before the first). */
+  public LedgerSnapshot latest() {
+    return latest;
+  }
+
+  /**
+   * Reads the ledger now, and updates the gauges' reading, the high-water marks and the
+   * thresholds (a crossing notifies on this thread).
+   */
+  public LedgerSnapshot readNow() {
+    LedgerSnapshot s = ledger.read();
+    List<LedgerCrossing> crossed = new ArrayList<>();
+    synchronized (this) {
+      latest = s;
+      Map<String, Long> f = s.figures();
+      for (Map.Entry<String, Long> e : f.entrySet()) {
+        peaks.merge(e.getKey(), e.getValue(), Math::max);
+        intervalPeaks.merge(e.getKey(), e.getValue(), Math::max);
+        if (gauges.add(e.getKey())) {
+          String part = e.getKey();
+          try {
+            registry.register(GAUGE_PREFIX + part, (Gauge<Long>) () -> figure(part));
+          } catch (IllegalArgumentException dup) {
+            LOG.debug("nativepool: gauge {} already registered", GAUGE_PREFIX + part);
+          }
+        }
+      }
+      List<LedgerSettings.Threshold> th = settings.thresholds();
+      for (int i = 0; i < th.size(); i++) {
+        LedgerSettings.Threshold t = th.get(i);
+        if (!s.has(t.part()) || (t.part().equals(MemoryLedger.UNEXPLAINED) && s.rss() < 0)) {
+          continue;
+        }
+        long v = s.get(t.part());
+        long lower = (long) (t.level() * (1 - settings.hysteresis()));
+        if (!above[i] && v >= t.level()) {
+          above[i] = true;
+          crossed.add(
+              new LedgerCrossing(
+                  executorId, s.timeMillis(), t.part(), t.level(), true, v, lower));
+        } else if (above[i] && v < lower) {
+          above[i] = false;
+          crossed.add(
+              new LedgerCrossing(
+                  executorId, s.timeMillis(), t.part(), t.level(), false, v, lower));
+        }
+      }
+    }
+    for (LedgerCrossing c : crossed) {
+      crossings.inc();
+      if (c.isUp()) {
+        LOG.warn(c.describe());
+      } else {
+        LOG.info(c.describe());
+      }
+      for (LedgerListener l : listeners) {
+        try {
+          l.onCrossing(c);
+        } catch (RuntimeException e) {
+          LOG.warn("nativepool: ledger listener {} failed on {}", l, c, e);
+        }
+      }
+      toDriver.accept(c);
+    }
+    return s;
+  }
+
+  /** The latest reading's figure of {@code part}; -1 if none. */
+  private long figure(String part) {
+    LedgerSnapshot s = latest;
+    return s == null ? -1 : s.get(part);
+  }
+
+  /**
+   * A task ended: reads the ledger and gives the reading to the growth detector; returns the
+   * reports it made (each already logged, counted, sent and given to the listeners).
+   */
+  public List<GrowthReport> taskBoundary() {
+    LedgerSnapshot s = readNow();
+    Map<String, Long> watched = new LinkedHashMap<>();
+    for (Map.Entry<String, Long> e : s.figures().entrySet()) {
+      if (watched(s, e.getKey())) {
+        watched.put(e.getKey(), e.getValue());
+      }
+    }
+    List<GrowthDetector.Growth> found;
+    long seen;
+    synchronized (detector) {
+      found = detector.sample(watched);
+      seen = detector.samples();
+    }
+    List<GrowthReport> out = new ArrayList<>();
+    for (GrowthDetector.Growth g : found) {
+      List<String> named = ownedByNative(g.part()) ? owners.apply(OWNERS_PER_REPORT) : List.of();
+      GrowthReport r =
+          new GrowthReport(
+              executorId, s.timeMillis(), g.part(), g.fromBytes(), g.toBytes(), g.tasks(), seen,
+              named);
+      growthReports.inc();
+      LOG.warn(r.describe());
+      for (LedgerListener l : listeners) {
+        try {
+          l.onGrowth(r);
+        } catch (RuntimeException e) {
+          LOG.warn("nativepool: ledger listener {} failed on {}", l, r, e);
+        }
+      }
+      toDriver.accept(r);
+      out.add(r);
+    }
+    return out;
+  }
+
+  /**
+   * Whether the detector watches {@code part}: everything but the totals' RSS (its growth shows in
+   * a part or in the unexplained remainder), the JVM heap (bounded by {@code -Xmx}, and its floor
+   * between collections is garbage) and the detail parts.
+   */
+  private static boolean watched(LedgerSnapshot s, String part) {
+    if (part.equals(MemoryLedger.RSS)
+        || part.equals(MemoryLedger.JVM_HEAP_COMMITTED)
+        || part.equals(MemoryLedger.NATIVE_SLACK)) {
+      return false;
+    }
+    return s.kind(part) != LedgerSnapshot.Kind.DETAIL;
+  }
+
+  /** Whether the native owners explain growth of {@code part}. */
+  private static boolean ownedByNative(String part) {
+    return part.startsWith("native.")
+        || part.startsWith("go.")
+        || part.startsWith("leaked")
+        || part.equals(MemoryLedger.ARROW_JAVA)
+        || part.equals(MemoryLedger.MALLOC_RETAINED)
+        || part.equals(MemoryLedger.UNEXPLAINED);
+  }
+
+  /**
+   * A task pool closed: its peak reserved bytes and its consumers' peaks (consumer name → bytes)
+   * count in the high-water marks. Any thread.
+   */
+  void noteTaskPool(long taskAttemptId, long peak, Map<String, Long> consumers) {
+    synchronized (this) {
+      if (peak > taskPoolPeak) {
+        taskPoolPeak = peak;
+        taskPoolPeakTask = taskAttemptId;
+      }
+      intervalTaskPoolPeak = Math.max(intervalTaskPoolPeak, peak);
+      for (Map.Entry<String, Long> e : consumers.entrySet()) {
+        consumerPeaks.merge(e.getKey(), e.getValue(), Math::max);
+        intervalConsumerPeaks.merge(e.getKey(), e.getValue(), Math::max);
+      }
+    }
+  }
+
+  /**
+   * The figures of the next sample to the driver, and a new interval: {@code ledger.<part>} (the
+   * latest reading), {@code ledgerPeak.<part>} (the highest since the previous call), {@value
+   * #TASK_POOL_PEAK} and {@code consumerPeak.<name>} (the largest {@value #CONSUMERS_PER_SAMPLE}).
+   */
+  synchronized Map<String, Long> takeSampleFigures() {
+    Map<String, Long> out = new LinkedHashMap<>();
+    LedgerSnapshot s = latest;
+    if (s != null) {
+      for (Map.Entry<String, Long> e : s.figures().entrySet()) {
+        out.put(GAUGE_PREFIX + e.getKey(), e.getValue());
+      }
+    }
+    for (Map.Entry<String, Long> e : intervalPeaks.entrySet()) {
+      out.put(INTERVAL_PEAK_PREFIX + e.getKey(), e.getValue());
+    }
+    out.put(TASK_POOL_PEAK, intervalTaskPoolPeak);
+    intervalConsumerPeaks.entrySet().stream()
+        .sorted(Map.Entry.<String, Long>comparingByValue().reversed())
+        .limit(CONSUMERS_PER_SAMPLE)
+        .forEach(e -> out.put(CONSUMER_PEAK_PREFIX + e.getKey(), e.getValue()));
+    intervalPeaks.clear();
+    intervalTaskPoolPeak = 0;
+    intervalConsumerPeaks.clear();
+    return out;
+  }
+
+  /** Each figure's highest value since the last {@link #resetPeaks()} (totals included). */
+  public synchronized Map<String, Long> peaks() {
+    return Collections.unmodifiableMap(new LinkedHashMap<>(peaks));
+  }
+
+  /** The highest peak of a task pool closed since the last {@link #resetPeaks()}; 0 if none. */
+  public synchronized long taskPoolPeak() {
+    return taskPoolPeak;
+  }
+
+  /** The task attempt of {@link #taskPoolPeak()}; -1 if none. */
+  public synchronized long taskPoolPeakTask() {
+    return taskPoolPeakTask;
+  }
+
+  /** Each consumer's highest reserved bytes in a pool closed since the last reset, by name. */
+  public synchronized Map<String, Long> consumerPeaks() {
+    return Collections.unmodifiableMap(new LinkedHashMap<>(consumerPeaks));
+  }
+
+  /** Starts the high-water marks again (e.g. at a stage's start). */
+  public synchronized void resetPeaks() {
+    peaks.clear();
+    taskPoolPeak = 0;
+    taskPoolPeakTask = -1;
+    consumerPeaks.clear();
+    LedgerSnapshot s = latest;
+    if (s != null) {
+      peaks.putAll(s.figures());
+    }
+  }
+
+  /** Task boundaries the growth detector has seen. */
+  public long taskBoundaries() {
+    synchronized (detector) {
+      return detector.samples();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "ExecutorLedger(executor=" + executorId + ", " + settings + ")";
+  }
+}

@@ -1,0 +1,17 @@
+package org.nativepool.spark;
+
+/**
+ * Notified by the executor memory ledger ({@link ExecutorLedger}) instead of polling it: each
+ * threshold crossing, up or down, and each growth report. Register one with {@link
+ * ExecutorLedger#addListener} or by class name with {@value LedgerSettings#LISTENERS}.
+ *
+ * <p>Called on the plugin's reporting thread, one call at a time; keep it short. An exception it
+ * throws is logged and does not stop other listeners or later notifications.
+ */
+public interface LedgerListener {
+  /** A part crossed a threshold. */
+  default void onCrossing(LedgerCrossing crossing) {}
+
+  /** The growth detector reported a part whose floor keeps rising. */
+  default void onGrowth(GrowthReport report) {}
+}

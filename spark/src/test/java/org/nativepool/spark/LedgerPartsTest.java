@@ -1,0 +1,131 @@
+package org.nativepool.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.SparkConf;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The ledger's pure parts, without Spark or the library: a snapshot's sums, the NMT report
+ * parser, and the settings' parsing and refusals.
+ */
+class LedgerPartsTest {
+  private static final long MIB = 1L << 20;
+
+  /** A JDK 17 {@code VM.native_memory summary scale=b} report, abridged. */
+  static final String NMT =
+      "\nNative Memory Tracking:\n\n"
+          + "Total: reserved=8022450915, committed=483853027\n"
+          + "       malloc: 7324387 #3689\n"
+          + "-                 Java Heap (reserved=6320816128, committed=406847488)\n"
+          + "                            (mmap: reserved=6320816128, committed=406847488) \n"
+          + "-                     Class (reserved=1073812207, committed=135919)\n"
+          + "-                    Thread (reserved=14725608, committed=610792)\n"
+          + "                            (stack: reserved=14680064, committed=565248)\n"
+          + "-                      Code (reserved=253665704, committed=7762344)\n"
+          + "-                        GC (reserved=273550641, committed=54086961)\n"
+          + "-                     Other (reserved=3000000, committed=3000000)\n"
+          + "-    Native Memory Tracking (reserved=64360, committed=64360)\n";
+
+  @Test
+  void nmtReportsParseToCommittedBytesByCategory() {
+    Map<String, Long> m = MemoryLedger.parseNmt(NMT);
+    assertEquals(483853027L, m.get("Total"));
+    assertEquals(406847488L, m.get("Java Heap"));
+    assertEquals(610792L, m.get("Thread"));
+    assertEquals(3000000L, m.get("Other"));
+    assertEquals(64360L, m.get("Native Memory Tracking"));
+    assertNull(MemoryLedger.parseNmt("Native memory tracking is not enabled\n"));
+    assertNull(MemoryLedger.parseNmt(null));
+  }
+
+  private static LedgerSnapshot snapshot(long rss) {
+    Map<String, Long> v = new LinkedHashMap<>();
+    Map<String, LedgerSnapshot.Kind> k = new LinkedHashMap<>();
+    v.put("jvm.heap.committed", 100 * MIB);
+    k.put("jvm.heap.committed", LedgerSnapshot.Kind.RESIDENT);
+    v.put("jvm.heap.used", 60 * MIB);
+    k.put("jvm.heap.used", LedgerSnapshot.Kind.DETAIL);
+    v.put("native.allocated", 30 * MIB);
+    k.put("native.allocated", LedgerSnapshot.Kind.RESIDENT);
+    v.put("native.reserved", 50 * MIB);
+    k.put("native.reserved", LedgerSnapshot.Kind.ACCOUNTING);
+    return new LedgerSnapshot(1, rss, v, k);
+  }
+
+  @Test
+  void onlyResidentPartsAreSummedAndTheRestIsUnexplained() {
+    LedgerSnapshot s = snapshot(150 * MIB);
+    assertEquals(130 * MIB, s.explained());
+    assertEquals(20 * MIB, s.unexplained());
+    assertEquals(20 * MIB, s.get(MemoryLedger.UNEXPLAINED));
+    assertEquals(150 * MIB, s.get(MemoryLedger.RSS));
+    assertEquals(-1, s.get("jvm.threads"), "absent part");
+    assertEquals(List.of("jvm.heap.committed", "native.allocated"), s.partsOf(LedgerSnapshot.Kind.RESIDENT));
+    assertEquals(
+        "RSS 150.0 MiB = jvm.heap.committed 100.0 MiB + native.allocated 30.0 MiB"
+            + " + unexplained 20.0 MiB (native.reserved 50.0 MiB)",
+        s.line());
+    assertEquals(-10 * MIB, snapshot(120 * MIB).unexplained(), "committed is not resident");
+    assertTrue(snapshot(120 * MIB).line().contains("unexplained -10.0 MiB"));
+    assertEquals(-1, snapshot(-1).get(MemoryLedger.UNEXPLAINED), "RSS unknown");
+  }
+
+  @Test
+  void aPartWithoutAKindOrNamedLikeATotalIsRefused() {
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new LedgerSnapshot(1, 1, Map.of("x", 1L), Map.of()));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> new LedgerSnapshot(1, 1, Map.of("rss", 1L), Map.of("rss", LedgerSnapshot.Kind.RESIDENT)));
+  }
+
+  @Test
+  void settingsParseThresholdsWithTotalAsTheRss() {
+    SparkConf c =
+        new SparkConf(false)
+            .set(LedgerSettings.THRESHOLDS, "total=6g, unexplained=512m,native.allocated=1048576")
+            .set(LedgerSettings.HYSTERESIS, "0.25")
+            .set(LedgerSettings.GROWTH_WINDOW, "10");
+    LedgerSettings s = LedgerSettings.fromConf(c);
+    assertEquals(
+        List.of(
+            new LedgerSettings.Threshold("rss", 6L << 30),
+            new LedgerSettings.Threshold("unexplained", 512 * MIB),
+            new LedgerSettings.Threshold("native.allocated", MIB)),
+        s.thresholds());
+    assertEquals(0.25, s.hysteresis());
+    assertEquals(10, s.growthWindow());
+    assertEquals(LedgerSettings.DEFAULT_GROWTH_WINDOWS, s.growthWindows());
+    assertEquals(16 * MIB, s.growthMinBytes());
+  }
+
+  @Test
+  void badSettingsAreRefusedNamingTheKey() {
+    for (String[] bad :
+        new String[][] {
+          {LedgerSettings.THRESHOLDS, "total"},
+          {LedgerSettings.THRESHOLDS, "total=lots"},
+          {LedgerSettings.THRESHOLDS, "rss=0"},
+          {LedgerSettings.HYSTERESIS, "1"},
+          {LedgerSettings.HYSTERESIS, "-0.1"},
+          {LedgerSettings.HYSTERESIS, "a"},
+          {LedgerSettings.GROWTH_WINDOW, "0"},
+          {LedgerSettings.GROWTH_MIN_BYTES, "x"},
+        }) {
+      IllegalArgumentException e =
+          assertThrows(
+              IllegalArgumentException.class,
+              () -> LedgerSettings.fromConf(new SparkConf(false).set(bad[0], bad[1])),
+              bad[0] + "=" + bad[1]);
+      assertTrue(e.getMessage().contains(bad[0]), e.getMessage());
+    }
+  }
+}
