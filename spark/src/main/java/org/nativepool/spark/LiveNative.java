@@ -54,6 +54,26 @@ public final class LiveNative {
     return parse(NativeBridge.liveNative0(n));
   }
 
+  /**
+   * The {@code n} largest owners as a growth report names them ({@link GrowthReport#getOwners()}):
+   * {@code consumer @ site: N bytes}, or {@code consumer: N bytes} without a site; empty if the
+   * library cannot answer (the report then names no owner rather than failing).
+   */
+  static List<String> describeTop(int n) {
+    List<Owner> top;
+    try {
+      top = top(n);
+    } catch (RuntimeException e) {
+      return List.of();
+    }
+    List<String> out = new ArrayList<>(top.size());
+    for (Owner o : top) {
+      out.add(
+          o.consumer() + (o.site().isEmpty() ? "" : " @ " + o.site()) + ": " + o.bytes() + " bytes");
+    }
+    return out;
+  }
+
   /** Parses liveNative0's lines ({@code consumer\tsite\tbytes\tbuffers}). */
   static List<Owner> parse(String flat) {
     List<Owner> out = new ArrayList<>();

@@ -205,7 +205,7 @@ public final class NativePoolPlugin implements SparkPlugin {
                 new MemoryLedger(),
                 ctx.metricRegistry(),
                 message -> toDriver(ctx, message),
-                n -> java.util.List.of());
+                LiveNative::describeTop); // the live Go Arrow memory by consumer and site
         l.loadListeners(Thread.currentThread().getContextClassLoader());
         source = NativeLoader.ensureLoaded(s.library());
       } catch (IllegalStateException | IllegalArgumentException e) {

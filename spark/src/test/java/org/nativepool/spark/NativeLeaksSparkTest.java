@@ -92,11 +92,16 @@ class NativeLeaksSparkTest {
     return jsc.parallelize(List.of(1), 1).mapPartitions(body).collect();
   }
 
-  /** The leaks of task {@code task} among the recent ones. */
-  private static List<NativeLeaks.Leak> leaksOf(long task) {
-    return NativeLeaks.recent().stream()
-        .filter(l -> l.taskAttemptId() == task)
-        .collect(Collectors.toList());
+  /**
+   * The leaks of task {@code task} recorded since {@code before} was read (task attempt ids start
+   * over with each SparkContext of the test JVM, so the id alone may match an older test's task).
+   */
+  private static List<NativeLeaks.Leak> leaksOf(long task, List<NativeLeaks.Leak> before) {
+    List<NativeLeaks.Leak> now = new ArrayList<>(NativeLeaks.recent());
+    for (NativeLeaks.Leak old : before) {
+      now.remove(old);
+    }
+    return now.stream().filter(l -> l.taskAttemptId() == task).collect(Collectors.toList());
   }
 
   /** A one-column batch of {@code rows} longs made by {@code alloc}. */
@@ -123,6 +128,7 @@ class NativeLeaksSparkTest {
   @Test
   void anUnclosedReservationIsOneLeakOfItsBytesNamedWithItsConsumerAndCreator() {
     ProcessStats before = NativeBridge.processStats();
+    List<NativeLeaks.Leak> seen = NativeLeaks.recent();
     List<String> warnings;
     long task;
     try (LogCapture log = LogCapture.attach("org.nativepool.bridge")) {
@@ -136,7 +142,7 @@ class NativeLeaksSparkTest {
     assertEquals(0, after.liveTasks());
     assertEquals(0, after.held(), "the task's end gave the 10 MiB back to Spark");
 
-    List<NativeLeaks.Leak> leaks = leaksOf(task);
+    List<NativeLeaks.Leak> leaks = leaksOf(task, seen);
     assertEquals(1, leaks.size(), leaks::toString);
     NativeLeaks.Leak l = leaks.get(0);
     assertEquals("leaky-10mib", l.consumer());
@@ -186,6 +192,7 @@ class NativeLeaksSparkTest {
   @Test
   void aGoCopyEnteredFromJavaAndLeakedNamesItsJavaCallerNotOurCopyFunction() {
     ProcessStats before = NativeBridge.processStats();
+    List<NativeLeaks.Leak> seen = NativeLeaks.recent();
     List<Long> got = runTask(NativeLeaksSparkTest::copyAndLeak);
     long task = got.get(0);
     assertEquals(2, got.size(), "LiveNative.top named the copy's Java caller in the task: " + got);
@@ -193,7 +200,7 @@ class NativeLeaksSparkTest {
 
     ProcessStats after = NativeBridge.processStats();
     assertEquals(before.leaks() + 1, after.leaks(), "the Go allocator's leak, once: " + after);
-    List<NativeLeaks.Leak> leaks = leaksOf(task);
+    List<NativeLeaks.Leak> leaks = leaksOf(task, seen);
     assertEquals(1, leaks.size(), leaks::toString);
     NativeLeaks.Leak l = leaks.get(0);
     assertEquals("copy-op", l.consumer());
@@ -223,11 +230,12 @@ class NativeLeaksSparkTest {
   @Test
   void aGoBatchJavaStillHoldsAtTaskEndIsALeakResidentUntilJavaReleasesIt() {
     ProcessStats before = NativeBridge.processStats();
+    List<NativeLeaks.Leak> seen = NativeLeaks.recent();
     long task = runTask(NativeLeaksSparkTest::exportAndHold).get(0);
 
     ProcessStats after = NativeBridge.processStats();
     assertEquals(before.leaks() + 1, after.leaks(), after::toString);
-    List<NativeLeaks.Leak> leaks = leaksOf(task);
+    List<NativeLeaks.Leak> leaks = leaksOf(task, seen);
     assertEquals(1, leaks.size(), leaks::toString);
     NativeLeaks.Leak l = leaks.get(0);
     assertEquals("exporter", l.consumer());
@@ -256,11 +264,12 @@ class NativeLeaksSparkTest {
   @Test
   void aJavaArrowBufferLeakIsCountedAndResidentUntilItsLateRelease() {
     ProcessStats before = NativeBridge.processStats();
+    List<NativeLeaks.Leak> seen = NativeLeaks.recent();
     long task = runTask(NativeLeaksSparkTest::leakJavaBatch).get(0);
 
     ProcessStats after = NativeBridge.processStats();
     assertEquals(before.leaks() + 1, after.leaks(), after::toString);
-    List<NativeLeaks.Leak> leaks = leaksOf(task);
+    List<NativeLeaks.Leak> leaks = leaksOf(task, seen);
     assertEquals(1, leaks.size(), leaks::toString);
     NativeLeaks.Leak l = leaks.get(0);
     assertEquals(TaskArrowAllocators.JAVA_CONSUMER, l.consumer());
