@@ -135,12 +135,14 @@ func (a *Allocator) Allocate(size int) []byte {
 	if size < 0 {
 		panic(fmt.Sprintf("ffi: Allocate(%d): negative size", size))
 	}
-	return a.allocate("Allocate", size)
+	return a.allocate("Allocate", size, "", 3)
 }
 
-// allocate charges, obtains and records a buffer. The frames above it are
-// Allocate or Reallocate, then their caller: the site skip depends on it.
-func (a *Allocator) allocate(op string, size int) []byte {
+// allocate charges, obtains and records a buffer; with allocation sites on,
+// its site is the stack from skip frames above capture (3 from Allocate: the
+// caller of Allocate; 4 through reallocate) with caller (WithCaller; "" for
+// none).
+func (a *Allocator) allocate(op string, size int, caller string, skip int) []byte {
 	if size == 0 {
 		return []byte{}
 	}
@@ -161,7 +163,7 @@ func (a *Allocator) allocate(op string, size int) []byte {
 	}
 	e := liveBuf{n: n, off: off}
 	if a.sites != nil {
-		e.site = a.sites.capture(3) // from the caller of Allocate or Reallocate
+		e.site = a.sites.capture(skip, caller) // from the caller of Allocate or Reallocate
 	}
 	if stale, replaced := a.live.insert(addr(b), e); replaced {
 		a.dropStale(stale)
@@ -192,11 +194,18 @@ func (a *Allocator) innerAllocate(n int64, size int) []byte {
 // live and still charged. It panics if size is negative or b is not a live
 // buffer of this allocator.
 func (a *Allocator) Reallocate(size int, b []byte) []byte {
+	return a.reallocate(size, b, "")
+}
+
+// reallocate is Reallocate with the foreign caller of WithCaller ("" for
+// none). It must be called directly by a Reallocate method: allocate's skip
+// of 4 counts on it.
+func (a *Allocator) reallocate(size int, b []byte, caller string) []byte {
 	if size < 0 {
 		panic(fmt.Sprintf("ffi: Reallocate(%d): negative size", size))
 	}
 	if cap(b) == 0 {
-		return a.allocate("Reallocate", size)
+		return a.allocate("Reallocate", size, caller, 4)
 	}
 	p := addr(b)
 	if cap(b) >= size {
@@ -217,7 +226,7 @@ func (a *Allocator) Reallocate(size int, b []byte) []byte {
 			a.live.insert(p, old)
 		}
 	}()
-	nb := a.allocate("Reallocate", size)
+	nb := a.allocate("Reallocate", size, caller, 4)
 	restore = false
 	copy(nb, b)
 	a.dispose(b, old)

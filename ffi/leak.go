@@ -13,8 +13,10 @@ import (
 // LeakSite is one allocation stack of a leak report: the live buffers
 // allocated from it and their bytes.
 type LeakSite struct {
-	// Function is the allocating function: the first frame outside this
-	// package, arrow-go and the runtime, with its file and line.
+	// Function is the allocating function: the first frame outside
+	// nativepool's own packages, arrow-go and the runtime, with its file
+	// and line; or, for a call entered from Java whose Go frames are all
+	// internal, the Java caller (Allocator.WithCaller).
 	Function string
 	File     string
 	Line     int
@@ -61,13 +63,28 @@ func (e *LeakError) Error() string {
 			fmt.Fprintf(&b, "; %d more sites", len(e.Sites)-i)
 			break
 		}
-		fmt.Fprintf(&b, "; %s in %d buffers from %s (%s:%d)",
-			pool.HumanReadableSize(s.Bytes), s.Buffers, s.Function, s.File, s.Line)
+		fmt.Fprintf(&b, "; %s in %d buffers from %s",
+			pool.HumanReadableSize(s.Bytes), s.Buffers, s.Name())
 	}
 	if e.Buffers > 0 && e.Sites == nil {
 		b.WriteString("; allocation sites not recorded (use WithAllocationSites(true))")
 	}
 	return b.String()
+}
+
+// Name is the site as one line: "function (file:line)", or the function
+// alone if it has no file.
+func (s LeakSite) Name() string {
+	return siteName(runtime.Frame{Function: s.Function, File: s.File, Line: s.Line})
+}
+
+// TopSite is the name (LeakSite.Name) of the site with the most bytes, or ""
+// without sites.
+func (e *LeakError) TopSite() string {
+	if len(e.Sites) == 0 {
+		return ""
+	}
+	return e.Sites[0].Name()
 }
 
 // Report is Error followed by every site's full stack, one frame per line.
@@ -121,7 +138,7 @@ func (a *Allocator) Leaks() *LeakError {
 	}
 	for id, s := range bySite {
 		s.Stack = a.sites.frames(id)
-		f := allocatingFunction(s.Stack)
+		f := allocatingFunction(s.Stack, a.sites.caller(id))
 		s.Function, s.File, s.Line = f.Function, f.File, f.Line
 		e.Sites = append(e.Sites, *s)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -26,8 +27,8 @@ func leakyOperator(a *ffi.Allocator) {
 // leakyBuilder forgets an array built with an arrow-go builder.
 //
 //go:noinline
-func leakyBuilder(a *ffi.Allocator) {
-	b := array.NewInt64Builder(a)
+func leakyBuilder(mem memory.Allocator) {
+	b := array.NewInt64Builder(mem)
 	b.AppendValues(make([]int64, 10), nil)
 	_ = b.NewInt64Array() // never released
 	b.Release()
@@ -126,4 +127,63 @@ func TestFreeAfterTheReservationWasClosedIsALateFree(t *testing.T) {
 	a.Free(b)
 	assert.Equal(t, int64(1), a.Snapshot().LateFrees)
 	assert.NoError(t, a.Close())
+}
+
+func TestWithCallerNamesTheForeignCallerForAStackOfNativepoolAndArrowFramesOnly(t *testing.T) {
+	// Depth 1 keeps only arrow-go's frame of the builder's allocation: the
+	// recorded Go stack is all internal, as a JNI entry's is.
+	a, _ := newAlloc(t, "copy", 1<<20, ffi.WithAllocationSites(true), ffi.WithSiteDepth(1), ffi.WithLogger((&captureLog{}).logger()))
+	leakyBuilder(a.WithCaller("org.example.Job.run(Job.java:42)"))
+	var leak *ffi.LeakError
+	require.ErrorAs(t, a.Close(), &leak)
+	require.NotEmpty(t, leak.Sites)
+	for _, s := range leak.Sites {
+		assert.Equal(t, "org.example.Job.run", s.Function)
+		assert.Equal(t, "Job.java", s.File)
+		assert.Equal(t, 42, s.Line)
+	}
+	assert.Equal(t, "org.example.Job.run (Job.java:42)", leak.TopSite())
+	assert.Contains(t, leak.Error(), "from org.example.Job.run (Job.java:42)")
+}
+
+// leakyCaller forgets a buffer it allocated from mem.
+//
+//go:noinline
+func leakyCaller(mem memory.Allocator) {
+	_ = mem.Allocate(4096)
+}
+
+func TestWithCallerKeepsTheGoCallerWhenItIsOutsideNativepool(t *testing.T) {
+	a, _ := newAlloc(t, "op", 1<<20, ffi.WithAllocationSites(true), ffi.WithLogger((&captureLog{}).logger()))
+	leakyCaller(a.WithCaller("org.example.Job.run(Job.java:42)"))
+	var leak *ffi.LeakError
+	require.ErrorAs(t, a.Close(), &leak)
+	require.Len(t, leak.Sites, 1)
+	assert.Equal(t, "github.com/nativepool/nativepool/ffi_test.leakyCaller", leak.Sites[0].Function)
+}
+
+func TestWithCallerWithoutSitesIsTheAllocatorItself(t *testing.T) {
+	a, _ := newAlloc(t, "op", 1<<20)
+	assert.Same(t, a, a.WithCaller("org.example.Job.run(Job.java:42)"))
+	b, _ := newAlloc(t, "op", 1<<20, ffi.WithAllocationSites(true))
+	assert.Same(t, b, b.WithCaller(""), "no caller: nothing to add")
+}
+
+func TestLiveSitesGroupsLiveBuffersBySiteLargestFirst(t *testing.T) {
+	a, _ := newAlloc(t, "op", 1<<20, ffi.WithAllocationSites(true), ffi.WithLogger((&captureLog{}).logger()))
+	leakyOperator(a)
+	leakyCaller(a.WithCaller("org.example.Job.run(Job.java:42)"))
+	sites := a.LiveSites()
+	require.Len(t, sites, 2)
+	assert.True(t, strings.HasPrefix(sites[0].Site, "github.com/nativepool/nativepool/ffi_test.leakyOperator ("), sites[0].Site)
+	assert.Equal(t, ffi.LiveSite{Site: sites[0].Site, Bytes: 8192, Buffers: 2}, sites[0])
+	assert.True(t, strings.HasPrefix(sites[1].Site, "github.com/nativepool/nativepool/ffi_test.leakyCaller ("), sites[1].Site)
+	assert.Equal(t, int64(4096), sites[1].Bytes)
+
+	off, _ := newAlloc(t, "off", 1<<20, ffi.WithLogger((&captureLog{}).logger()))
+	assert.Empty(t, off.LiveSites())
+	leakyOperator(off)
+	assert.Equal(t, []ffi.LiveSite{{Bytes: 8192, Buffers: 2}}, off.LiveSites(), "without sites: one total")
+	_ = a.Close()
+	_ = off.Close()
 }

@@ -20,9 +20,10 @@ func defaultConfig() config { return config{depth: 16} }
 
 // WithAllocationSites records the call stack of every allocation (off by
 // default). A leak report then groups live buffers by stack, sorted by bytes,
-// and names the allocating function: the first frame outside this package
-// and arrow-go. It costs a runtime.Callers per Allocate (see
-// bench/RESULTS.md); use it in tests and when hunting a leak.
+// and names the allocating function: the first frame outside nativepool's
+// own packages, arrow-go and the runtime (or the foreign caller given to
+// WithCaller, for a stack that is all ours). It costs a runtime.Callers per
+// Allocate (see bench/RESULTS.md); use it in tests and when hunting a leak.
 func WithAllocationSites(on bool) Option { return func(c *config) { c.sites = on } }
 
 // WithSiteDepth sets how many frames WithAllocationSites keeps per stack

@@ -56,9 +56,19 @@ func (a ffiAllocator) Snapshot() bridge.ArrowSnapshot {
 func (a ffiAllocator) Close() *bridge.ArrowLeak {
 	var leak *ffi.LeakError
 	if err := a.Allocator.Close(); errors.As(err, &leak) {
-		return &bridge.ArrowLeak{Bytes: leak.Bytes + leak.ImportedBytes, Report: leak.Report()}
+		return &bridge.ArrowLeak{Bytes: leak.Bytes + leak.ImportedBytes, Report: leak.Report(), Exports: leak.Exports, Site: leak.TopSite()}
 	}
 	return nil
+}
+
+// LiveBySite implements bridge.ArrowSiteLister.
+func (a ffiAllocator) LiveBySite() []bridge.LiveOwner {
+	sites := a.Allocator.LiveSites()
+	out := make([]bridge.LiveOwner, len(sites))
+	for i, s := range sites {
+		out[i] = bridge.LiveOwner{Site: s.Site, Bytes: s.Bytes, Buffers: int64(s.Buffers)}
+	}
+	return out
 }
 
 // importBatch imports the C Data batch arr (described by sc) into Go,
@@ -140,11 +150,15 @@ func exportBatchAt(b *bridge.Bridge, batch int64, outAddr, outSchemaAddr uintptr
 }
 
 // copyBatch deep-copies a batch into C memory of the allocator of
-// reservation handle res (Bridge.CopyBatch). A refusal also wraps an
+// reservation handle res (Bridge.CopyBatch). With allocation sites on, the
+// copy's buffers are recorded with caller, the Java caller of copyBatch0
+// ("" when Java did not capture one): every Go frame of the copy is
+// nativepool's or arrow-go's, so a leak of the copy names the Java method
+// that asked for it (ffi.Allocator.WithCaller). A refusal also wraps an
 // *ffi.AllocationError naming the consumer.
-func copyBatch(b *bridge.Bridge, res, batch int64) (int64, error) {
+func copyBatch(b *bridge.Bridge, res, batch int64, caller string) (int64, error) {
 	return b.CopyBatch(res, batch, func(a bridge.ArrowAllocator, src arrow.RecordBatch) (arrow.RecordBatch, error) {
-		return copyRecordBatch(a.(ffiAllocator).Allocator, src)
+		return copyRecordBatch(a.(ffiAllocator).WithCaller(caller), src)
 	})
 }
 

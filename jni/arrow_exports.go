@@ -31,7 +31,7 @@ func Java_org_nativepool_spark_NativeBridge_exportBatch0(env *jniEnv, _ jclass, 
 }
 
 //export Java_org_nativepool_spark_NativeBridge_copyBatch0
-func Java_org_nativepool_spark_NativeBridge_copyBatch0(env *jniEnv, _ jclass, res, batch jlong) (h jlong) {
+func Java_org_nativepool_spark_NativeBridge_copyBatch0(env *jniEnv, _ jclass, res, batch jlong, site jstring) (h jlong) {
 	var err error
 	var refusal string
 	defer func() {
@@ -40,7 +40,11 @@ func Java_org_nativepool_spark_NativeBridge_copyBatch0(env *jniEnv, _ jclass, re
 			throwExhausted(env, refusal) // unless a Java exception from an upcall won
 		}
 	}()
-	id, err := copyBatch(process, int64(res), int64(batch))
+	caller, _, err := javaStringToGo(env, site) // null: no site
+	if err != nil {
+		return 0
+	}
+	id, err := copyBatch(process, int64(res), int64(batch), caller)
 	var je *bridge.JavaException
 	if err != nil && !errors.As(err, &je) && errors.Is(err, pool.ErrResourcesExhausted) {
 		refusal, err = err.Error(), nil

@@ -132,7 +132,7 @@ func TestCopyBatchChargesTheReservationUntilTheCopyIsReleased(t *testing.T) {
 	arr, sc := p.export(t, 1, 1000)
 	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	cp, err := copyBatch(f.b, res, in)
+	cp, err := copyBatch(f.b, res, in, "")
 	require.NoError(t, err)
 	require.NoError(t, f.b.ReleaseBatch(in))
 	assert.Equal(t, 0, p.mem.CurrentAlloc(), "the copy does not pin the producer's buffers")
@@ -170,7 +170,7 @@ func TestCopyBatchChargesItsOwnReservationAndLeavesTheHandlesSizeAlone(t *testin
 	arr, sc := p.export(t, 1, 1000)
 	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	cp, err := copyBatch(f.b, res, in)
+	cp, err := copyBatch(f.b, res, in, "")
 	require.NoError(t, err)
 
 	size, err := f.b.Size(res)
@@ -206,7 +206,7 @@ func TestReleaseBatchTwiceIsIllegalStateAndReleasesNothingTwice(t *testing.T) {
 	err = f.b.ReleaseBatch(h)
 	require.EqualError(t, err, fmt.Sprintf("nativepool: batch handle 0x%x is closed: stale handle", uint64(h)))
 	assert.Equal(t, bridge.ThrowIllegalState, bridge.Classify(err))
-	_, err = copyBatch(f.b, res, h)
+	_, err = copyBatch(f.b, res, h, "")
 	assert.Equal(t, bridge.ThrowIllegalState, bridge.Classify(err))
 	out, outSchema := cStructs(t)
 	assert.Equal(t, bridge.ThrowIllegalState, bridge.Classify(exportBatch(f.b, h, out, outSchema)))
@@ -242,7 +242,7 @@ func TestACopyThePoolRefusesWrapsResourcesExhaustedAndChargesNothing(t *testing.
 	arr, sc := p.export(t, 0, 1000)
 	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	_, err = copyBatch(f.b, res, in)
+	_, err = copyBatch(f.b, res, in, "")
 	require.ErrorIs(t, err, pool.ErrResourcesExhausted)
 	assert.Regexp(t, `^nativepool: copyBatch into small#\d+: arrow/concat: ffi: Allocate\(8000\) for small#\d+ with 0 bytes allocated: Resources exhausted`, err.Error())
 	s := f.stats(t, res)
@@ -256,7 +256,7 @@ func TestACopyThePoolRefusesWrapsResourcesExhaustedAndChargesNothing(t *testing.
 	f.up.requireSane(t)
 }
 
-func TestClosingAReservationReportsItsLeakedBatchWithTheAllocatingFunctionAndReleasesIt(t *testing.T) {
+func TestClosingAReservationReportsItsLeakedBatchWithItsCallerNotOurCopyAndReleasesIt(t *testing.T) {
 	f := newArrowFixture(t, 1<<30)
 	f.b.ConfigureArrow(bridge.ArrowSettings{AllocationSites: true})
 	p := newProducer()
@@ -264,14 +264,22 @@ func TestClosingAReservationReportsItsLeakedBatchWithTheAllocatingFunctionAndRel
 	arr, sc := p.export(t, 0, 1000)
 	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	cp, err := copyBatch(f.b, res, in)
+	cp, err := copyBatch(f.b, res, in, "")
 	require.NoError(t, err)
 	require.Positive(t, f.up.Held())
 
 	require.NoError(t, f.b.CloseReservation(res))
 	leak := f.logs.lines("ffi: leak at Close")
 	require.Len(t, leak, 1, f.logs.String())
-	assert.Regexp(t, `consumer=leaky#\d+ .*leaked 1 buffers .*1 imported batches .* from github.com/nativepool/nativepool/jni.copyRecordBatch`, leak[0])
+	// The first frame outside nativepool's own packages: this test (a caller), not jni.copyRecordBatch.
+	assert.Regexp(t, `consumer=leaky#\d+ .*leaked 1 buffers .*1 imported batches .* from github.com/nativepool/nativepool/jni.TestClosingAReservationReportsItsLeakedBatchWithItsCallerNotOurCopyAndReleasesIt `, leak[0])
+	assert.NotContains(t, leak[0], "copyRecordBatch")
+	leaks := f.b.RecentLeaks()
+	require.Len(t, leaks, 1)
+	assert.Equal(t, "leaky", leaks[0].Consumer)
+	assert.Equal(t, bridge.LeakArrow, leaks[0].Kind)
+	assert.Contains(t, leaks[0].Site, "jni.TestClosingAReservationReportsItsLeakedBatchWithItsCallerNotOurCopyAndReleasesIt (")
+	assert.Equal(t, int64(1), f.b.ProcessStats().Leaks, "counted in the process leaks too")
 	assert.Len(t, f.logs.lines("nativepool: Arrow batches never released; released at allocator close"), 1)
 	assert.Equal(t, int64(0), f.up.Held(), "the charge went back before the reservation closed")
 	assert.Equal(t, 0, p.mem.CurrentAlloc(), "the leaked import was released: the producer got its buffers back")
@@ -293,7 +301,7 @@ func TestClosingThePoolClosesTheAllocatorsOfReservationsStillOpen(t *testing.T) 
 	arr, sc := p.export(t, 0, 100)
 	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	cp, err := copyBatch(f.b, res, in)
+	cp, err := copyBatch(f.b, res, in, "")
 	require.NoError(t, err)
 
 	require.NoError(t, f.b.ClosePool(f.pool))
@@ -325,7 +333,7 @@ func TestAnExportUnreleasedAtTaskEndLingersOnTheBooksUntilItsLateReleaseFreesIt(
 	arr, sc := p.export(t, 0, 1000)
 	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	cp, err := copyBatch(f.b, res, in)
+	cp, err := copyBatch(f.b, res, in, "")
 	require.NoError(t, err)
 	out, outSchema := cStructs(t)
 	require.NoError(t, exportBatch(f.b, cp, out, outSchema))
@@ -380,7 +388,7 @@ func TestConcurrentImportsCopiesExportsAndReleasesKeepSparkAndTheBooksEqual(t *t
 				if err != nil {
 					return err
 				}
-				cp, err := copyBatch(f.b, res, in)
+				cp, err := copyBatch(f.b, res, in, "")
 				if err != nil {
 					return err
 				}

@@ -73,6 +73,11 @@ type ArrowLeak struct {
 	// Report names the consumer, what is held and, when recorded, the
 	// allocation sites (ffi.LeakError.Report).
 	Report string
+	// Exports is the number of exported batches Java had not released.
+	Exports int
+	// Site is the allocating function of the most bytes
+	// (ffi.LeakError.TopSite), or "" when sites are not recorded.
+	Site string
 }
 
 // Drift is one sample of the process's resident set against what the Go
@@ -487,8 +492,9 @@ func (b *Bridge) closeArrowOfPool(tp *taskPool) {
 // which frees their memory (late frees, charge already returned) and calls
 // the producers of imported batches back. What is still held after that
 // (exports Java has not released) lingers: counted by ProcessArrowStats
-// (ArrowPStatLingering) with its owner until freed. It returns the leak, or
-// nil.
+// (ArrowPStatLingering) with its owner until freed, and in LeakedResident.
+// The leak is recorded (RecordLeak, kind LeakArrow or LeakExport) with what
+// lingers as its resident bytes. It returns the leak, or nil.
 func (b *Bridge) finishArrowClose(rh *reservationHandle) *ArrowLeak {
 	s := &rh.arrow
 	s.mu.Lock()
@@ -520,15 +526,25 @@ func (b *Bridge) finishArrowClose(rh *reservationHandle) *ArrowLeak {
 		b.logger.Warn("nativepool: Arrow batches never released; released at allocator close",
 			"consumer", rh.r.Consumer().String(), "task", rh.tp.taskID, "batches", released)
 	}
+	var resident int64
 	if a != nil {
 		if sn := a.Snapshot(); holds(sn) {
 			// Java still reads these (an export into an allocator the task's
 			// end does not close): freeing them would be a use after free.
 			b.arrow.linger(rh, a)
+			resident = sn.Allocated + sn.Imported
 			b.logger.Warn("nativepool: Arrow memory outlives its task; kept on the books until freed",
 				"consumer", rh.r.Consumer().String(), "task", rh.tp.taskID,
 				"bytes", sn.Allocated, "exports", sn.ExportsLive, "imported_bytes", sn.Imported)
 		}
+	}
+	if leak != nil {
+		kind := LeakArrow
+		if leak.Exports > 0 {
+			kind = LeakExport
+		}
+		_ = b.RecordLeak(Leak{TaskAttemptID: rh.tp.taskID, Consumer: rh.r.Consumer().Name(), Kind: kind,
+			Bytes: leak.Bytes, Site: leak.Site, Resident: resident})
 	}
 	return leak
 }

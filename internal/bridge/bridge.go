@@ -43,6 +43,7 @@ type Bridge struct {
 	arrow        arrowState   // Arrow batches and allocators (arrow.go); zero value ready
 	rts          runtimeState // the process's own memory (goruntime.go)
 	spills       spillLedger  // engines' spill bytes for Spark's task metrics (spills.go)
+	leaks        leakBook     // leaks at task end, every kind (leaks.go); zero value ready
 
 	// mu guards the process totals. Lock order: mu, then a pool's own lock
 	// (Stats); never the reverse, and never across an upcall.
@@ -59,11 +60,10 @@ type Bridge struct {
 	retired retiredTotals
 }
 
-// retiredTotals accumulates what retired pools contributed, plus the leaks
-// of every closed pool. Guarded by Bridge.mu.
+// retiredTotals accumulates what retired pools contributed (leaks are
+// counted by Bridge.leaks). Guarded by Bridge.mu.
 type retiredTotals struct {
 	upstreamCalls, spillRequests, spillBytesFreed, lateReleases int64
-	leaks, leakedBytes                                          int64
 	// peak is the highest Peak any pool reached, updated at retirement and
 	// by ProcessStats.
 	peak int64
@@ -327,16 +327,19 @@ func (b *Bridge) newTaskPool(taskID int64, kind int32, poolSize, chunk int64, up
 	return tp
 }
 
-// markClosed records that tp's pool closed; it retires tp if no
-// reservation handle is left.
+// markClosed records that tp's pool closed, and its leak, one per consumer
+// still holding bytes (Go reservations: Java's own are recorded by Java
+// before the pool closes, leaks.go); it retires tp if no reservation handle
+// is left.
 func (b *Bridge) markClosed(tp *taskPool, leak *pool.LeakError) {
+	if leak != nil {
+		for _, c := range leak.Consumers {
+			_ = b.RecordLeak(Leak{TaskAttemptID: tp.taskID, Consumer: c.Name, Kind: LeakReservation, Bytes: c.Bytes})
+		}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	tp.closed = true
-	if leak != nil {
-		b.retired.leaks++
-		b.retired.leakedBytes += leak.Bytes
-	}
 	if tp.reservations == 0 {
 		b.retireLocked(tp)
 	}
@@ -618,6 +621,8 @@ func EncodeConsumerPeaks(peaks map[string]int64) string {
 // is one consistent snapshot of the set of pools (each pool's own figures
 // are read one pool at a time).
 func (b *Bridge) ProcessStats() ProcessStats {
+	leaks, leaked := b.leakTotals()
+	resident := b.LeakedResident()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := &b.retired
@@ -626,8 +631,9 @@ func (b *Bridge) ProcessStats() ProcessStats {
 		SpillRequests:   r.spillRequests,
 		SpillBytesFreed: r.spillBytesFreed,
 		LateReleases:    r.lateReleases,
-		Leaks:           r.leaks,
-		LeakedBytes:     r.leakedBytes,
+		Leaks:           leaks,
+		LeakedBytes:     leaked,
+		LeakedResident:  resident,
 	}
 	for tp := range b.mu.tasks {
 		st := tp.unified.Stats()

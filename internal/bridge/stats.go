@@ -96,6 +96,7 @@ const (
 	PStatGoStacks
 	PStatGoGCMeta
 	PStatGoOther
+	PStatLeakedResident
 	PStatCount // length of the array
 )
 
@@ -132,6 +133,7 @@ var processStatFields = [PStatCount]statField[ProcessStats]{
 	PStatGoStacks:            {"GO_STACKS", "goroutine and runtime thread stacks (heap/stacks + os-stacks); -1 = unknown", func(s ProcessStats) int64 { return s.GoStacks }},
 	PStatGoGCMeta:            {"GO_GC_META", "the Go runtime's GC and allocator metadata (metadata/*); -1 = unknown", func(s ProcessStats) int64 { return s.GoGCMeta }},
 	PStatGoOther:             {"GO_OTHER", "the rest of the Go runtime's memory (profiling buckets, other); -1 = unknown", func(s ProcessStats) int64 { return s.GoOther }},
+	PStatLeakedResident:      {"LEAKED_RESIDENT", "bytes of leaks still allocated after their task (lingering Go exports and buffers, Java leaked Arrow buffers), until freed", func(s ProcessStats) int64 { return s.LeakedResident }},
 }
 
 // poolStatsArray lays out a unified pool's snapshot as poolStats0 returns it.
@@ -155,8 +157,11 @@ type ProcessStats struct {
 	SpillRequests   int64 // reclaim calls
 	SpillBytesFreed int64 // bytes released to Spark by reclaim calls
 	LateReleases    int64 // shrinks after a pool closed
-	Leaks           int64 // pools closed with bytes still reserved
-	LeakedBytes     int64 // bytes those pools still had reserved
+	Leaks           int64 // leaks at task end, every kind, one per owner (leaks.go)
+	LeakedBytes     int64 // bytes those owners still held
+	// LeakedResident is a gauge: bytes of leaks still allocated after their
+	// task, until freed (Bridge.LeakedResident).
+	LeakedResident int64
 
 	// The process's own memory (goruntime.go, procpeak.go).
 	GoMemoryLimit       int64 // the Go soft memory limit; 0 = none

@@ -22,6 +22,10 @@ final class NativeBridge {
   static native void configure0(boolean logging, long[] thresholds);
   static native void configureRuntime0(long mallocMmapThreshold, long goMemoryLimit, long memoryOverhead);
   static native void configureLog0(String levels);
+  static native void reportLeak0(long taskAttemptId, String consumer, String kind, long bytes, long resident, String site);
+  static native void leakResident0(long bytes);
+  static native String recentLeaks0();
+  static native String liveNative0(int max);
   /** Test-only: a slog record (level in slog's numbers) made on a new goroutine; task -1 = none. */
   static native void goroutineLog0(long task, int level, String message, boolean exitThread);
   /** Test-only: throws IllegalStateException("pending"), then makes a record on this thread. */

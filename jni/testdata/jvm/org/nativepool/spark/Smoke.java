@@ -181,7 +181,7 @@ public class Smoke {
     NativeBridge.configureRuntime0(128 << 10, 256L << 20, 0);
 
     long[] ps = NativeBridge.processStats0();
-    check(ps.length == 27 && ps[0] == 1, "processStats " + Arrays.toString(ps));
+    check(ps.length == 28 && ps[0] == 1, "processStats " + Arrays.toString(ps));
     check(ps[21] >= 0, "MALLOC_RETAINED (mallinfo2 on glibc, index 21): " + ps[21]);
     boolean userEnv = System.getenv("MALLOC_MMAP_THRESHOLD_") != null;
     check(ps[12] == 256L << 20, "GO_MEMORY_LIMIT set by configureRuntime0: " + ps[12]);
@@ -205,6 +205,26 @@ public class Smoke {
     NativeBridge.closeReservation0(r2);
     ps = NativeBridge.processStats0();
     check(ps[0] == 0 && ps[10] == 1 && ps[9] >= 1, "processStats after close " + Arrays.toString(ps));
+
+    // leaks: Java's own reports count with Go's, and are listed with the Go ones
+    long leaksBefore = ps[10];
+    NativeBridge.reportLeak0(77, "java-op", "reservation", 1000, 0, "a.B.c(B.java:7)");
+    NativeBridge.reportLeak0(77, "java-arrow", "java-arrow", 64, 64, null);
+    NativeBridge.leakResident0(64);
+    ps = NativeBridge.processStats0();
+    check(ps[10] == leaksBefore + 2 && ps[27] == 64, "Java leaks counted, resident: " + Arrays.toString(ps));
+    String recent = NativeBridge.recentLeaks0();
+    check(recent.endsWith("77\tjava-op\treservation\t1000\t0\ta.B.c(B.java:7)\n77\tjava-arrow\tjava-arrow\t64\t64\t\n"), "recentLeaks0: " + recent);
+    t = thrown(() -> NativeBridge.reportLeak0(77, "x", "nonsense", 1, 0, null));
+    check(t instanceof IllegalArgumentException, "unknown leak kind -> IAE: " + t);
+    t = thrown(() -> NativeBridge.reportLeak0(77, null, "reservation", 1, 0, null));
+    check(t instanceof IllegalArgumentException, "null consumer -> IAE: " + t);
+    t = thrown(() -> NativeBridge.leakResident0(-1));
+    check(t instanceof IllegalArgumentException, "negative resident -> IAE: " + t);
+    NativeBridge.leakResident0(0);
+    check(NativeBridge.liveNative0(10).isEmpty(), "liveNative0 without Arrow allocators: empty");
+    t = thrown(() -> NativeBridge.liveNative0(-1));
+    check(t instanceof IllegalArgumentException, "liveNative0(-1) -> IAE: " + t);
 
     // many short-lived Java threads: each binds a Go M on its first call and drops it at exit
     long p3 = NativeBridge.openPool0(9, 1, 0, 0, new Up());

@@ -151,8 +151,10 @@ public final class NativeBridge {
 
   /**
    * Deep-copies a batch into buffers the reservation's allocator makes (Go-charged); a new handle.
+   * {@code site}: the Java caller ({@link CallerSites}), or null; with allocation sites on, the
+   * copy's buffers are recorded as allocated there.
    */
-  static native long copyBatch0(long res, long batch);
+  static native long copyBatch0(long res, long batch, String site);
 
   /** Releases a batch handle; a second release throws IllegalStateException. */
   static native void releaseBatch0(long batch);
@@ -168,6 +170,23 @@ public final class NativeBridge {
 
   /** Closes the reservation's allocator now; returns its leak report, or null. */
   static native String closeArrow0(long res);
+
+  /**
+   * Records a leak Java found at a task's end: counted in {@link ProcessStat#LEAKS} and {@link
+   * ProcessStat#LEAKED_BYTES}, logged at WARN, listed by {@link NativeLeaks#recent()}. {@code
+   * kind}: one of {@link NativeLeaks.Kind}'s codes; {@code site} may be null.
+   */
+  static native void reportLeak0(
+      long taskAttemptId, String consumer, String kind, long bytes, long resident, String site);
+
+  /** Sets what Java's leaked Arrow buffers still hold (part of LEAKED_RESIDENT). */
+  static native void leakResident0(long bytes);
+
+  /** The last leaks recorded (at most 256), one per line: see jni/API.md "Leaks". */
+  static native String recentLeaks0();
+
+  /** Live Go Arrow memory by consumer and site, largest first, one per line: jni/API.md. */
+  static native String liveNative0(int max);
 
   // Public entry points for org.nativepool.spark.arrow (NativeBatch, NativeArrow): the reservation
   // is guarded for the length of the call, as NativeReservation's own methods do. Batch handles
@@ -188,11 +207,15 @@ public final class NativeBridge {
     exportBatch0(batch, arrayAddr, schemaAddr);
   }
 
-  /** {@link #copyBatch0} on a guarded reservation. */
+  /**
+   * {@link #copyBatch0} on a guarded reservation, with the Java caller as the copy's allocation site
+   * when sites are on.
+   */
   public static long copyBatch(NativeReservation res, long batch) {
+    String site = CallerSites.capture();
     res.enter();
     try {
-      return copyBatch0(res.handle(), batch);
+      return copyBatch0(res.handle(), batch, site);
     } finally {
       res.exit();
     }
@@ -230,6 +253,30 @@ public final class NativeBridge {
   public static void configureArrow(boolean allocationSites) {
     ensureLoaded();
     configureArrow0(allocationSites);
+    CallerSites.setEnabled(allocationSites);
+  }
+
+  /**
+   * Records a leak found on the Java side at a task's end, for {@code org.nativepool.spark.arrow}
+   * (see {@link #reportLeak0}); never throws for a bad figure (it is logged instead): a leak report
+   * must not fail the task's end.
+   *
+   * @param kind one of {@link NativeLeaks.Kind}
+   * @param site the Java caller that allocated or reserved, or null
+   */
+  public static void reportLeak(
+      long taskAttemptId, String consumer, NativeLeaks.Kind kind, long bytes, long resident,
+      String site) {
+    NativeLeaks.report(taskAttemptId, consumer, kind, bytes, resident, site);
+  }
+
+  /**
+   * Sets what Java's leaked Arrow buffers still hold after their tasks (part of {@link
+   * ProcessStat#LEAKED_RESIDENT}), for {@code org.nativepool.spark.arrow}.
+   */
+  public static void setJavaLeakResident(long bytes) {
+    ensureLoaded();
+    leakResident0(Math.max(0, bytes));
   }
 
   /** {@link #closeArrow0} on a guarded reservation. */

@@ -90,6 +90,7 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
           ProcessStat.LATE_RELEASES.gaugeName(),
           ProcessStat.LEAKS.gaugeName(),
           ProcessStat.LEAKED_BYTES.gaugeName(),
+          ProcessStat.LEAKED_RESIDENT.gaugeName(),
           ExecutorLedger.GAUGE_PREFIX + MemoryLedger.RSS,
           ExecutorLedger.GAUGE_PREFIX + MemoryLedger.UNEXPLAINED,
           ProcessStat.GO_MAPPED.gaugeName(),

@@ -205,7 +205,7 @@ public final class NativePoolPlugin implements SparkPlugin {
                 new MemoryLedger(),
                 ctx.metricRegistry(),
                 message -> toDriver(ctx, message),
-                n -> java.util.List.of());
+                LiveNative::describeTop); // the live Go Arrow memory by consumer and site
         l.loadListeners(Thread.currentThread().getContextClassLoader());
         source = NativeLoader.ensureLoaded(s.library());
       } catch (IllegalStateException | IllegalArgumentException e) {
@@ -220,6 +220,7 @@ public final class NativePoolPlugin implements SparkPlugin {
       NativeLog.configure(NativePoolSettings.logLevel(ctx.conf())); // first: Go's records reach log4j
       NativeBridge.configure0(s.logging(), s.thresholds());
       NativeBridge.configureArrow0(s.allocationSites());
+      CallerSites.setEnabled(s.allocationSites()); // the Java callers, for Go's sites and leaks
       NativeBridge.configureRuntime0(
           s.mallocMmapThreshold(), s.goMemoryLimit(), s.memoryOverhead());
       long baselineRss = NativeBridge.processArrowStats0()[ArrowProcessStat.RSS.ordinal()];

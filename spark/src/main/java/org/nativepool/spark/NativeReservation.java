@@ -83,13 +83,20 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
   /** The refusal text of the last tryGrow, or null if it succeeded. */
   private volatile String lastRefusal;
 
+  /**
+   * The Java caller that created this reservation ({@link CallerSites}), or null when allocation
+   * sites were off; a leak at the task's end names it.
+   */
+  private final String site;
+
   NativeReservation(
       TaskPool pool,
       long handle,
       String name,
       boolean canSpill,
       NativeSpiller spiller,
-      long quantum) {
+      long quantum,
+      String site) {
     super(pool); // every native call on this reservation is a call on its pool too
     this.pool = pool;
     this.handle = handle;
@@ -97,6 +104,15 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
     this.canSpill = canSpill;
     this.spiller = spiller;
     this.account = new LocalSlackAccount(quantum);
+    this.site = site;
+  }
+
+  /**
+   * Where this reservation was created, {@code pkg.Class.method(File.java:42)}, when allocation
+   * sites were on ({@value NativePoolSettings#ALLOCATION_SITES}); null otherwise.
+   */
+  public String site() {
+    return site;
   }
 
   /** The consumer name given at creation (it appears in the pool's refusal and leak reports). */
@@ -346,10 +362,22 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
 
   /**
    * {@link #close()} from the pool's close, once no call is in flight on the pool: the only calls
-   * left to drain are ones being refused by the closed pool, so the wait is momentary.
+   * left to drain are ones being refused by the closed pool, so the wait is momentary. Bytes still
+   * reserved are a leak ({@link NativeLeaks.Kind#RESERVATION}): counted, logged and listed with
+   * this reservation's name and creation site.
    */
   void closeWithPool() {
     if (awaitClosed()) {
+      long leaked;
+      synchronized (lock) {
+        leaked = account.used();
+      }
+      if (leaked > 0) {
+        // What the user reserved and never gave back (not the Go size, which includes the local
+        // slack). Recorded here: the Go pool never sees it, this close gives the bytes back first.
+        NativeLeaks.report(
+            pool.taskAttemptId(), name, NativeLeaks.Kind.RESERVATION, leaked, 0, site);
+      }
       closeHandle();
     }
   }

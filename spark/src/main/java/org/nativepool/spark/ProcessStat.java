@@ -29,9 +29,12 @@ public enum ProcessStat {
   SPILL_BYTES_FREED("sparkSpillBytesFreed"),
   /** Releases after a pool closed, cumulative. */
   LATE_RELEASES("lateReleases"),
-  /** Pools closed with bytes still reserved, cumulative. */
+  /**
+   * Leaks at task end, cumulative: every kind, one per owner (an unclosed reservation, a Go Arrow
+   * allocator with buffers, exports Java still held, Java Arrow buffers); see {@link NativeLeaks}.
+   */
   LEAKS("leaks"),
-  /** Bytes those pools still had reserved, cumulative. */
+  /** Bytes those owners still held at their task's end, cumulative. */
   LEAKED_BYTES("leakedBytes"),
   /**
    * The Go runtime's soft memory limit ({@code debug.SetMemoryLimit}, from {@value
@@ -77,7 +80,13 @@ public enum ProcessStat {
   /** The Go runtime's GC and allocator metadata ({@code metadata/*}); -1 = unknown. */
   GO_GC_META("goGcMeta"),
   /** The rest of the Go runtime's memory (profiling buckets, other); -1 = unknown. */
-  GO_OTHER("goOther");
+  GO_OTHER("goOther"),
+  /**
+   * Bytes of leaks still allocated after their task (Go exports Java still holds, Go buffers they
+   * pin, Java Arrow buffers never released), going down as they are freed. Reservation leaks are
+   * accounting only and never count here; see {@link NativeLeaks}.
+   */
+  LEAKED_RESIDENT("leakedResident");
 
   private final String gaugeName;
 

@@ -144,4 +144,9 @@ public final class ProcessStats extends NativeStats<ProcessStat> {
   public long goOther() {
     return get(ProcessStat.GO_OTHER);
   }
+
+  /** {@link ProcessStat#LEAKED_RESIDENT}. */
+  public long leakedResident() {
+    return get(ProcessStat.LEAKED_RESIDENT);
+  }
 }

@@ -210,7 +210,9 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
   }
 
   /**
-   * Registers a new consumer in the pool and returns its empty reservation.
+   * Registers a new consumer in the pool and returns its empty reservation. With allocation sites
+   * on ({@value NativePoolSettings#ALLOCATION_SITES}) the caller is recorded ({@link
+   * NativeReservation#site()}), so a leak of the reservation names it.
    *
    * @param name the consumer name used in refusal and leak reports
    * @param canSpill whether the fair_unified pool counts it among spillable consumers
@@ -225,6 +227,7 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
       throw new IllegalArgumentException(
           "nativepool: consumer '" + name + "' has a spiller but canSpill is false");
     }
+    String site = CallerSites.capture(); // null unless allocation sites are on
     long q = chunkSize > 0 ? reservationSlack : 0;
     // With local slack, Go calls a wrapper that gives the slack back before the user's spiller.
     NativeReservation.SlackFirstSpiller wrapped =
@@ -234,7 +237,7 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
       long h =
           NativeBridge.newReservation0(
               handle, name, canSpill, wrapped != null ? wrapped : spiller);
-      NativeReservation r = new NativeReservation(this, h, name, canSpill, spiller, q);
+      NativeReservation r = new NativeReservation(this, h, name, canSpill, spiller, q, site);
       if (wrapped != null) {
         wrapped.bind(r);
       }
@@ -361,7 +364,8 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
 
   /**
    * Closes every reservation still open, then this pool handle; the task's last handle returns
-   * everything the pool still holds to Spark. Idempotent (a close already under way, such as the
+   * everything the pool still holds to Spark. A reservation still holding bytes is a leak, counted
+   * and logged with its name ({@link NativeLeaks}). Idempotent (a close already under way, such as the
    * task-end close waiting for calls, is left to finish). Refuses instead of closing under a call:
    * see the class comment. If closing a reservation throws (an exception of Spark's {@code
    * releaseMemory}), the rest is closed anyway and the first failure is thrown afterwards, the

@@ -135,7 +135,7 @@ class CloseWhileWaitingInSparkTest {
   /**
    * An explicit close while B's tryGrow waits in Spark is refused and closes nothing: the pool,
    * its reservation and the Go pool stay open, the grant lands in the open pool when Spark gives
-   * it, and a later close returns it. No leak is reported.
+   * it, and a later close returns it. The reservation, still open then, is one leak of its 16 MiB.
    */
   @Test
   void closeWhileATryGrowWaitsInSparkIsRefusedAndClosesNothing() throws Exception {
@@ -163,14 +163,16 @@ class CloseWhileWaitingInSparkTest {
     assertTrue(poolB.isClosed() && b.isClosed());
     assertTaskBHoldsNothing();
     ProcessStats after = NativeBridge.processStats();
-    assertEquals(before.leaks(), after.leaks(), "no leak reported: " + after);
-    assertEquals(before.leakedBytes(), after.leakedBytes(), after::toString);
+    // The grant landed in the open pool and the reservation, left open by its user, held it when
+    // the pool closed: one leak of what the user reserved, counted once (issue 13 item 4).
+    assertEquals(before.leaks() + 1, after.leaks(), "one leak, the open reservation: " + after);
+    assertEquals(before.leakedBytes() + 16 * MIB, after.leakedBytes(), after::toString);
   }
 
   /**
    * The task-end close (what the completion listener runs) waits for B's tryGrow in Spark, then
    * closes: the grant lands in the open pool and goes back with the close, so Spark's figure and
-   * ours are equal while it waits and both are 0 when it returns; nothing is reported as leaked.
+   * ours are equal while it waits and both are 0 when it returns; the open reservation is one leak.
    */
   @Test
   void taskEndCloseWaitsForATryGrowInSparkThenReturnsItsGrant() throws Exception {
@@ -192,8 +194,10 @@ class CloseWhileWaitingInSparkTest {
     assertTaskBHoldsNothing();
     assertEquals(0, upB.lateReleases(), "the upstream was open for every release");
     ProcessStats after = NativeBridge.processStats();
-    assertEquals(before.leaks(), after.leaks(), "no leak reported: " + after);
-    assertEquals(before.leakedBytes(), after.leakedBytes(), after::toString);
+    // The grant landed in the open pool and the reservation, left open by its user, held it when
+    // the pool closed: one leak of what the user reserved, counted once (issue 13 item 4).
+    assertEquals(before.leaks() + 1, after.leaks(), "one leak, the open reservation: " + after);
+    assertEquals(before.leakedBytes() + 16 * MIB, after.leakedBytes(), after::toString);
   }
 
   /**
@@ -201,7 +205,7 @@ class CloseWhileWaitingInSparkTest {
    * completion listeners that {@link TaskPool#open(org.apache.spark.TaskContext, PoolKind, long,
    * long)} registered while task C's tryGrow waits in Spark on a thread of the task. The listeners
    * return only after that call, and Spark's leak check then finds nothing: Spark's figure and
-   * ours are 0, and no leak is reported.
+   * ours are 0; the reservation left open is one leak of its grant.
    */
   @Test
   void taskCompletionWhileATryGrowWaitsInSparkLeavesNothingForSparksLeakCheck() throws Exception {
@@ -227,8 +231,10 @@ class CloseWhileWaitingInSparkTest {
     assertEquals(0, tmmC.cleanUpAllAllocatedMemory(), "Spark's leak check");
     ProcessStats after = NativeBridge.processStats();
     assertEquals(before.liveTasks(), after.liveTasks(), "task C's Go task pool is gone: " + after);
-    assertEquals(before.leaks(), after.leaks(), "no leak reported: " + after);
-    assertEquals(before.leakedBytes(), after.leakedBytes(), after::toString);
+    // The grant landed in the open pool and the reservation, left open by its user, held it when
+    // the pool closed: one leak of what the user reserved, counted once (issue 13 item 4).
+    assertEquals(before.leaks() + 1, after.leaks(), "one leak, the open reservation: " + after);
+    assertEquals(before.leakedBytes() + 16 * MIB, after.leakedBytes(), after::toString);
   }
 
   /** A task context over {@code tmm} without a SparkContext, as Spark's own suites build one. */

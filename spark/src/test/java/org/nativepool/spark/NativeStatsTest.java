@@ -48,7 +48,7 @@ class NativeStatsTest {
             + " leakedBytes=12, goMemoryLimit=13, goBaseline=14, goMapped=15, goPeak=16,"
             + " goHeapReturns=17, goHeapReturnedBytes=18, vmHwm=19, cgroupPeak=20,"
             + " mallocMmapThreshold=21, mallocRetained=22, goHeapInUse=23, goHeapIdle=24, goStacks=25,"
-            + " goGcMeta=26, goOther=27)",
+            + " goGcMeta=26, goOther=27, leakedResident=28)",
         new ProcessStats(allProcessFigures()).toString());
   }
 

@@ -38,11 +38,14 @@ import org.nativepool.spark.NativeReservation;
 public final class NativeBatch implements AutoCloseable {
   private final long handle;
   private final String origin;
+  /** The name of the consumer whose Go allocator holds the batch. */
+  private final String consumer;
   private final AtomicBoolean closed = new AtomicBoolean();
 
-  private NativeBatch(long handle, String origin) {
+  private NativeBatch(long handle, String origin, String consumer) {
     this.handle = handle;
     this.origin = origin;
+    this.consumer = consumer;
   }
 
   /**
@@ -72,7 +75,7 @@ public final class NativeBatch implements AutoCloseable {
       try {
         Data.exportVectorSchemaRoot(producerAllocator, root, null, arr, schema);
         long h = NativeBridge.importBatch(res, arr.memoryAddress(), schema.memoryAddress());
-        return new NativeBatch(h, "imported into '" + res.name() + "'");
+        return new NativeBatch(h, "imported into '" + res.name() + "'", res.name());
       } finally {
         // No-ops when Go moved them; otherwise (a failed import) this releases the export.
         arr.release();
@@ -115,7 +118,7 @@ public final class NativeBatch implements AutoCloseable {
       try {
         VectorSchemaRoot root = Data.importVectorSchemaRoot(importer, arr, schema, null);
         imported = true;
-        TaskArrowAllocators.trackExport(importer, root);
+        TaskArrowAllocators.trackExport(importer, root, consumer);
         return root;
       } finally {
         if (!imported) {
@@ -157,7 +160,7 @@ public final class NativeBatch implements AutoCloseable {
           "nativepool: reservation '" + res.name() + "' is closed; cannot copy a batch into it");
     }
     long h = NativeBridge.copyBatch(res, handle);
-    return new NativeBatch(h, "copied into '" + res.name() + "'");
+    return new NativeBatch(h, "copied into '" + res.name() + "'", res.name());
   }
 
   /**

@@ -1,6 +1,7 @@
 package org.nativepool.spark.arrow;
 
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongConsumer;
 import org.apache.arrow.memory.AllocationListener;
 import org.apache.arrow.memory.AllocationOutcome;
 import org.nativepool.spark.NativeReservation;
@@ -43,6 +44,9 @@ public final class PoolAllocationListener implements AllocationListener {
   private final AtomicLong refusals = new AtomicLong();
   private final AtomicLong lateReleases = new AtomicLong();
   private volatile boolean closed;
+
+  /** Told the size of every late release (after {@link #close()}), or null. */
+  private volatile LongConsumer lateReleaseHook;
 
   /**
    * @param reservation the reservation to charge; dedicated to this listener (its size is then
@@ -105,7 +109,7 @@ public final class PoolAllocationListener implements AllocationListener {
       return;
     }
     if (closed) {
-      lateReleases.incrementAndGet();
+      lateRelease(size);
       return;
     }
     try {
@@ -113,14 +117,30 @@ public final class PoolAllocationListener implements AllocationListener {
       charged.addAndGet(-size);
     } catch (IllegalStateException e) {
       // The reservation closed under us (task end): its bytes are back with Spark already.
-      lateReleases.incrementAndGet();
+      lateRelease(size);
       LOG.debug("nativepool: late Arrow release of {} bytes for {}", size, reservation.name(), e);
+    }
+  }
+
+  private void lateRelease(long size) {
+    lateReleases.incrementAndGet();
+    LongConsumer hook = lateReleaseHook;
+    if (hook != null) {
+      hook.accept(size);
     }
   }
 
   /** Stops charging; later releases are counted and dropped. Does not close the reservation. */
   void close() {
     closed = true;
+  }
+
+  /**
+   * Calls {@code hook} with the size of every late release from now on: a leaked buffer freed after
+   * its task ({@link TaskArrowAllocators} follows its leaked-resident bytes down with it).
+   */
+  void onLateRelease(LongConsumer hook) {
+    lateReleaseHook = hook;
   }
 
   @Override

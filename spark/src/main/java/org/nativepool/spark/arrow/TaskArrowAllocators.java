@@ -7,7 +7,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.arrow.memory.AllocationListener;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
@@ -15,6 +17,8 @@ import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.spark.TaskContext;
 import org.apache.spark.util.TaskCompletionListener;
+import org.nativepool.spark.NativeBridge;
+import org.nativepool.spark.NativeLeaks;
 import org.nativepool.spark.NativeReservation;
 import org.nativepool.spark.NativeSpiller;
 import org.nativepool.spark.TaskPool;
@@ -66,7 +70,12 @@ import org.slf4j.LoggerFactory;
  *       task are counted by {@link #lingeringBytes()} instead, until freed.
  * </ol>
  *
- * {@code close()} never throws for a leak: it reports.
+ * {@code close()} never throws for a leak: it reports. Each leak is also recorded once in the
+ * process's leak book ({@link org.nativepool.spark.NativeLeaks}, counted in {@code leaks}/{@code
+ * leakedBytes}): a Go allocator's by Go when it closes; the task's exported roots still open, one
+ * {@code export} leak per consumer (freed here, so not resident); the producer's Java buffers, a
+ * {@code java-arrow} leak whose bytes stay in {@code leakedResident} until their late release. The
+ * importer's buffers are Go's exports, recorded by Go: the producer reports.
  *
  * <p>Safe for concurrent use by the task's threads.
  */
@@ -96,11 +105,18 @@ public final class TaskArrowAllocators implements AutoCloseable {
   private final List<String> leakReports = Collections.synchronizedList(new ArrayList<>());
 
   /**
-   * Roots exported into {@link #importer} that may still be open (guarded by itself). Pruned of
-   * closed roots when it doubles, so a long task that closes its roots keeps it small.
+   * Roots exported into {@link #importer} that may still be open, with the consumer whose Go
+   * allocator made them (guarded by itself). Pruned of closed roots when it doubles, so a long task
+   * that closes its roots keeps it small.
    */
-  private final Set<VectorSchemaRoot> exports =
-      Collections.newSetFromMap(new IdentityHashMap<>());
+  private final Map<VectorSchemaRoot, String> exports = new IdentityHashMap<>();
+
+  /**
+   * Bytes of the producer's leaked buffers still allocated after the task (0 unless it leaked): set
+   * when the leak is recorded, lowered by each late release, reset when the producer drains. Summed
+   * over the lingering objects into LEAKED_RESIDENT ({@link #pushResident()}).
+   */
+  private final AtomicLong leakedResident = new AtomicLong();
 
   private int exportsPruneAt = 64;
   private volatile boolean closed;
@@ -255,31 +271,69 @@ public final class TaskArrowAllocators implements AutoCloseable {
     }
     nativeReservations.clear();
     boolean held = !closeJava("importer", importer);
-    held |= !closeJava("producer", producer);
+    // Closed first, so that every release from here on is a late one (the leak's resident bytes
+    // follow them down) and the figure the leak takes below already excludes those before it.
     listener.close();
+    long producerHeld = producer.getAllocatedMemory();
+    if (!closeJava("producer", producer)) {
+      held = true;
+      // Java's own buffers, charged to the pool until now: Java's leak (a Go buffer exported into
+      // the importer is the Go allocator's leak, recorded by Go).
+      leakedResident.set(producerHeld);
+      listener.onLateRelease(this::lateRelease);
+      NativeBridge.reportLeak(
+          pool.taskAttemptId(),
+          JAVA_CONSUMER,
+          NativeLeaks.Kind.JAVA_ARROW,
+          producerHeld,
+          producerHeld,
+          javaReservation.site());
+    }
     javaReservation.close();
     if (held) {
       LINGERING.add(this);
     }
     sweepLingering();
+    if (leakedResident.get() > 0) {
+      pushResident();
+    }
+  }
+
+  /** A leaked producer buffer freed after the task: LEAKED_RESIDENT goes down with it. */
+  private void lateRelease(long size) {
+    leakedResident.accumulateAndGet(size, (cur, n) -> Math.max(0, cur - n));
+    pushResident();
+  }
+
+  /** Tells the Go side what the lingering producers' leaked buffers still hold. */
+  private static void pushResident() {
+    long n = 0;
+    for (TaskArrowAllocators t : LINGERING) {
+      n += t.leakedResident.get();
+    }
+    try {
+      NativeBridge.setJavaLeakResident(n);
+    } catch (RuntimeException e) {
+      LOG.error("nativepool: could not update the leaked resident bytes ({})", n, e);
+    }
   }
 
   /**
    * Registers a root {@link NativeBatch#exportTo} made in {@code importer}, if that is the importer
    * of an open task's allocators, so that the task's end closes it if the caller has not.
    */
-  static void trackExport(BufferAllocator importer, VectorSchemaRoot root) {
+  static void trackExport(BufferAllocator importer, VectorSchemaRoot root, String consumer) {
     TaskArrowAllocators t = BY_IMPORTER.get(importer);
     if (t != null) {
-      t.track(root);
+      t.track(root, consumer);
     }
   }
 
-  private void track(VectorSchemaRoot root) {
+  private void track(VectorSchemaRoot root, String consumer) {
     synchronized (exports) {
-      exports.add(root);
+      exports.put(root, consumer);
       if (exports.size() >= exportsPruneAt) {
-        exports.removeIf(TaskArrowAllocators::isReleased);
+        exports.keySet().removeIf(TaskArrowAllocators::isReleased);
         exportsPruneAt = Math.max(64, 2 * exports.size());
       }
     }
@@ -295,28 +349,40 @@ public final class TaskArrowAllocators implements AutoCloseable {
     return true;
   }
 
-  /** Closes the exported roots still open; the Go side frees their buffers. */
+  /**
+   * Closes the exported roots still open; the Go side frees their buffers. Each consumer's are one
+   * leak ({@link NativeLeaks.Kind#EXPORT}), not resident: they are freed here.
+   */
   private void closeExports() {
-    List<VectorSchemaRoot> open;
+    Map<VectorSchemaRoot, String> open;
     synchronized (exports) {
-      open = new ArrayList<>(exports);
+      open = new IdentityHashMap<>(exports);
       exports.clear();
     }
     int n = 0;
     long bytes = 0;
-    for (VectorSchemaRoot root : open) {
+    Map<String, Long> byConsumer = new TreeMap<>();
+    for (Map.Entry<VectorSchemaRoot, String> x : open.entrySet()) {
+      VectorSchemaRoot root = x.getKey();
       if (isReleased(root)) {
         continue;
       }
       n++;
       try {
+        long b = 0;
         for (FieldVector v : root.getFieldVectors()) {
-          bytes += v.getBufferSize();
+          b += v.getBufferSize();
         }
+        bytes += b;
+        byConsumer.merge(x.getValue(), b, Long::sum);
         root.close();
       } catch (RuntimeException e) {
         LOG.error("nativepool: closing a Go batch's Java root at the end of {} failed", this, e);
       }
+    }
+    for (Map.Entry<String, Long> e : byConsumer.entrySet()) {
+      NativeBridge.reportLeak(
+          pool.taskAttemptId(), e.getKey(), NativeLeaks.Kind.EXPORT, e.getValue(), 0, null);
     }
     if (n > 0) {
       report(
@@ -381,6 +447,8 @@ public final class TaskArrowAllocators implements AutoCloseable {
       }
       if (done && LINGERING.remove(t)) {
         LOG.info("nativepool: the Arrow memory task {} left behind is freed", t.pool.taskAttemptId());
+        t.leakedResident.set(0);
+        pushResident();
       }
     }
   }
