@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/nativepool/nativepool/ffi"
 	"github.com/nativepool/nativepool/internal/bridge"
 
 	"github.com/nativepool/nativepool/taskshared"
@@ -77,6 +78,22 @@ func JoinTaskPool(taskAttemptID int64) (*taskshared.Handle, error) {
 // then. Safe for concurrent use.
 func ReportSpill(h *taskshared.Handle, memory, disk int64) error {
 	return process.ReportSpill(h, memory, disk)
+}
+
+// TrackAllocator counts a, an Arrow allocator the engine made itself over a
+// reservation of a joined task pool, in the executor memory ledger: its live
+// buffers are part of native.allocated (processArrowStats0 ALLOCATED) and
+// LiveNative names them under consumer (and, with allocation sites on, their
+// sites). Call the returned untrack when the engine closes a (before or
+// after Close; once is enough, more do nothing). The library never closes a:
+// its leak report stays the engine's. Safe for concurrent use.
+func TrackAllocator(consumer string, a *ffi.Allocator) (untrack func()) {
+	return trackAllocator(process, consumer, a)
+}
+
+// trackAllocator is TrackAllocator on b.
+func trackAllocator(b *bridge.Bridge, consumer string, a *ffi.Allocator) (untrack func()) {
+	return b.TrackAllocator(consumer, ffiAllocator{a})
 }
 
 // joinTaskPool is JoinTaskPool on b.

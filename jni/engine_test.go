@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/nativepool/nativepool/ffi"
 	"github.com/nativepool/nativepool/internal/bridge"
 
 	"github.com/stretchr/testify/assert"
@@ -140,4 +141,31 @@ func TestEngineHandleTableTellsClosedFromForgedUnderItsOwnTag(t *testing.T) {
 	require.Equal(t, []string{"b"}, seen)
 	require.Zero(t, tab.Len())
 	require.Panics(t, func() { NewHandleTable[int]('P', "engine", "operator") })
+}
+
+// An engine's own ffi allocator counts in native.allocated (ALLOCATED) and
+// in LiveNative under its consumer while tracked: the demo's sorter buffers
+// were in no ledger part before.
+func TestATrackedEngineAllocatorIsNativeAllocatedMemory(t *testing.T) {
+	b, _ := newTestBridge(t)
+	ph := mustOpen(t, b, 12, bridge.KindGreedyUnified, 0, 0, newFakeUpstream(1<<20))
+	h, err := joinTaskPool(b, 12)
+	require.NoError(t, err)
+	res := pool.NewConsumer("engine-sort").Register(h.Pool())
+	a := ffi.NewAllocator(nil, res)
+	buf := a.Allocate(64 << 10)
+	before := b.ProcessArrowStats()[bridge.ArrowPStatAllocated]
+	untrack := trackAllocator(b, "engine-sort", a)
+	assert.Equal(t, before+64<<10, b.ProcessArrowStats()[bridge.ArrowPStatAllocated])
+	live := b.LiveNative(5)
+	require.Len(t, live, 1)
+	assert.Equal(t, "engine-sort", live[0].Consumer)
+	assert.Equal(t, int64(64<<10), live[0].Bytes)
+	a.Free(buf)
+	require.NoError(t, a.Close())
+	untrack()
+	assert.Equal(t, before, b.ProcessArrowStats()[bridge.ArrowPStatAllocated])
+	res.Close()
+	h.Close()
+	require.NoError(t, b.ClosePool(ph))
 }

@@ -128,6 +128,9 @@ type arrowState struct {
 		// here, counted by ProcessArrowStats with their owner, until the
 		// last of it is freed (lingerSweep).
 		lingering map[*reservationHandle]ArrowAllocator
+		// engine are allocators an engine made itself and tracks
+		// (TrackAllocator), by their entry; the engine closes them.
+		engine map[*engineAllocator]struct{}
 	}
 	leaks       atomic.Int64
 	leakedBytes atomic.Int64
@@ -145,6 +148,40 @@ func (s *arrowState) addLive(rh *reservationHandle, a ArrowAllocator) {
 		s.mu.live = make(map[*reservationHandle]ArrowAllocator)
 	}
 	s.mu.live[rh] = a
+}
+
+// engineAllocator is an allocator an engine tracks with TrackAllocator,
+// with the consumer the ledger names it by.
+type engineAllocator struct {
+	consumer string
+	a        ArrowAllocator
+}
+
+// TrackAllocator counts an allocator an engine made itself (not through a
+// reservation handle's Arrow calls) in the process's Arrow figures
+// (ProcessArrowStats: ALLOCATED, LIVE_ALLOCATORS, EXPORTED, IMPORTED) and in
+// LiveNative under consumer, until the returned untrack is called (once,
+// before or after the engine closes it; later calls do nothing). The Bridge
+// never closes it: its leak checks stay the engine's. Without it, the
+// memory of an engine's own allocators shows in no ledger part, only in the
+// unexplained remainder.
+func (b *Bridge) TrackAllocator(consumer string, a ArrowAllocator) (untrack func()) {
+	e := &engineAllocator{consumer: consumer, a: a}
+	s := &b.arrow
+	s.mu.Lock()
+	if s.mu.engine == nil {
+		s.mu.engine = make(map[*engineAllocator]struct{})
+	}
+	s.mu.engine[e] = struct{}{}
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			delete(s.mu.engine, e)
+			s.mu.Unlock()
+		})
+	}
 }
 
 func (s *arrowState) removeLive(rh *reservationHandle) {

@@ -213,3 +213,27 @@ func TestABridgeWithoutArrowRuntimeFailsArrowCallsAndReportsNoRSS(t *testing.T) 
 	require.NoError(t, b.CloseReservation(res))
 	require.NoError(t, b.ClosePool(p))
 }
+
+// An allocator an engine made itself counts in the process's Arrow figures
+// and in LiveNative under its consumer while it is tracked; the Bridge never
+// closes it. Before TrackAllocator, such memory showed in no ledger part.
+func TestTrackedEngineAllocatorsCountUntilUntracked(t *testing.T) {
+	b, _ := newTestBridge(t)
+	p := mustOpen(t, b, 1, KindGreedyUnified, 0, 0, newFakeUpstream(1<<20))
+	res := pool.NewConsumer("engine-sort").Register(pool.NewUnbounded())
+	a := &fakeArrow{mem: memory.NewCheckedAllocator(memory.NewGoAllocator()), res: res}
+	buf := a.mem.Allocate(4096)
+	before := b.ProcessArrowStats()
+	untrack := b.TrackAllocator("engine-sort", a)
+	during := b.ProcessArrowStats()
+	assert.Equal(t, before[ArrowPStatAllocated]+4096, during[ArrowPStatAllocated])
+	assert.Equal(t, before[ArrowPStatLiveAllocators]+1, during[ArrowPStatLiveAllocators])
+	assert.Equal(t, []LiveOwner{{Consumer: "engine-sort", Bytes: 4096}}, b.LiveNative(10))
+	untrack()
+	untrack() // once only
+	assert.Equal(t, before, b.ProcessArrowStats())
+	assert.Empty(t, b.LiveNative(10))
+	assert.False(t, a.closed, "the engine closes its own allocator")
+	a.mem.Free(buf)
+	require.NoError(t, b.ClosePool(p))
+}

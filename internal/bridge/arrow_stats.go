@@ -80,7 +80,7 @@ type processArrowFigures struct {
 // spark/src/main/java/org/nativepool/spark/arrow/ArrowProcessStat.java,
 // checked against this table by TestStatTablesMatchJavaEnums.
 var processArrowStatFields = [ArrowPStatCount]statField[processArrowFigures]{
-	ArrowPStatAllocated:      {"ALLOCATED", "bytes in live buffers of every open allocator", func(f processArrowFigures) int64 { return f.allocated }},
+	ArrowPStatAllocated:      {"ALLOCATED", "bytes in live buffers of every open allocator (the reservations' and those engines track)", func(f processArrowFigures) int64 { return f.allocated }},
 	ArrowPStatLiveAllocators: {"LIVE_ALLOCATORS", "open allocators", func(f processArrowFigures) int64 { return f.liveAllocators }},
 	ArrowPStatLiveBatches:    {"LIVE_BATCHES", "batch handles not yet released", func(f processArrowFigures) int64 { return f.liveBatches }},
 	ArrowPStatExported:       {"EXPORTED", "bytes exported to Java, not yet released by Java", func(f processArrowFigures) int64 { return f.exported }},
@@ -169,9 +169,12 @@ func (b *Bridge) ArrowStats(res int64) ([]int64, error) {
 // is a check, never a gate (ffi/doc.go).
 func (b *Bridge) ProcessArrowStats() []int64 {
 	b.arrow.mu.Lock()
-	allocs := make([]ArrowAllocator, 0, len(b.arrow.mu.live))
+	allocs := make([]ArrowAllocator, 0, len(b.arrow.mu.live)+len(b.arrow.mu.engine))
 	for _, a := range b.arrow.mu.live {
 		allocs = append(allocs, a)
+	}
+	for e := range b.arrow.mu.engine {
+		allocs = append(allocs, e.a)
 	}
 	b.arrow.mu.Unlock()
 	var f processArrowFigures

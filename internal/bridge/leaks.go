@@ -203,6 +203,9 @@ func (b *Bridge) LiveNative(max int) []LiveOwner {
 	for rh, a := range s.mu.lingering {
 		all = append(all, owned{rh.r.Consumer().Name(), a})
 	}
+	for e := range s.mu.engine {
+		all = append(all, owned{e.consumer, e.a})
+	}
 	s.mu.Unlock()
 	type key struct{ consumer, site string }
 	sum := make(map[key]*LiveOwner)

@@ -137,6 +137,10 @@ type taskRef struct {
 	// written to disk.
 	reportSpill func(memory, disk int64) error
 	release     func() // drops the reference
+	// track counts a sorter's allocator in the executor memory ledger
+	// (jni.TrackAllocator) until the returned function is called; nil in
+	// tests without the library.
+	track func(consumer string, a *ffi.Allocator) (untrack func())
 }
 
 // joinTaskPool is engine.join in the library: a counted reference to the
@@ -147,7 +151,7 @@ func joinTaskPool(taskAttemptID int64) (taskRef, error) {
 		return taskRef{}, err
 	}
 	report := func(memory, disk int64) error { return jni.ReportSpill(h, memory, disk) }
-	return taskRef{pool: h.Pool(), reportSpill: report, release: h.Close}, nil
+	return taskRef{pool: h.Pool(), reportSpill: report, release: h.Close, track: jni.TrackAllocator}, nil
 }
 
 // sortHandle is one sorter opened by create0.
@@ -155,6 +159,8 @@ type sortHandle struct {
 	sorter *extsort.Sorter
 	ref    taskRef // the task's pool
 	name   string
+	// untrack ends the ledger's count of the sorter's allocator.
+	untrack func()
 	// spill is what reportSpills has reported so far, from the sorter's
 	// cumulative SelfSpilledBytes and SpilledBytes.
 	spill struct {
@@ -188,10 +194,14 @@ func (e *engine) create(taskAttemptID int64, name string, batchRows int, tempDir
 		ref.release()
 		return 0, fmt.Errorf("nativesort: create0(task %d): %w", taskAttemptID, err)
 	}
-	sh := &sortHandle{sorter: s, ref: ref, name: name}
+	sh := &sortHandle{sorter: s, ref: ref, name: name, untrack: func() {}}
+	if ref.track != nil {
+		sh.untrack = ref.track(name, s.Allocator())
+	}
 	h, err := e.sorters.Insert(sh)
 	if err != nil {
 		_ = s.Close()
+		sh.untrack()
 		ref.release()
 		return 0, err
 	}
@@ -342,6 +352,7 @@ func (e *engine) close(h int64) error {
 	e.reportSpills(sh)
 	sh.closed.Store(true)
 	err = sh.sorter.Close()
+	sh.untrack()
 	sh.ref.release()
 	e.closedChecks.Add(sh.checks.Load())
 	e.closedViolations.Add(sh.violations.Load())
