@@ -249,6 +249,17 @@ public final class ExecutorLedger {
    * reports it made (each already logged, counted, sent and given to the listeners).
    */
   public List<GrowthReport> taskBoundary() {
+    return taskBoundary(1);
+  }
+
+  /**
+   * {@code tasks} tasks ended since the last reading: one reading counts for each of them (the
+   * reporting thread coalesces a burst of task ends into one reading). Returns the reports.
+   */
+  List<GrowthReport> taskBoundary(int tasks) {
+    if (tasks <= 0) {
+      return List.of();
+    }
     LedgerSnapshot s = readNow();
     Map<String, Long> watched = new LinkedHashMap<>();
     for (Map.Entry<String, Long> e : s.figures().entrySet()) {
@@ -259,7 +270,10 @@ public final class ExecutorLedger {
     List<GrowthDetector.Growth> found;
     long seen;
     synchronized (detector) {
-      found = detector.sample(watched);
+      found = new ArrayList<>();
+      for (int i = 0; i < tasks; i++) {
+        found.addAll(detector.sample(watched));
+      }
       seen = detector.samples();
     }
     List<GrowthReport> out = new ArrayList<>();
@@ -292,6 +306,7 @@ public final class ExecutorLedger {
   private static boolean watched(LedgerSnapshot s, String part) {
     if (part.equals(MemoryLedger.RSS)
         || part.equals(MemoryLedger.JVM_HEAP_COMMITTED)
+        || part.equals(MemoryLedger.JVM_HEAP_RESIDENT)
         || part.equals(MemoryLedger.NATIVE_SLACK)) {
       return false;
     }

@@ -8,6 +8,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.api.plugin.PluginContext;
 import org.nativepool.spark.arrow.ArrowProcessStat;
@@ -49,6 +50,9 @@ final class ExecutorReporter {
   private final long baselineRss;
   private final ExecutorLedger ledger;
   private final ScheduledExecutorService thread;
+
+  /** Task ends not yet given to the ledger ({@link #taskBoundary()}). */
+  private final AtomicInteger pendingBoundaries = new AtomicInteger();
 
   /** When the last sample was sent (ms since the epoch), for {@link #taskEnded()}. */
   private volatile long lastSendMillis;
@@ -109,7 +113,11 @@ final class ExecutorReporter {
    */
   void taskEnded() {
     try {
-      thread.execute(this::taskBoundary);
+      // One reading for all the task ends queued meanwhile: a burst of short tasks must not keep
+      // the thread from its polls and sends.
+      if (pendingBoundaries.getAndIncrement() == 0) {
+        thread.execute(this::taskBoundary);
+      }
       if (System.currentTimeMillis() - lastSendMillis >= settings.pollMillis()) {
         thread.execute(this::send);
       }
@@ -118,10 +126,10 @@ final class ExecutorReporter {
     }
   }
 
-  /** A task boundary for the ledger's growth detector. */
+  /** The task boundaries queued since the last reading, for the ledger's growth detector. */
   private void taskBoundary() {
     try {
-      ledger.taskBoundary();
+      ledger.taskBoundary(pendingBoundaries.getAndSet(0));
     } catch (RuntimeException e) {
       failed("read the ledger of", e);
     }

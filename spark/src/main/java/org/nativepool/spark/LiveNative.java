@@ -69,7 +69,13 @@ public final class LiveNative {
     List<String> out = new ArrayList<>(top.size());
     for (Owner o : top) {
       out.add(
-          o.consumer() + (o.site().isEmpty() ? "" : " @ " + o.site()) + ": " + o.bytes() + " bytes");
+          o.consumer()
+              + (o.site().isEmpty() ? "" : " @ " + o.site())
+              + ": "
+              + ExecutorReporter.size(o.bytes())
+              + " in "
+              + o.buffers()
+              + (o.buffers() == 1 ? " buffer" : " buffers"));
     }
     return out;
   }

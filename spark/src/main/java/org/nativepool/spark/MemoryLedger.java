@@ -35,8 +35,11 @@ import org.slf4j.LoggerFactory;
  * LedgerSnapshot.Kind} for which are summed):
  *
  * <ul>
- *   <li>JVM, from its management beans: {@value #JVM_HEAP_COMMITTED} (resident) and {@value
- *       #JVM_HEAP_USED} (detail); {@value #JVM_METASPACE} and {@value #JVM_CODE_CACHE} (the
+ *   <li>JVM heap: {@value #JVM_HEAP_RESIDENT} (resident: the {@code Rss} of the heap's mappings,
+ *       since committed heap pages are only resident once touched), {@value #JVM_HEAP_COMMITTED}
+ *       and {@value #JVM_HEAP_USED} (detail, from the memory bean; committed is the resident part
+ *       when the heap's mappings cannot be found);
+ *   <li>JVM, from its management beans: {@value #JVM_METASPACE} and {@value #JVM_CODE_CACHE} (the
  *       committed bytes of those memory pools); {@value #JVM_DIRECT} and {@value #JVM_MAPPED} (the
  *       buffer pools);
  *   <li>JVM, from Native Memory Tracking when the JVM runs with {@code
@@ -72,7 +75,13 @@ public final class MemoryLedger {
   public static final String RSS = "rss";
   /** RSS less the sum of the resident parts. */
   public static final String UNEXPLAINED = "unexplained";
-  /** The JVM heap's committed bytes. */
+  /**
+   * The JVM heap's resident bytes: the {@code Rss} of its mappings ({@link HeapResidency}); absent
+   * when the heap's mappings cannot be told apart, and then {@value #JVM_HEAP_COMMITTED} is the
+   * resident part instead.
+   */
+  public static final String JVM_HEAP_RESIDENT = "jvm.heap.resident";
+  /** The JVM heap's committed bytes (detail when {@value #JVM_HEAP_RESIDENT} is read). */
   public static final String JVM_HEAP_COMMITTED = "jvm.heap.committed";
   /** The JVM heap's used bytes (detail of the committed heap). */
   public static final String JVM_HEAP_USED = "jvm.heap.used";
@@ -153,7 +162,13 @@ public final class MemoryLedger {
     long rss = a[ArrowProcessStat.RSS.ordinal()];
 
     MemoryUsage heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
-    put(v, k, JVM_HEAP_COMMITTED, heap.getCommitted(), Kind.RESIDENT);
+    long heapResident = HeapResidency.read(heap.getMax(), heap.getCommitted());
+    if (heapResident >= 0) {
+      put(v, k, JVM_HEAP_RESIDENT, heapResident, Kind.RESIDENT);
+      put(v, k, JVM_HEAP_COMMITTED, heap.getCommitted(), Kind.DETAIL);
+    } else {
+      put(v, k, JVM_HEAP_COMMITTED, heap.getCommitted(), Kind.RESIDENT);
+    }
     put(v, k, JVM_HEAP_USED, heap.getUsed(), Kind.DETAIL);
     long metaspace = 0;
     long code = 0;

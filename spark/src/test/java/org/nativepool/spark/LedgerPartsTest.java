@@ -45,6 +45,38 @@ class LedgerPartsTest {
     assertNull(MemoryLedger.parseNmt(null));
   }
 
+  /** One smaps entry: header, size and Rss in KiB. */
+  private static String smaps(long start, long end, String perms, String path, long rssKib) {
+    return String.format(
+        "%x-%x %s 00000000 00:00 0 %s%nSize: %d kB%nRss: %d kB%nPss: %d kB%n",
+        start, end, perms, path, (end - start) >> 10, rssKib, rssKib);
+  }
+
+  @Test
+  void theHeapIsTheAnonymousRunOfAboutMaxWhoseReadWritePartIsTheCommittedHeap() throws Exception {
+    long g = 1L << 30;
+    String text =
+        smaps(0x400000, 0x500000, "r-xp", "/usr/bin/java", 100)
+            // The heap: 256 MiB committed (60 MiB touched), the rest reserved.
+            + smaps(0x80000000L, 0x90000000L, "rw-p", "", 60 << 10)
+            + smaps(0x90000000L, 0xffe00000L, "---p", "", 0)
+            // The compressed class space: 1 GiB, 1 MiB of it read-write.
+            + smaps(0x7f0000000000L, 0x7f0000100000L, "rw-p", "", 900)
+            + smaps(0x7f0000100000L, 0x7f0040000000L, "---p", "", 0)
+            + smaps(0x7f1000000000L, 0x7f1000400000L, "r--s", "/usr/lib/jvm/lib/modules", 2000);
+    assertEquals(
+        60L << 20, HeapResidency.find(new java.io.StringReader(text), 2 * g, 256L << 20));
+    // A 1 GiB heap: the class space's run has the right length but not the read-write part.
+    String small =
+        smaps(0xc0000000L, 0xcfc00000L, "rw-p", "", 200 << 10)
+            + smaps(0xcfc00000L, 0x100000000L, "---p", "", 0)
+            + smaps(0x7f0000000000L, 0x7f0000100000L, "rw-p", "", 900)
+            + smaps(0x7f0000100000L, 0x7f0040000000L, "---p", "", 0);
+    assertEquals(200L << 20, HeapResidency.find(new java.io.StringReader(small), g, 252L << 20));
+    assertEquals(-1, HeapResidency.find(new java.io.StringReader(small), 4 * g, 252L << 20));
+    assertTrue(HeapResidency.read(-1, 1) < 0);
+  }
+
   private static LedgerSnapshot snapshot(long rss) {
     Map<String, Long> v = new LinkedHashMap<>();
     Map<String, LedgerSnapshot.Kind> k = new LinkedHashMap<>();

@@ -388,7 +388,7 @@ class NativePoolDriverPluginTest {
             "nativepool: executor driver memory: reserved \\S+ \\S+, allocated \\S+ \\S+, held"
                 + " \\S+ \\S+ \\(slack \\S+ \\S+\\), RSS \\S+ \\S+ \\(Go runtime \\S+ \\S+, limit"
                 + " 300\\.0 MiB\\), \\d+ task pools, peak \\S+ \\S+, spills \\d+ \\(\\S+ \\S+"
-                + " freed\\); ledger: RSS \\S+ \\S+ = jvm\\.heap\\.committed .* \\+ unexplained .*",
+                + " freed\\); ledger: RSS \\S+ \\S+ = jvm\\.heap\\.(resident|committed) .* \\+ unexplained .*",
             line),
         line);
   }

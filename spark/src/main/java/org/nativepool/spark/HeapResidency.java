@@ -1,0 +1,136 @@
+package org.nativepool.spark;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * How much of the JVM heap is resident: the {@code Rss} of the heap's own mappings in {@code
+ * /proc/self/smaps}. Committed is not resident: a heap committed at startup ({@code -Xms}) or grown
+ * by the collector is only backed by memory where it was touched, so summing committed bytes would
+ * make the ledger's unexplained remainder negative by the untouched part and hide real unexplained
+ * memory behind it.
+ *
+ * <p>The heap is found without JVM internals: HotSpot reserves it as one contiguous range of
+ * anonymous mappings (committed regions read-write, the rest {@code ---p}) whose length is about
+ * the maximum heap size and whose read-write part is the committed heap. Among such runs the one
+ * whose read-write bytes are closest to the committed heap is taken (the compressed class space is
+ * another large anonymous run, with little of it read-write). {@link #read} returns -1 when no run
+ * fits: then the ledger counts committed bytes, as before.
+ */
+final class HeapResidency {
+  private HeapResidency() {}
+
+  /**
+   * The resident bytes of the heap's mappings, or -1 if they cannot be told.
+   *
+   * @param max the heap's maximum size ({@code MemoryUsage.getMax()}; -1 undefined)
+   * @param committed the heap's committed bytes
+   */
+  static long read(long max, long committed) {
+    if (max <= 0 || committed <= 0) {
+      return -1;
+    }
+    try (BufferedReader r = Files.newBufferedReader(Path.of("/proc/self/smaps"), StandardCharsets.US_ASCII)) {
+      return find(r, max, committed);
+    } catch (IOException | RuntimeException e) {
+      return -1;
+    }
+  }
+
+  /** {@link #read} over an smaps text. */
+  static long find(Reader smaps, long max, long committed) throws IOException {
+    BufferedReader r = smaps instanceof BufferedReader b ? b : new BufferedReader(smaps);
+    long best = -1;
+    long bestDistance = Long.MAX_VALUE;
+    // The run being built: contiguous anonymous mappings.
+    long runStart = -1;
+    long runEnd = -1;
+    long runRw = 0;
+    long runRss = 0;
+    boolean inRun = false;
+    String line;
+    while ((line = r.readLine()) != null) {
+      int dash = line.indexOf('-');
+      int space = line.indexOf(' ');
+      if (dash > 0 && space > dash && isHex(line, 0, dash)) {
+        // A mapping's header: "start-end perms offset dev inode [path]".
+        long start = Long.parseUnsignedLong(line.substring(0, dash), 16);
+        long end = Long.parseUnsignedLong(line.substring(dash + 1, space), 16);
+        String[] f = line.trim().split("\\s+", 6);
+        boolean anonymous = f.length < 6 || f[5].isBlank();
+        boolean rw = f.length > 1 && f[1].startsWith("rw");
+        if (inRun && (!anonymous || start != runEnd)) {
+          long d = candidate(runEnd - runStart, runRw, runRss, max, committed);
+          if (d >= 0 && d < bestDistance) {
+            bestDistance = d;
+            best = runRss;
+          }
+          inRun = false;
+        }
+        if (anonymous) {
+          if (!inRun) {
+            inRun = true;
+            runStart = start;
+            runRw = 0;
+            runRss = 0;
+          }
+          runEnd = end;
+          if (rw) {
+            runRw += end - start;
+          }
+        }
+      } else if (inRun && line.startsWith("Rss:")) {
+        runRss += kib(line) * 1024;
+      }
+    }
+    if (inRun) {
+      long d = candidate(runEnd - runStart, runRw, runRss, max, committed);
+      if (d >= 0 && d < bestDistance) {
+        best = runRss;
+      }
+    }
+    return best;
+  }
+
+  /**
+   * How far a run's read-write bytes are from the committed heap, or -1 if the run cannot be the
+   * heap: its length must be within 0.9–1.25 of the maximum and its read-write bytes within 10%
+   * (and 8 MiB) of the committed heap.
+   */
+  private static long candidate(long length, long rw, long rss, long max, long committed) {
+    if (length < max * 9 / 10 || length > max * 5 / 4) {
+      return -1;
+    }
+    long d = Math.abs(rw - committed);
+    if (d > committed / 10 + (8L << 20)) {
+      return -1;
+    }
+    return d;
+  }
+
+  private static boolean isHex(String s, int from, int to) {
+    for (int i = from; i < to; i++) {
+      if (Character.digit(s.charAt(i), 16) < 0) {
+        return false;
+      }
+    }
+    return to > from;
+  }
+
+  /** The number of "Rss:   1234 kB". */
+  private static long kib(String line) {
+    int i = 4;
+    while (i < line.length() && line.charAt(i) == ' ') {
+      i++;
+    }
+    int j = i;
+    while (j < line.length() && Character.isDigit(line.charAt(j))) {
+      j++;
+    }
+    return j > i ? Long.parseLong(line.substring(i, j)) : 0;
+  }
+}
