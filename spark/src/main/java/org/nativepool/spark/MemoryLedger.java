@@ -142,6 +142,14 @@ public final class MemoryLedger {
   private long nettyRefreshed;
   private volatile boolean nmtOff;
 
+  /** How long a reading of the heap's resident bytes is reused, ms. */
+  static final long HEAP_RESIDENCY_MILLIS = 10_000;
+
+  private final Object heapLock = new Object();
+  private long heapResident = -1;
+  private long heapCommittedAt = -1;
+  private long heapReadMillis;
+
   /** A ledger reading this process. */
   public MemoryLedger() {}
 
@@ -162,7 +170,7 @@ public final class MemoryLedger {
     long rss = a[ArrowProcessStat.RSS.ordinal()];
 
     MemoryUsage heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
-    long heapResident = HeapResidency.read(heap.getMax(), heap.getCommitted());
+    long heapResident = heapResident(heap.getMax(), heap.getCommitted());
     if (heapResident >= 0) {
       put(v, k, JVM_HEAP_RESIDENT, heapResident, Kind.RESIDENT);
       put(v, k, JVM_HEAP_COMMITTED, heap.getCommitted(), Kind.DETAIL);
@@ -246,6 +254,24 @@ public final class MemoryLedger {
     put(v, k, GO_OTHER, p[ProcessStat.GO_OTHER.ordinal()], Kind.RESIDENT);
     put(v, k, MALLOC_RETAINED, p[ProcessStat.MALLOC_RETAINED.ordinal()], Kind.RESIDENT);
     return new LedgerSnapshot(System.currentTimeMillis(), rss, v, k);
+  }
+
+  /**
+   * {@link HeapResidency#read}, at most once per {@value #HEAP_RESIDENCY_MILLIS} ms unless the
+   * committed heap changed: a reading parses all of {@code /proc/self/smaps} (tens of ms in an
+   * executor with many threads), and touched heap pages change slowly. Between readings the figure
+   * may lag pages touched since, which then count as unexplained.
+   */
+  private long heapResident(long max, long committed) {
+    synchronized (heapLock) {
+      long now = System.currentTimeMillis();
+      if (committed != heapCommittedAt || now - heapReadMillis >= HEAP_RESIDENCY_MILLIS) {
+        heapResident = HeapResidency.read(max, committed);
+        heapCommittedAt = committed;
+        heapReadMillis = now;
+      }
+      return heapResident;
+    }
   }
 
   /** Adds a part unless its figure is unknown (negative). */
