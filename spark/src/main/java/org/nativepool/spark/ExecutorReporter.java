@@ -87,6 +87,10 @@ final class ExecutorReporter {
    */
   static ExecutorReporter start(
       PluginContext ctx, ReportingSettings settings, long baselineRss, ExecutorLedger ledger) {
+    // A peak noted before this executor started (a pool of an earlier SparkContext in this JVM,
+    // closed after its reporter stopped) is not this executor's: it would land in the first
+    // sample's interval peak, and so in the first stage's peaks.
+    TASK_PEAK.set(0);
     ExecutorReporter r = new ExecutorReporter(ctx, settings, baselineRss, ledger);
     long poll = settings.pollMillis();
     long send = settings.heartbeatMillis();

@@ -336,7 +336,9 @@ class NativePoolDriverPluginTest {
     assertTrue(
         spillStage.getExecutorPeakReserved().getOrDefault("driver", 0L) >= 8 * MIB,
         spillStage::toString);
-    assertTrue(spillStage.getTotalPeakHeld() >= spillStage.getTotalPeakReserved() / 2);
+    assertTrue(
+        spillStage.getTotalPeakHeld() >= spillStage.getTotalPeakReserved() / 2,
+        spillStage::toString);
 
     // Two quiet heartbeats (their interval peaks are 0), then a stage without native memory.
     Thread.sleep(600);

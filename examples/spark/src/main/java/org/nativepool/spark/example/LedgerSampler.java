@@ -1,10 +1,6 @@
 package org.nativepool.spark.example;
 
-import java.io.BufferedWriter;
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -38,7 +34,7 @@ import org.nativepool.spark.MemoryLedger;
  *
  * <p>Started once, closed once; the figures are safe to read after {@link #close()}.
  */
-final class LedgerSampler implements AutoCloseable {
+final class LedgerSampler extends CsvSampler {
   /** Milliseconds between readings. */
   static final long PERIOD_MS = 250;
 
@@ -51,14 +47,10 @@ final class LedgerSampler implements AutoCloseable {
   private final ExecutorLedger executor;
   private final MemoryLedger own;
   private final long startNanos;
-  private final BufferedWriter csv;
-  private final Thread thread;
   private final List<String> resident;
   private final List<String> accounting;
-  private volatile boolean stopping;
 
   // Written by sample() (synchronized); read after close().
-  private IOException failure;
   private Map<String, Long> peakRow;
   private Map<String, Long> lastRow;
   private long samples;
@@ -66,20 +58,29 @@ final class LedgerSampler implements AutoCloseable {
   private long readNanos;
   private long readNanosMax;
 
-  private LedgerSampler(ExecutorLedger executor, long startNanos, Path csvPath) throws IOException {
+  private LedgerSampler(
+      ExecutorLedger executor,
+      MemoryLedger own,
+      long startNanos,
+      Path csvPath,
+      LedgerSnapshot first,
+      long firstAtNanos,
+      long firstReadNanos)
+      throws IOException {
+    super(
+        csvPath,
+        String.join(
+            ",", header(first.partsOf(Kind.RESIDENT), first.partsOf(Kind.ACCOUNTING))),
+        PERIOD_MS,
+        "nativepool-demo-ledger",
+        "the ledger");
     this.executor = executor;
-    this.own = executor == null ? new MemoryLedger() : null;
+    this.own = own;
     this.startNanos = startNanos;
-    long t0 = System.nanoTime();
-    LedgerSnapshot first = read();
-    note(System.nanoTime() - t0);
     this.resident = first.partsOf(Kind.RESIDENT);
     this.accounting = first.partsOf(Kind.ACCOUNTING);
-    this.csv = Files.newBufferedWriter(csvPath, StandardCharsets.UTF_8);
-    csv.write(String.join(",", header()) + "\n");
-    this.thread = new Thread(this::run, "nativepool-demo-ledger");
-    thread.setDaemon(true);
-    write(first, t0);
+    note(firstReadNanos);
+    write(first, firstAtNanos);
   }
 
   /**
@@ -88,13 +89,22 @@ final class LedgerSampler implements AutoCloseable {
    */
   static LedgerSampler start(ExecutorLedger executor, long startNanos, Path csvPath)
       throws IOException {
-    LedgerSampler s = new LedgerSampler(executor, startNanos, csvPath);
-    s.thread.start();
+    MemoryLedger own = executor == null ? new MemoryLedger() : null;
+    long t0 = System.nanoTime();
+    LedgerSnapshot first = executor != null ? executor.readNow() : own.read();
+    LedgerSampler s =
+        new LedgerSampler(
+            executor, own, startNanos, csvPath, first, t0, System.nanoTime() - t0);
+    s.startThread();
     return s;
   }
 
   /** The CSV's header: see the class comment. */
   List<String> header() {
+    return header(resident, accounting);
+  }
+
+  private static List<String> header(List<String> resident, List<String> accounting) {
     List<String> h = new ArrayList<>();
     h.add("t_ms");
     h.add(MemoryLedger.RSS);
@@ -128,18 +138,8 @@ final class LedgerSampler implements AutoCloseable {
     return executor != null ? executor.readNow() : own.read();
   }
 
-  private void run() {
-    while (!stopping) {
-      try {
-        Thread.sleep(PERIOD_MS);
-      } catch (InterruptedException e) {
-        return;
-      }
-      sample();
-    }
-  }
-
-  private void sample() {
+  @Override
+  void sample() {
     long t0 = System.nanoTime();
     LedgerSnapshot s = read();
     synchronized (this) {
@@ -179,7 +179,7 @@ final class LedgerSampler implements AutoCloseable {
   }
 
   private synchronized void write(LedgerSnapshot s, long readAtNanos) {
-    if (failure != null) {
+    if (failed()) {
       return;
     }
     Map<String, Long> row = row(s);
@@ -199,39 +199,7 @@ final class LedgerSampler implements AutoCloseable {
         b.append(',').append(e.getValue());
       }
     }
-    try {
-      csv.write(b.append('\n').toString());
-    } catch (IOException e) {
-      failure = e;
-    }
-  }
-
-  /** Stops sampling after one last reading and closes the CSV. Idempotent. */
-  @Override
-  public void close() {
-    if (stopping) {
-      return;
-    }
-    stopping = true;
-    thread.interrupt();
-    try {
-      thread.join();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-    sample();
-    synchronized (this) {
-      try {
-        csv.close();
-      } catch (IOException e) {
-        if (failure == null) {
-          failure = e;
-        }
-      }
-      if (failure != null) {
-        throw new UncheckedIOException("sortdemo: writing the ledger", failure);
-      }
-    }
+    writeRow(b.toString());
   }
 
   /** Rows written. */

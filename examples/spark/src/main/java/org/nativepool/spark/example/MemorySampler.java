@@ -1,12 +1,8 @@
 package org.nativepool.spark.example;
 
-import java.io.BufferedWriter;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
@@ -39,15 +35,11 @@ import org.nativepool.spark.ProcessStats;
  *
  * <p>Peaks are kept for the report. Started once, stopped once; safe to read after {@link #stop()}.
  */
-final class MemorySampler implements AutoCloseable {
+final class MemorySampler extends CsvSampler {
   static final long PERIOD_MS = 50;
 
   private final long baselineRss;
-  private final BufferedWriter csv;
-  private final Thread thread;
   private final long start = System.nanoTime();
-  private volatile boolean stopping;
-  private IOException failure;
 
   final AtomicLong samples = new AtomicLong();
   final AtomicLong peakRss = new AtomicLong();
@@ -91,15 +83,16 @@ final class MemorySampler implements AutoCloseable {
 
   private MemorySampler(long baselineRss, long baselineGo, TruePeaks.Cgroup cgroup, Path csvPath)
       throws IOException {
+    super(
+        csvPath,
+        "t_ms,reserved,allocated,rss,held,native_reserved,sorter_reserved,go_runtime,rss_abs,"
+            + "untracked,cgroup_anon,direct,malloc_retained",
+        PERIOD_MS,
+        "nativepool-demo-sampler",
+        "the samples");
     this.baselineRss = baselineRss;
     this.baselineGo = baselineGo;
     this.cgroup = cgroup;
-    this.csv = Files.newBufferedWriter(csvPath, StandardCharsets.UTF_8);
-    csv.write(
-        "t_ms,reserved,allocated,rss,held,native_reserved,sorter_reserved,go_runtime,rss_abs,"
-            + "untracked,cgroup_anon,direct,malloc_retained\n");
-    this.thread = new Thread(this::run, "nativepool-demo-sampler");
-    thread.setDaemon(true);
   }
 
   /**
@@ -111,23 +104,13 @@ final class MemorySampler implements AutoCloseable {
       throws IOException {
     MemorySampler s = new MemorySampler(baselineRss, baselineGo, cgroup, csvPath);
     s.sample(); // one sample at t = 0
-    s.thread.start();
+    s.startThread();
     return s;
   }
 
-  private void run() {
-    while (!stopping) {
-      try {
-        Thread.sleep(PERIOD_MS);
-      } catch (InterruptedException e) {
-        return;
-      }
-      sample();
-    }
-  }
-
-  private synchronized void sample() {
-    if (failure != null) {
+  @Override
+  synchronized void sample() {
+    if (failed()) {
       return;
     }
     long rss = readRss();
@@ -163,56 +146,23 @@ final class MemorySampler implements AutoCloseable {
     max(peakCgroupAnon, anon);
     samples.incrementAndGet();
     long t = (System.nanoTime() - start) / 1_000_000;
-    try {
-      csv.write(
-          String.join(
-                  ",",
-                  List.of(
-                      Long.toString(t),
-                      Long.toString(spark),
-                      Long.toString(allocated),
-                      Long.toString(rss - baselineRss),
-                      Long.toString(p.held()),
-                      Long.toString(p.reserved()),
-                      Long.toString(sorterReserved),
-                      Long.toString(s[SortBridge.SAMPLE_GO_RUNTIME]),
-                      Long.toString(rss),
-                      Long.toString(untracked),
-                      Long.toString(anon),
-                      Long.toString(directUsed),
-                      Long.toString(malloc)))
-              + "\n");
-    } catch (IOException e) {
-      failure = e;
-    }
-  }
-
-  /** Stops sampling after one last sample and closes the CSV. Idempotent. */
-  @Override
-  public void close() {
-    if (stopping) {
-      return;
-    }
-    stopping = true;
-    thread.interrupt();
-    try {
-      thread.join();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-    sample();
-    synchronized (this) {
-      try {
-        csv.close();
-      } catch (IOException e) {
-        if (failure == null) {
-          failure = e;
-        }
-      }
-      if (failure != null) {
-        throw new UncheckedIOException("sortdemo: writing the samples", failure);
-      }
-    }
+    writeRow(
+        String.join(
+            ",",
+            List.of(
+                Long.toString(t),
+                Long.toString(spark),
+                Long.toString(allocated),
+                Long.toString(rss - baselineRss),
+                Long.toString(p.held()),
+                Long.toString(p.reserved()),
+                Long.toString(sorterReserved),
+                Long.toString(s[SortBridge.SAMPLE_GO_RUNTIME]),
+                Long.toString(rss),
+                Long.toString(untracked),
+                Long.toString(anon),
+                Long.toString(directUsed),
+                Long.toString(malloc))));
   }
 
   /** Spark's off-heap execution memory in use, over the process (0 without a SparkEnv). */

@@ -119,7 +119,7 @@ class SortDemoTest {
     assertEquals("executor", r.getProperty("ledger.source"), report);
     assertEquals("true", r.getProperty("ledger.nmt"), report);
     List<String> columns = List.of(r.getProperty("ledger.columns").split(","));
-    assertTrue(columns.contains("jvm.heap.committed"), report);
+    assertTrue(columns.contains("jvm.heap.resident"), report);
     assertTrue(columns.contains("jvm.threads"), report);
     assertTrue(columns.contains("go.heapInUse"), report);
     assertEquals(LedgerSampler.OTHER, columns.get(columns.size() - 1), report);
