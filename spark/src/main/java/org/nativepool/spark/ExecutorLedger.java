@@ -117,7 +117,10 @@ public final class ExecutorLedger {
     this.growthReports = this.registry.counter(GROWTH_COUNTER);
     this.detector =
         new GrowthDetector(
-            settings.growthWindow(), settings.growthWindows(), settings.growthMinBytes());
+            settings.growthWindow(),
+            settings.growthWindows(),
+            settings.growthMinBytes(),
+            part -> part.startsWith("jvm."));
     this.above = new boolean[settings.thresholds().size()];
   }
 

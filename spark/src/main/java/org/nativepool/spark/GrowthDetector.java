@@ -29,10 +29,21 @@ final class GrowthDetector {
   private final int window;
   private final int windows;
   private final long minBytes;
+  private final java.util.function.Predicate<String> slow;
   private final Map<String, PartState> parts = new HashMap<>();
   private long samples;
 
   GrowthDetector(int window, int windows, long minBytes) {
+    this(window, windows, minBytes, part -> false);
+  }
+
+  /**
+   * @param slow the parts that need twice {@code windows} rising windows: the JVM's own, which
+   *     warms up for longer than native memory does (JIT compilation, class data, GC structures
+   *     sized to the heap it has seen)
+   */
+  GrowthDetector(
+      int window, int windows, long minBytes, java.util.function.Predicate<String> slow) {
     if (window < 1 || windows < 1 || minBytes < 1) {
       throw new IllegalArgumentException(
           "window " + window + ", windows " + windows + ", minBytes " + minBytes + ": each >= 1");
@@ -40,6 +51,7 @@ final class GrowthDetector {
     this.window = window;
     this.windows = windows;
     this.minBytes = minBytes;
+    this.slow = slow;
   }
 
   /** Task boundaries seen so far. */
@@ -60,23 +72,24 @@ final class GrowthDetector {
         continue;
       }
       PartState s = parts.computeIfAbsent(e.getKey(), k -> new PartState());
+      int need = slow.test(e.getKey()) ? 2 * windows : windows;
       s.min = s.count == 0 ? v : Math.min(s.min, v);
       if (++s.count < window) {
         continue;
       }
       s.floors.addLast(s.min);
       s.count = 0;
-      if (s.floors.size() > windows + 1) {
+      if (s.floors.size() > need + 1) {
         s.floors.removeFirst();
       }
-      if (s.floors.size() < windows + 1) {
+      if (s.floors.size() < need + 1) {
         continue;
       }
       long from = s.floors.getFirst();
       long to = s.floors.getLast();
       // Every step up, and none much smaller than the average step: warm-up decelerates (its
       // last steps are small), a leak does not.
-      long minStep = Math.max(1, (to - from) / (4L * windows));
+      long minStep = Math.max(1, (to - from) / (4L * need));
       long prev = Long.MIN_VALUE;
       boolean rising = true;
       for (long f : s.floors) {
@@ -88,7 +101,7 @@ final class GrowthDetector {
       }
       if (rising && to - from >= minBytes && to - s.reportedAt >= minBytes) {
         s.reportedAt = to;
-        out.add(new Growth(e.getKey(), from, to, (long) windows * window));
+        out.add(new Growth(e.getKey(), from, to, (long) need * window));
       }
     }
     return out;

@@ -19,10 +19,48 @@ import java.nio.file.Path;
  * the maximum heap size and whose read-write part is the committed heap. Among such runs the one
  * whose read-write bytes are closest to the committed heap is taken (the compressed class space is
  * another large anonymous run, with little of it read-write). {@link #read} returns -1 when no run
- * fits: then the ledger counts committed bytes, as before.
+ * fits: then the ledger counts committed bytes, as before. An instance finds the heap once and then
+ * reads only its range ({@link #residentNow}), so each reading is current and cheap.
  */
 final class HeapResidency {
-  private HeapResidency() {}
+  /** The heap's address range once found (guarded by this); 0, 0 until then. */
+  private long start;
+  private long end;
+
+  /** A reader that finds the heap once, then reads only its range. */
+  HeapResidency() {}
+
+  /**
+   * The resident bytes of the heap's mappings now, or -1: the first call (and any call after the
+   * range held no mapping) parses all of smaps to find the heap; later calls read its range only.
+   */
+  synchronized long residentNow(long max, long committed) {
+    if (max <= 0 || committed <= 0) {
+      return -1;
+    }
+    try {
+      if (end != 0) {
+        try (BufferedReader r = open()) {
+          long rss = within(r, start, end);
+          if (rss >= 0) {
+            return rss;
+          }
+        }
+      }
+      try (BufferedReader r = open()) {
+        long[] found = locate(r, max, committed);
+        start = found[1];
+        end = found[2];
+        return found[0];
+      }
+    } catch (IOException | RuntimeException e) {
+      return -1;
+    }
+  }
+
+  private static BufferedReader open() throws IOException {
+    return Files.newBufferedReader(Path.of("/proc/self/smaps"), StandardCharsets.US_ASCII);
+  }
 
   /**
    * The resident bytes of the heap's mappings, or -1 if they cannot be told.
@@ -34,7 +72,7 @@ final class HeapResidency {
     if (max <= 0 || committed <= 0) {
       return -1;
     }
-    try (BufferedReader r = Files.newBufferedReader(Path.of("/proc/self/smaps"), StandardCharsets.US_ASCII)) {
+    try (BufferedReader r = open()) {
       return find(r, max, committed);
     } catch (IOException | RuntimeException e) {
       return -1;
@@ -43,8 +81,18 @@ final class HeapResidency {
 
   /** {@link #read} over an smaps text. */
   static long find(Reader smaps, long max, long committed) throws IOException {
+    return locate(smaps, max, committed)[0];
+  }
+
+  /**
+   * The heap's run in an smaps text: {@code {rss, start, end}}, or {@code {-1, 0, 0}} if no run
+   * fits.
+   */
+  static long[] locate(Reader smaps, long max, long committed) throws IOException {
     BufferedReader r = smaps instanceof BufferedReader b ? b : new BufferedReader(smaps);
     long best = -1;
+    long bestStart = 0;
+    long bestEnd = 0;
     long bestDistance = Long.MAX_VALUE;
     // The run being built: contiguous anonymous mappings.
     long runStart = -1;
@@ -68,6 +116,8 @@ final class HeapResidency {
           if (d >= 0 && d < bestDistance) {
             bestDistance = d;
             best = runRss;
+            bestStart = runStart;
+            bestEnd = runEnd;
           }
           inRun = false;
         }
@@ -91,9 +141,41 @@ final class HeapResidency {
       long d = candidate(runEnd - runStart, runRw, runRss, max, committed);
       if (d >= 0 && d < bestDistance) {
         best = runRss;
+        bestStart = runStart;
+        bestEnd = runEnd;
       }
     }
-    return best;
+    return new long[] {best, bestStart, bestEnd};
+  }
+
+  /**
+   * The resident bytes of the mappings within [start, end) of an smaps text, reading no further
+   * than the first mapping at or past {@code end} (smaps lists mappings by address, and the
+   * kernel makes its text as it is read, so a heap at low addresses, as compressed oops place it,
+   * costs a few entries); -1 if no mapping lies within.
+   */
+  static long within(Reader smaps, long start, long end) throws IOException {
+    BufferedReader r = smaps instanceof BufferedReader b ? b : new BufferedReader(smaps);
+    long rss = 0;
+    boolean inside = false;
+    boolean any = false;
+    String line;
+    while ((line = r.readLine()) != null) {
+      int dash = line.indexOf('-');
+      int space = line.indexOf(' ');
+      if (dash > 0 && space > dash && isHex(line, 0, dash)) {
+        long s = Long.parseUnsignedLong(line.substring(0, dash), 16);
+        long e = Long.parseUnsignedLong(line.substring(dash + 1, space), 16);
+        if (Long.compareUnsigned(s, end) >= 0) {
+          break;
+        }
+        inside = Long.compareUnsigned(s, start) >= 0 && Long.compareUnsigned(e, end) <= 0;
+        any |= inside;
+      } else if (inside && line.startsWith("Rss:")) {
+        rss += kib(line) * 1024;
+      }
+    }
+    return any ? rss : -1;
   }
 
   /**

@@ -142,13 +142,7 @@ public final class MemoryLedger {
   private long nettyRefreshed;
   private volatile boolean nmtOff;
 
-  /** How long a reading of the heap's resident bytes is reused, ms. */
-  static final long HEAP_RESIDENCY_MILLIS = 10_000;
-
-  private final Object heapLock = new Object();
-  private long heapResident = -1;
-  private long heapCommittedAt = -1;
-  private long heapReadMillis;
+  private final HeapResidency heap = new HeapResidency();
 
   /** A ledger reading this process. */
   public MemoryLedger() {}
@@ -257,21 +251,12 @@ public final class MemoryLedger {
   }
 
   /**
-   * {@link HeapResidency#read}, at most once per {@value #HEAP_RESIDENCY_MILLIS} ms unless the
-   * committed heap changed: a reading parses all of {@code /proc/self/smaps} (tens of ms in an
-   * executor with many threads), and touched heap pages change slowly. Between readings the figure
-   * may lag pages touched since, which then count as unexplained.
+   * The heap's resident bytes ({@link HeapResidency}): found once by a full parse of {@code
+   * /proc/self/smaps}, then read from the heap's range only, which is a few entries when the heap
+   * sits at low addresses (compressed oops).
    */
   private long heapResident(long max, long committed) {
-    synchronized (heapLock) {
-      long now = System.currentTimeMillis();
-      if (committed != heapCommittedAt || now - heapReadMillis >= HEAP_RESIDENCY_MILLIS) {
-        heapResident = HeapResidency.read(max, committed);
-        heapCommittedAt = committed;
-        heapReadMillis = now;
-      }
-      return heapResident;
-    }
+    return heap.residentNow(max, committed);
   }
 
   /** Adds a part unless its figure is unknown (negative). */

@@ -76,6 +76,26 @@ class GrowthDetectorTest {
   }
 
   @Test
+  void theJvmsOwnPartsNeedTwiceTheWindows() {
+    GrowthDetector d = new GrowthDetector(25, 4, 16 * MIB, p -> p.startsWith("jvm."));
+    long first = -1;
+    long firstJvm = -1;
+    for (int i = 0; i < 400; i++) {
+      long v = i * 256 * KIB;
+      for (GrowthDetector.Growth g : d.sample(Map.of("native.allocated", v, "jvm.native", v))) {
+        if (g.part().equals("jvm.native") && firstJvm < 0) {
+          firstJvm = d.samples();
+          assertEquals(200, g.tasks());
+        } else if (g.part().equals("native.allocated") && first < 0) {
+          first = d.samples();
+        }
+      }
+    }
+    assertEquals(125, first);
+    assertEquals(225, firstJvm, "eight rising windows for the JVM's own memory");
+  }
+
+  @Test
   void negativeReadingsAreIgnoredAndBadSettingsRefused() {
     GrowthDetector d = new GrowthDetector(1, 1, 1);
     assertTrue(d.sample(Map.of("p", -1L)).isEmpty());

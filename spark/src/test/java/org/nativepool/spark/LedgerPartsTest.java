@@ -75,6 +75,24 @@ class LedgerPartsTest {
     assertEquals(200L << 20, HeapResidency.find(new java.io.StringReader(small), g, 252L << 20));
     assertEquals(-1, HeapResidency.find(new java.io.StringReader(small), 4 * g, 252L << 20));
     assertTrue(HeapResidency.read(-1, 1) < 0);
+    long[] at = HeapResidency.locate(new java.io.StringReader(text), 2 * g, 256L << 20);
+    assertEquals(0x80000000L, at[1]);
+    assertEquals(0xffe00000L, at[2]);
+    // Later readings sum the range only (a region committed since included), and stop after it.
+    String later =
+        smaps(0x80000000L, 0x88000000L, "rw-p", "", 100 << 10)
+            + smaps(0x88000000L, 0x90000000L, "rw-p", "", 20 << 10)
+            + smaps(0x90000000L, 0xffe00000L, "---p", "", 0)
+            + "ffe00000-fff00000 rw-p 00000000 00:00 0 \nRss: 999999 kB\n";
+    assertEquals(120L << 20, HeapResidency.within(new java.io.StringReader(later), at[1], at[2]));
+    assertEquals(-1, HeapResidency.within(new java.io.StringReader(later), 0x10, 0x20));
+    // This JVM's own heap is found, and read again from its range.
+    HeapResidency own = new HeapResidency();
+    java.lang.management.MemoryUsage h =
+        java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
+    long first = own.residentNow(h.getMax(), h.getCommitted());
+    assertTrue(first > 0 && first <= h.getCommitted() + (8 << 20), "heap resident " + first);
+    assertTrue(own.residentNow(h.getMax(), h.getCommitted()) > 0);
   }
 
   private static LedgerSnapshot snapshot(long rss) {

@@ -160,7 +160,16 @@ class LedgerGrowthSparkTest {
       runTasks(100, false);
     }
     assertEquals(1000, ledger.taskBoundaries(), "one boundary per task");
-    assertTrue(reports.isEmpty(), "clean tasks reported: " + reports);
+    // Under -Xcheck:jni (make test-java-checkjni), after the suite's other SparkContexts, the
+    // JVM's own native memory was seen growing ~200 KiB per task for 100 tasks: the checking
+    // mode's, not the tasks'. There only the JVM's parts may be reported.
+    boolean checkJni =
+        java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+            .anyMatch(a -> a.startsWith("-Xcheck:jni"));
+    assertTrue(
+        reports.stream().allMatch(r -> checkJni && r.getPart().startsWith("jvm.")),
+        "clean tasks reported: " + reports);
+    long cleanReports = reports.size();
 
     long before = ledger.taskBoundaries();
     GrowthReport found = null;
@@ -182,7 +191,7 @@ class LedgerGrowthSparkTest {
         owner.contains(LedgerGrowthSparkTest.class.getName() + ".task"),
         "the method that made the copies: " + owner);
     assertTrue(
-        reports.stream().allMatch(r -> r.getTaskCount() > before),
+        reports.stream().skip(cleanReports).allMatch(r -> r.getTaskCount() > before),
         "only the leak is reported: " + reports);
     System.out.println("nativepool growth report after " + leakyTasks + " leaky tasks: " + found.describe());
   }
