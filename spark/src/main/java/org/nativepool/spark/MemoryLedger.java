@@ -36,7 +36,8 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li>JVM heap: {@value #JVM_HEAP_RESIDENT} (resident: the {@code Rss} of the heap's mappings,
- *       since committed heap pages are only resident once touched), {@value #JVM_HEAP_COMMITTED}
+ *       since committed heap pages are only resident once touched; reused for up to 50 times the
+ *       cost of a reading, see {@link HeapResidency}), {@value #JVM_HEAP_COMMITTED}
  *       and {@value #JVM_HEAP_USED} (detail, from the memory bean; committed is the resident part
  *       when the heap's mappings cannot be found);
  *   <li>JVM, from its management beans: {@value #JVM_METASPACE} and {@value #JVM_CODE_CACHE} (the
