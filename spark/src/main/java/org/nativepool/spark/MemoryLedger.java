@@ -57,7 +57,8 @@ import org.slf4j.LoggerFactory;
  *   <li>{@value #ARROW_JAVA}: bytes allocated by the Arrow Java allocators of the plugin's tasks,
  *       Spark's own root allocator and any {@link #registerArrowAllocator registered} one;
  *   <li>{@value #NATIVE_RESERVED}, {@value #NATIVE_HELD}, {@value #NATIVE_SLACK} (accounting):
- *       the native pools' figures; {@value #NATIVE_ALLOCATED} (resident): bytes in live buffers of
+ *       the native pools' figures; {@value #LEAKED_RESIDENT} (accounting): leaks still allocated
+ *       after their task; {@value #NATIVE_ALLOCATED} (resident): bytes in live buffers of
  *       the Go Arrow allocators, open or lingering after their task;
  *   <li>the Go runtime: {@value #GO_HEAP_IN_USE}, {@value #GO_HEAP_IDLE} (free heap not yet
  *       returned to the OS), {@value #GO_STACKS}, {@value #GO_GC_META}, {@value #GO_OTHER};
@@ -110,6 +111,11 @@ public final class MemoryLedger {
   public static final String NATIVE_HELD = "native.held";
   /** Held but not reserved (accounting). */
   public static final String NATIVE_SLACK = "native.slack";
+  /**
+   * Bytes of leaks still allocated after their task ({@code leakedResident}): accounting, since
+   * the memory itself is in {@value #NATIVE_ALLOCATED} or {@value #ARROW_JAVA}.
+   */
+  public static final String LEAKED_RESIDENT = "leaked.resident";
   /** Bytes in live buffers of Go Arrow allocators. */
   public static final String NATIVE_ALLOCATED = "native.allocated";
   /** Go heap in spans holding objects. */
@@ -236,6 +242,7 @@ public final class MemoryLedger {
     put(v, k, NATIVE_RESERVED, p[ProcessStat.RESERVED.ordinal()], Kind.ACCOUNTING);
     put(v, k, NATIVE_HELD, p[ProcessStat.HELD.ordinal()], Kind.ACCOUNTING);
     put(v, k, NATIVE_SLACK, p[ProcessStat.SLACK.ordinal()], Kind.ACCOUNTING);
+    put(v, k, LEAKED_RESIDENT, p[ProcessStat.LEAKED_RESIDENT.ordinal()], Kind.ACCOUNTING);
     put(
         v,
         k,

@@ -167,6 +167,7 @@ class ExecutorLedgerSparkTest {
             MemoryLedger.NATIVE_RESERVED,
             MemoryLedger.NATIVE_HELD,
             MemoryLedger.NATIVE_SLACK,
+            MemoryLedger.LEAKED_RESIDENT,
             MemoryLedger.NATIVE_ALLOCATED,
             MemoryLedger.GO_HEAP_IN_USE,
             MemoryLedger.GO_HEAP_IDLE,
