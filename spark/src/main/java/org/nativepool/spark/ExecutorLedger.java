@@ -270,6 +270,9 @@ public final class ExecutorLedger {
         watched.put(e.getKey(), e.getValue());
       }
     }
+    if (watched.containsKey(MemoryLedger.UNEXPLAINED)) {
+      watched.put(MemoryLedger.UNEXPLAINED, conservativeUnexplained(s));
+    }
     List<GrowthDetector.Growth> found;
     long seen;
     synchronized (detector) {
@@ -314,6 +317,22 @@ public final class ExecutorLedger {
       return false;
     }
     return s.kind(part) != LedgerSnapshot.Kind.DETAIL;
+  }
+
+  /**
+   * The unexplained remainder with the heap counted as committed rather than resident: what the
+   * detector watches. A heap reading is reused for a while ({@link HeapResidency}), and heap pages
+   * touched in between would read as unexplained growth over several short windows; counted as
+   * committed, touching the heap moves nothing, and committing more heap counts as heap.
+   */
+  static long conservativeUnexplained(LedgerSnapshot s) {
+    long u = s.unexplained();
+    if (s.kind(MemoryLedger.JVM_HEAP_RESIDENT) == LedgerSnapshot.Kind.RESIDENT) {
+      long untouched =
+          s.get(MemoryLedger.JVM_HEAP_COMMITTED) - s.get(MemoryLedger.JVM_HEAP_RESIDENT);
+      u -= Math.max(0, untouched);
+    }
+    return u;
   }
 
   /** Whether the native owners explain growth of {@code part}. */

@@ -128,6 +128,21 @@ class LedgerPartsTest {
   }
 
   @Test
+  void theDetectorWatchesTheRemainderWithTheHeapCountedAsCommitted() {
+    Map<String, Long> v = new LinkedHashMap<>();
+    Map<String, LedgerSnapshot.Kind> k = new LinkedHashMap<>();
+    v.put(MemoryLedger.JVM_HEAP_RESIDENT, 60 * MIB);
+    k.put(MemoryLedger.JVM_HEAP_RESIDENT, LedgerSnapshot.Kind.RESIDENT);
+    v.put(MemoryLedger.JVM_HEAP_COMMITTED, 100 * MIB);
+    k.put(MemoryLedger.JVM_HEAP_COMMITTED, LedgerSnapshot.Kind.DETAIL);
+    LedgerSnapshot s = new LedgerSnapshot(1, 90 * MIB, v, k);
+    assertEquals(30 * MIB, s.unexplained());
+    // Heap pages touched since the heap was last read are in the 30 MiB; not in this one.
+    assertEquals(-10 * MIB, ExecutorLedger.conservativeUnexplained(s));
+    assertEquals(20 * MIB, ExecutorLedger.conservativeUnexplained(snapshot(150 * MIB)));
+  }
+
+  @Test
   void aPartWithoutAKindOrNamedLikeATotalIsRefused() {
     assertThrows(
         IllegalArgumentException.class,
