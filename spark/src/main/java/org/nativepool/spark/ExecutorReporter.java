@@ -9,7 +9,6 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.api.plugin.PluginContext;
 import org.nativepool.spark.arrow.ArrowProcessStat;
 import org.slf4j.Logger;
@@ -20,30 +19,23 @@ import org.slf4j.LoggerFactory;
  * #stop()} at the plugin's shutdown. It
  *
  * <ul>
- *   <li>reads the process figures every {@link ReportingSettings#pollMillis()} and keeps the
- *       highest reserved and held bytes since the last send;
+ *   <li>reads the executor's {@link ExecutorLedger} every {@link ReportingSettings#pollMillis()}
+ *       (gauges, high-water marks, thresholds, and the interval peaks of reserved and held bytes)
+ *       and at every task end (the growth detector);
  *   <li>sends an {@link ExecutorSample} to the driver side every heartbeat interval ({@code
  *       PluginContext.send}: one-way, nothing waits for the driver), and when a task ends if none
- *       went out within the poll period; a closing task pool's peak counts in the interval peak;
- *   <li>reads the executor's {@link ExecutorLedger} every poll period (gauges, high-water marks,
- *       thresholds) and at every task end (the growth detector), and adds its figures to each
- *       sample;
+ *       went out within the poll period, with the ledger's figures; a task pool that closed in
+ *       the interval counts in its peak of reserved bytes ({@link ExecutorLedger#noteTaskPool});
  *   <li>logs one summary line every {@value ReportingSettings#LOG_INTERVAL}, if set, ending with
  *       the ledger ({@link LedgerSnapshot#line()}).
  * </ul>
  *
- * <p>Every task runs on that one thread, so the interval peaks need no lock. A failure to read or
- * send is logged (the first at WARN, later ones at DEBUG) and the next period tries again: the
+ * <p>Every period runs on that one thread. A failure to read or send is logged (the first at WARN, later ones at DEBUG) and the next period tries again: the
  * figures are for watching, never for the tasks.
  */
 final class ExecutorReporter {
   private static final Logger LOG = LoggerFactory.getLogger(ExecutorReporter.class);
 
-  /**
-   * The highest peak of a task pool that closed since the reporting thread last looked (see
-   * {@link #noteTaskPeak}); folded into the interval peak of reserved bytes.
-   */
-  private static final AtomicLong TASK_PEAK = new AtomicLong();
 
   private final PluginContext ctx;
   private final ReportingSettings settings;
@@ -58,8 +50,6 @@ final class ExecutorReporter {
   private volatile long lastSendMillis;
 
   // Written and read only on the reporting thread.
-  private long peakReserved;
-  private long peakHeld;
   private long sequence;
   private boolean warned;
 
@@ -87,10 +77,6 @@ final class ExecutorReporter {
    */
   static ExecutorReporter start(
       PluginContext ctx, ReportingSettings settings, long baselineRss, ExecutorLedger ledger) {
-    // A peak noted before this executor started (a pool of an earlier SparkContext in this JVM,
-    // closed after its reporter stopped) is not this executor's: it would land in the first
-    // sample's interval peak, and so in the first stage's peaks.
-    TASK_PEAK.set(0);
     ExecutorReporter r = new ExecutorReporter(ctx, settings, baselineRss, ledger);
     long poll = settings.pollMillis();
     long send = settings.heartbeatMillis();
@@ -101,14 +87,6 @@ final class ExecutorReporter {
       r.thread.scheduleWithFixedDelay(r::logSummary, log, log, TimeUnit.MILLISECONDS);
     }
     return r;
-  }
-
-  /**
-   * A task pool's peak reserved bytes, noted as it closes: the executor's figure was at least that
-   * much during the task, even when the task was shorter than a poll period. Any thread.
-   */
-  static void noteTaskPeak(long peak) {
-    TASK_PEAK.accumulateAndGet(peak, Math::max);
   }
 
   /**
@@ -170,11 +148,7 @@ final class ExecutorReporter {
 
   private void poll() {
     try {
-      long[] p = NativeBridge.processStats0();
-      peakReserved = Math.max(peakReserved, p[ProcessStat.RESERVED.ordinal()]);
-      peakReserved = Math.max(peakReserved, TASK_PEAK.getAndSet(0));
-      peakHeld = Math.max(peakHeld, p[ProcessStat.HELD.ordinal()]);
-      ledger.readNow();
+      ledger.readNow(); // its interval peaks are the sample's
     } catch (RuntimeException e) {
       failed("read", e);
     }
@@ -183,21 +157,30 @@ final class ExecutorReporter {
   private void send() {
     try {
       Map<String, Long> f = readFigures(baselineRss);
-      peakReserved = Math.max(peakReserved, TASK_PEAK.getAndSet(0));
+      Map<String, Long> l = ledger.takeSampleFigures();
       lastSendMillis = System.currentTimeMillis();
+      // The interval's peaks: the highest polled figure, the highest task pool that closed in the
+      // interval (a task shorter than a poll period), and the figure now.
       f.put(
           ExecutorSample.INTERVAL_PEAK_RESERVED,
-          Math.max(peakReserved, f.get(ProcessStat.RESERVED.gaugeName())));
+          Math.max(
+              f.get(ProcessStat.RESERVED.gaugeName()),
+              Math.max(
+                  intervalPeak(l, MemoryLedger.NATIVE_RESERVED),
+                  l.getOrDefault(ExecutorLedger.TASK_POOL_PEAK, 0L))));
       f.put(
           ExecutorSample.INTERVAL_PEAK_HELD,
-          Math.max(peakHeld, f.get(ProcessStat.HELD.gaugeName())));
-      peakReserved = 0;
-      peakHeld = 0;
-      f.putAll(ledger.takeSampleFigures());
+          Math.max(f.get(ProcessStat.HELD.gaugeName()), intervalPeak(l, MemoryLedger.NATIVE_HELD)));
+      f.putAll(l);
       ctx.send(new ExecutorSample(ctx.executorID(), System.currentTimeMillis(), sequence++, f));
     } catch (IOException | RuntimeException e) {
       failed("send", e);
     }
+  }
+
+  /** The ledger's interval peak of {@code part} in its sample figures; 0 if none. */
+  private static long intervalPeak(Map<String, Long> ledgerFigures, String part) {
+    return ledgerFigures.getOrDefault(ExecutorLedger.INTERVAL_PEAK_PREFIX + part, 0L);
   }
 
   private void logSummary() {

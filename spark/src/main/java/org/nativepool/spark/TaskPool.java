@@ -435,18 +435,19 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
         }
       }
     }
-    try {
-      // The pool's peak, for the executor's interval peak (a task shorter than the reporter's
-      // poll would otherwise not show in the driver's stage peaks).
-      long peak = NativeBridge.poolStats0(handle)[PoolStat.PEAK.ordinal()];
-      ExecutorReporter.noteTaskPeak(peak);
-      ExecutorLedger ledger = ExecutorLedger.current();
-      if (ledger != null) {
+    ExecutorLedger ledger = ExecutorLedger.current();
+    if (ledger != null) {
+      try {
+        // The pool's and its consumers' peaks, for the high-water marks and the executor's
+        // interval peak (a task shorter than the reporter's poll would otherwise not show in the
+        // driver's stage peaks).
         ledger.noteTaskPool(
-            taskAttemptId, peak, parseConsumerPeaks(NativeBridge.consumerPeaks0(handle)));
+            taskAttemptId,
+            NativeBridge.poolStats0(handle)[PoolStat.PEAK.ordinal()],
+            parseConsumerPeaks(NativeBridge.consumerPeaks0(handle)));
+      } catch (RuntimeException e) {
+        LOG.debug("nativepool: {}: no peaks for the ledger", describe(), e);
       }
-    } catch (RuntimeException e) {
-      LOG.debug("nativepool: {}: no peak for the reporter", describe(), e);
     }
     try {
       NativeBridge.closePool0(handle);
