@@ -18,9 +18,9 @@ import java.nio.file.Path;
  * anonymous mappings (committed regions read-write, the rest {@code ---p}) whose length is about
  * the maximum heap size and whose read-write part is the committed heap. Among such runs the one
  * whose read-write bytes are closest to the committed heap is taken (the compressed class space is
- * another large anonymous run, with little of it read-write). {@link #read} returns -1 when no run
- * fits: then the ledger counts committed bytes, as before. An instance finds the heap once and then
- * reads only its range ({@link #residentNow}), so each reading is current and cheap.
+ * another large anonymous run, with little of it read-write). {@link #residentNow} returns -1 when
+ * no run fits: then the ledger counts committed bytes, as before. An instance finds the heap once
+ * and then reads only its range.
  */
 final class HeapResidency {
   /** The heap's address range once found (guarded by this); 0, 0 until then. */
@@ -87,28 +87,6 @@ final class HeapResidency {
 
   private static BufferedReader open() throws IOException {
     return Files.newBufferedReader(Path.of("/proc/self/smaps"), StandardCharsets.US_ASCII);
-  }
-
-  /**
-   * The resident bytes of the heap's mappings, or -1 if they cannot be told.
-   *
-   * @param max the heap's maximum size ({@code MemoryUsage.getMax()}; -1 undefined)
-   * @param committed the heap's committed bytes
-   */
-  static long read(long max, long committed) {
-    if (max <= 0 || committed <= 0) {
-      return -1;
-    }
-    try (BufferedReader r = open()) {
-      return find(r, max, committed);
-    } catch (IOException | RuntimeException e) {
-      return -1;
-    }
-  }
-
-  /** {@link #read} over an smaps text. */
-  static long find(Reader smaps, long max, long committed) throws IOException {
-    return locate(smaps, max, committed)[0];
   }
 
   /**

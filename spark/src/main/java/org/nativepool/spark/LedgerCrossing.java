@@ -89,7 +89,13 @@ public final class LedgerCrossing implements SparkListenerEvent, Serializable {
         + part
         + (up ? " rose to " : " fell to ")
         + ExecutorReporter.size(bytes)
-        + (up ? ", crossing " + ExecutorReporter.size(level) : ", below " + ExecutorReporter.size(lowerLevel) + " (threshold " + ExecutorReporter.size(level) + ")");
+        + (up
+            ? ", crossing " + ExecutorReporter.size(level)
+            : ", below "
+                + ExecutorReporter.size(lowerLevel)
+                + " (threshold "
+                + ExecutorReporter.size(level)
+                + ")");
   }
 
   @Override

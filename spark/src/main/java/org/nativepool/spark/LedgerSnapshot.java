@@ -172,9 +172,11 @@ public final class LedgerSnapshot implements Serializable {
       }
     }
     long u = unexplained();
-    b.append(sep)
-        .append("unexplained ")
-        .append(u == Long.MIN_VALUE ? "?" : u < 0 ? "-" + ExecutorReporter.size(-u) : ExecutorReporter.size(u));
+    String unexplained =
+        u == Long.MIN_VALUE
+            ? "?"
+            : u < 0 ? "-" + ExecutorReporter.size(-u) : ExecutorReporter.size(u);
+    b.append(sep).append("unexplained ").append(unexplained);
     sep = " (";
     for (String p : partsOf(Kind.ACCOUNTING)) {
       long v = values.get(p);

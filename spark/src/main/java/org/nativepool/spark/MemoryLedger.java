@@ -11,7 +11,6 @@ import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
 import java.lang.management.MemoryUsage;
 import java.lang.reflect.Field;
-import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -164,21 +163,10 @@ public final class MemoryLedger {
 
   /** Reads every part now. Never throws for a part it cannot read: that part is left out. */
   public LedgerSnapshot read() {
-    Map<String, Long> v = new LinkedHashMap<>();
-    Map<String, Kind> k = new LinkedHashMap<>();
     long[] p = NativeBridge.processStats0();
     long[] a = NativeBridge.processArrowStats0();
-    long rss = a[ArrowProcessStat.RSS.ordinal()];
-
     MemoryUsage heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
     long heapResident = heapResident(heap.getMax(), heap.getCommitted());
-    if (heapResident >= 0) {
-      put(v, k, JVM_HEAP_RESIDENT, heapResident, Kind.RESIDENT);
-      put(v, k, JVM_HEAP_COMMITTED, heap.getCommitted(), Kind.DETAIL);
-    } else {
-      put(v, k, JVM_HEAP_COMMITTED, heap.getCommitted(), Kind.RESIDENT);
-    }
-    put(v, k, JVM_HEAP_USED, heap.getUsed(), Kind.DETAIL);
     long metaspace = 0;
     long code = 0;
     for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
@@ -192,71 +180,89 @@ public final class MemoryLedger {
         code += pool.getUsage().getCommitted();
       }
     }
-    put(v, k, JVM_METASPACE, metaspace, Kind.RESIDENT);
-    put(v, k, JVM_CODE_CACHE, code, Kind.RESIDENT);
-    int nmtAt = v.size();
-
     long direct = 0;
+    long mapped = 0;
     for (BufferPoolMXBean b : ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)) {
       if (b.getName().equals("direct")) {
         direct += Math.max(0, b.getMemoryUsed());
-      }
-    }
-    long mapped = 0;
-    for (BufferPoolMXBean b : ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)) {
-      if (b.getName().startsWith("mapped")) {
+      } else if (b.getName().startsWith("mapped")) {
         mapped += Math.max(0, b.getMemoryUsed());
       }
     }
-    put(v, k, JVM_DIRECT, direct, Kind.RESIDENT);
-    put(v, k, JVM_MAPPED, mapped, Kind.RESIDENT);
-
-    long nettyUnsafe = readNetty(v, k);
+    Parts netty = new Parts();
+    long nettyUnsafe = readNetty(netty);
     long arrowJava = arrowJavaBytes();
-    put(v, k, ARROW_JAVA, arrowJava, Kind.RESIDENT);
-
     Map<String, Long> nmt = nmt();
-    if (nmt != null) {
-      Map<String, Long> jvm = new LinkedHashMap<>();
-      long total = nmt.getOrDefault("Total", 0L);
-      long threads = nmt.getOrDefault("Thread", 0L);
-      long other = nmt.getOrDefault("Other", 0L);
-      long gc = nmt.getOrDefault("GC", 0L);
-      jvm.put(JVM_THREADS, threads);
-      jvm.put(JVM_GC, gc);
-      jvm.put(
-          JVM_NATIVE,
-          Math.max(
-              0,
-              total
-                  - nmt.getOrDefault("Java Heap", 0L)
-                  - nmt.getOrDefault("Code", 0L)
-                  - threads
-                  - gc
-                  - other
-                  - metaspace));
-      jvm.put(JVM_UNSAFE, Math.max(0, other - direct - nettyUnsafe - arrowJava));
-      insertAfter(v, k, nmtAt, jvm);
-    }
 
-    put(v, k, NATIVE_RESERVED, p[ProcessStat.RESERVED.ordinal()], Kind.ACCOUNTING);
-    put(v, k, NATIVE_HELD, p[ProcessStat.HELD.ordinal()], Kind.ACCOUNTING);
-    put(v, k, NATIVE_SLACK, p[ProcessStat.SLACK.ordinal()], Kind.ACCOUNTING);
-    put(v, k, LEAKED_RESIDENT, p[ProcessStat.LEAKED_RESIDENT.ordinal()], Kind.ACCOUNTING);
-    put(
-        v,
-        k,
+    // In display order: the JVM, Spark's transport, Arrow Java, native memory, the Go runtime.
+    Parts parts = new Parts();
+    if (heapResident >= 0) {
+      parts.put(JVM_HEAP_RESIDENT, heapResident, Kind.RESIDENT);
+      parts.put(JVM_HEAP_COMMITTED, heap.getCommitted(), Kind.DETAIL);
+    } else {
+      parts.put(JVM_HEAP_COMMITTED, heap.getCommitted(), Kind.RESIDENT);
+    }
+    parts.put(JVM_HEAP_USED, heap.getUsed(), Kind.DETAIL);
+    parts.put(JVM_METASPACE, metaspace, Kind.RESIDENT);
+    parts.put(JVM_CODE_CACHE, code, Kind.RESIDENT);
+    if (nmt != null) {
+      long threads = nmt.getOrDefault("Thread", 0L);
+      long gc = nmt.getOrDefault("GC", 0L);
+      long other = nmt.getOrDefault("Other", 0L);
+      long rest =
+          nmt.getOrDefault("Total", 0L)
+              - nmt.getOrDefault("Java Heap", 0L)
+              - nmt.getOrDefault("Code", 0L)
+              - threads
+              - gc
+              - other
+              - metaspace;
+      parts.put(JVM_THREADS, threads, Kind.RESIDENT);
+      parts.put(JVM_GC, gc, Kind.RESIDENT);
+      parts.put(JVM_NATIVE, Math.max(0, rest), Kind.RESIDENT);
+      parts.put(JVM_UNSAFE, Math.max(0, other - direct - nettyUnsafe - arrowJava), Kind.RESIDENT);
+    }
+    parts.put(JVM_DIRECT, direct, Kind.RESIDENT);
+    parts.put(JVM_MAPPED, mapped, Kind.RESIDENT);
+    parts.putAll(netty);
+    parts.put(ARROW_JAVA, arrowJava, Kind.RESIDENT);
+    parts.put(NATIVE_RESERVED, p[ProcessStat.RESERVED.ordinal()], Kind.ACCOUNTING);
+    parts.put(NATIVE_HELD, p[ProcessStat.HELD.ordinal()], Kind.ACCOUNTING);
+    parts.put(NATIVE_SLACK, p[ProcessStat.SLACK.ordinal()], Kind.ACCOUNTING);
+    parts.put(LEAKED_RESIDENT, p[ProcessStat.LEAKED_RESIDENT.ordinal()], Kind.ACCOUNTING);
+    parts.put(
         NATIVE_ALLOCATED,
         a[ArrowProcessStat.ALLOCATED.ordinal()] + a[ArrowProcessStat.LINGERING.ordinal()],
         Kind.RESIDENT);
-    put(v, k, GO_HEAP_IN_USE, p[ProcessStat.GO_HEAP_IN_USE.ordinal()], Kind.RESIDENT);
-    put(v, k, GO_HEAP_IDLE, p[ProcessStat.GO_HEAP_IDLE.ordinal()], Kind.RESIDENT);
-    put(v, k, GO_STACKS, p[ProcessStat.GO_STACKS.ordinal()], Kind.RESIDENT);
-    put(v, k, GO_GC_META, p[ProcessStat.GO_GC_META.ordinal()], Kind.RESIDENT);
-    put(v, k, GO_OTHER, p[ProcessStat.GO_OTHER.ordinal()], Kind.RESIDENT);
-    put(v, k, MALLOC_RETAINED, p[ProcessStat.MALLOC_RETAINED.ordinal()], Kind.RESIDENT);
-    return new LedgerSnapshot(System.currentTimeMillis(), rss, v, k);
+    parts.put(GO_HEAP_IN_USE, p[ProcessStat.GO_HEAP_IN_USE.ordinal()], Kind.RESIDENT);
+    parts.put(GO_HEAP_IDLE, p[ProcessStat.GO_HEAP_IDLE.ordinal()], Kind.RESIDENT);
+    parts.put(GO_STACKS, p[ProcessStat.GO_STACKS.ordinal()], Kind.RESIDENT);
+    parts.put(GO_GC_META, p[ProcessStat.GO_GC_META.ordinal()], Kind.RESIDENT);
+    parts.put(GO_OTHER, p[ProcessStat.GO_OTHER.ordinal()], Kind.RESIDENT);
+    parts.put(MALLOC_RETAINED, p[ProcessStat.MALLOC_RETAINED.ordinal()], Kind.RESIDENT);
+    return new LedgerSnapshot(
+        System.currentTimeMillis(), a[ArrowProcessStat.RSS.ordinal()], parts.bytes, parts.kinds);
   }
+
+  /** Parts being read: bytes and kind by name, in display order. */
+  private static final class Parts {
+    final Map<String, Long> bytes = new LinkedHashMap<>();
+    final Map<String, Kind> kinds = new LinkedHashMap<>();
+
+    /** Adds a part unless its figure is unknown (negative). */
+    void put(String part, long n, Kind kind) {
+      if (n >= 0) {
+        bytes.put(part, n);
+        kinds.put(part, kind);
+      }
+    }
+
+    void putAll(Parts other) {
+      bytes.putAll(other.bytes);
+      kinds.putAll(other.kinds);
+    }
+  }
+
 
   /**
    * The heap's resident bytes ({@link HeapResidency}): found once by a full parse of {@code
@@ -265,36 +271,6 @@ public final class MemoryLedger {
    */
   private long heapResident(long max, long committed) {
     return heap.residentNow(max, committed);
-  }
-
-  /** Adds a part unless its figure is unknown (negative). */
-  private static void put(
-      Map<String, Long> v, Map<String, Kind> k, String part, long bytes, Kind kind) {
-    if (bytes >= 0) {
-      v.put(part, bytes);
-      k.put(part, kind);
-    }
-  }
-
-  /** Puts the resident {@code parts} at position {@code at} of the display order. */
-  private static void insertAfter(
-      Map<String, Long> v, Map<String, Kind> k, int at, Map<String, Long> parts) {
-    List<Map.Entry<String, Long>> all = new ArrayList<>(v.entrySet());
-    Map<String, Kind> kinds = new LinkedHashMap<>(k);
-    v.clear();
-    k.clear();
-    for (int i = 0; i <= all.size(); i++) {
-      if (i == at) {
-        for (Map.Entry<String, Long> e : parts.entrySet()) {
-          put(v, k, e.getKey(), e.getValue(), Kind.RESIDENT);
-        }
-      }
-      if (i < all.size()) {
-        String n = all.get(i).getKey();
-        v.put(n, all.get(i).getValue());
-        k.put(n, kinds.get(n));
-      }
-    }
   }
 
   /**
@@ -352,7 +328,7 @@ public final class MemoryLedger {
    * Adds the netty parts; returns the direct chunk bytes that are resident outside the JVM's
    * direct buffer pool (allocated without a cleaner), which NMT counts under "Other".
    */
-  private long readNetty(Map<String, Long> v, Map<String, Kind> k) {
+  private long readNetty(Parts parts) {
     Map<PooledByteBufAllocator, String> pools = nettyAllocators();
     boolean noCleaner = nettyNoCleaner();
     long unsafe = 0;
@@ -363,9 +339,9 @@ public final class MemoryLedger {
         long heapChunks = m.usedHeapMemory();
         long used = used(m.directArenas()) + used(m.heapArenas());
         String base = NETTY_PREFIX + e.getValue();
-        put(v, k, base + ".direct", directChunks, noCleaner ? Kind.RESIDENT : Kind.DETAIL);
-        put(v, k, base + ".heap", heapChunks, Kind.DETAIL);
-        put(v, k, base + ".used", used, Kind.DETAIL);
+        parts.put(base + ".direct", directChunks, noCleaner ? Kind.RESIDENT : Kind.DETAIL);
+        parts.put(base + ".heap", heapChunks, Kind.DETAIL);
+        parts.put(base + ".used", used, Kind.DETAIL);
         if (noCleaner) {
           unsafe += Math.max(0, directChunks);
         }

@@ -65,16 +65,18 @@ class LedgerPartsTest {
             + smaps(0x7f0000100000L, 0x7f0040000000L, "---p", "", 0)
             + smaps(0x7f1000000000L, 0x7f1000400000L, "r--s", "/usr/lib/jvm/lib/modules", 2000);
     assertEquals(
-        60L << 20, HeapResidency.find(new java.io.StringReader(text), 2 * g, 256L << 20));
+        60L << 20, HeapResidency.locate(new java.io.StringReader(text), 2 * g, 256L << 20)[0]);
     // A 1 GiB heap: the class space's run has the right length but not the read-write part.
     String small =
         smaps(0xc0000000L, 0xcfc00000L, "rw-p", "", 200 << 10)
             + smaps(0xcfc00000L, 0x100000000L, "---p", "", 0)
             + smaps(0x7f0000000000L, 0x7f0000100000L, "rw-p", "", 900)
             + smaps(0x7f0000100000L, 0x7f0040000000L, "---p", "", 0);
-    assertEquals(200L << 20, HeapResidency.find(new java.io.StringReader(small), g, 252L << 20));
-    assertEquals(-1, HeapResidency.find(new java.io.StringReader(small), 4 * g, 252L << 20));
-    assertTrue(HeapResidency.read(-1, 1) < 0);
+    assertEquals(
+        200L << 20, HeapResidency.locate(new java.io.StringReader(small), g, 252L << 20)[0]);
+    assertEquals(
+        -1, HeapResidency.locate(new java.io.StringReader(small), 4 * g, 252L << 20)[0]);
+    assertTrue(new HeapResidency().residentNow(-1, 1) < 0);
     long[] at = HeapResidency.locate(new java.io.StringReader(text), 2 * g, 256L << 20);
     assertEquals(0x80000000L, at[1]);
     assertEquals(0xffe00000L, at[2]);
