@@ -105,8 +105,8 @@ type ArrowSettings struct {
 }
 
 // arrowState is the Bridge's Arrow part: the batch handle table, the
-// settings, the open allocators and the cumulative leak counters. Its zero
-// value is ready (the table is made on first use). Safe for concurrent use.
+// settings and the open allocators (their leaks are counted by the leak
+// book, leaks.go). Its zero value is ready (the table is made on first use). Safe for concurrent use.
 //
 // Lock order: a reservation's arrowSlot.mu, then arrowState.mu; a batch's
 // batchHandle.mu is never held with either. No lock is held while a batch is
@@ -132,8 +132,6 @@ type arrowState struct {
 		// (TrackAllocator), by their entry; the engine closes them.
 		engine map[*engineAllocator]struct{}
 	}
-	leaks       atomic.Int64
-	leakedBytes atomic.Int64
 }
 
 func (s *arrowState) table() *HandleTable[*batchHandle] {
@@ -542,8 +540,6 @@ func (b *Bridge) finishArrowClose(rh *reservationHandle) *ArrowLeak {
 	if a != nil {
 		b.arrow.removeLive(rh)
 		if leak = a.Close(); leak != nil {
-			b.arrow.leaks.Add(1)
-			b.arrow.leakedBytes.Add(leak.Bytes)
 		}
 		// The allocator gave its charge back; its later frees (batches
 		// released below, lingering exports) charge nothing.
@@ -580,7 +576,7 @@ func (b *Bridge) finishArrowClose(rh *reservationHandle) *ArrowLeak {
 		if leak.Exports > 0 {
 			kind = LeakExport
 		}
-		_ = b.RecordLeak(Leak{TaskAttemptID: rh.tp.taskID, Consumer: rh.r.Consumer().Name(), Kind: kind,
+		b.record(Leak{TaskAttemptID: rh.tp.taskID, Consumer: rh.r.Consumer().Name(), Kind: kind,
 			Bytes: leak.Bytes, Site: leak.Site, Resident: resident})
 	}
 	return leak

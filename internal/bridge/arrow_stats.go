@@ -188,8 +188,7 @@ func (b *Bridge) ProcessArrowStats() []int64 {
 	}
 	f.liveAllocators = int64(len(allocs))
 	f.liveBatches = int64(b.arrow.table().Len())
-	f.leaks = b.arrow.leaks.Load()
-	f.leakedBytes = b.arrow.leakedBytes.Load()
+	f.leaks, f.leakedBytes = b.arrowLeakTotals()
 	lb, ln := b.lingerSweep()
 	f.lingering, f.lingeringAllocators = lb, int64(ln)
 	if b.arrow.runtime.MeasureDrift == nil {

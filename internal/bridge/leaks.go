@@ -81,16 +81,23 @@ type leakBook struct {
 		next   int64
 		// bytes is the sum of every recorded leak's Bytes.
 		bytes int64
+		// arrow counts the Go Arrow allocators' leaks (kinds LeakArrow and
+		// LeakExport): processArrowStats0's LEAKS and LEAKED_BYTES.
+		arrow struct{ n, bytes int64 }
 	}
 	// javaResident is what Java last said its leaked Arrow buffers still
 	// hold (SetJavaLeakResident).
 	javaResident atomic.Int64
 }
 
-// RecordLeak counts a leak, logs it at WARN and keeps it among the recent
-// leaks. The Bridge records Go's leaks itself; Java records its own
-// (reportLeak0). A negative byte count, an unknown kind or an empty
-// consumer wraps ErrInvalidArgument and records nothing.
+// unnamedConsumer names a leak whose consumer was registered without a name.
+const unnamedConsumer = "(unnamed consumer)"
+
+// RecordLeak counts a leak Java found (reportLeak0), logs it at WARN and
+// keeps it among the recent leaks. A negative byte count, an unknown kind or
+// an empty consumer wraps ErrInvalidArgument and records nothing. The
+// Bridge records the leaks it finds itself with record, which refuses
+// nothing.
 func (b *Bridge) RecordLeak(l Leak) error {
 	switch l.Kind {
 	case LeakReservation, LeakArrow, LeakExport, LeakJavaArrow:
@@ -103,11 +110,26 @@ func (b *Bridge) RecordLeak(l Leak) error {
 	if l.Consumer == "" {
 		return fmt.Errorf("nativepool: reportLeak: empty consumer name: %w", ErrInvalidArgument)
 	}
+	b.record(l)
+	return nil
+}
+
+// record counts, logs and keeps a leak the Bridge found itself (a Go
+// reservation or Arrow allocator): Go may register a consumer without a
+// name, and such a leak is counted all the same, as unnamedConsumer.
+func (b *Bridge) record(l Leak) {
+	if l.Consumer == "" {
+		l.Consumer = unnamedConsumer
+	}
 	lb := &b.leaks
 	lb.mu.Lock()
 	lb.mu.recent[lb.mu.next%maxRecentLeaks] = l
 	lb.mu.next++
 	lb.mu.bytes += l.Bytes
+	if l.Kind == LeakArrow || l.Kind == LeakExport {
+		lb.mu.arrow.n++
+		lb.mu.arrow.bytes += l.Bytes
+	}
 	lb.mu.Unlock()
 	site := l.Site
 	if site == "" {
@@ -115,7 +137,6 @@ func (b *Bridge) RecordLeak(l Leak) error {
 	}
 	b.logger.With(LogTask(l.TaskAttemptID)).Warn("nativepool: leak at task end: "+l.Consumer+" still held bytes",
 		"consumer", l.Consumer, "kind", l.Kind, "bytes", l.Bytes, "resident", l.Resident, "site", site)
-	return nil
 }
 
 // RecentLeaks returns the last leaks recorded (at most 256), oldest first.
@@ -137,6 +158,15 @@ func (b *Bridge) leakTotals() (n, bytes int64) {
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
 	return lb.mu.next, lb.mu.bytes
+}
+
+// arrowLeakTotals returns the number of Go Arrow allocator leaks recorded
+// (kinds LeakArrow and LeakExport) and their bytes.
+func (b *Bridge) arrowLeakTotals() (n, bytes int64) {
+	lb := &b.leaks
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	return lb.mu.arrow.n, lb.mu.arrow.bytes
 }
 
 // SetJavaLeakResident sets what Java's leaked Arrow buffers still hold,

@@ -171,3 +171,20 @@ func TestFormatLeaksAndLiveOwnersFlattenTabsAndLineBreaks(t *testing.T) {
 		assert.Len(t, strings.Split(line, "\t"), 6, fmt.Sprintf("%q", line))
 	}
 }
+
+// Go lets a consumer register without a name. Its leak was refused by
+// RecordLeak's check for Java's input and so never counted; the Bridge's own
+// records now count it, named as unnamed.
+func TestALeakOfAnUnnamedGoConsumerIsCounted(t *testing.T) {
+	b, logs := newTestBridge(t)
+	p := mustOpen(t, b, 42, KindGreedyUnified, 0, 0, newFakeUpstream(1<<20))
+	r := mustReserve(t, b, p, "", false, nil)
+	require.NoError(t, b.TryGrow(r, 4096))
+	require.NoError(t, b.ClosePool(p))
+	s := b.ProcessStats()
+	assert.Equal(t, int64(1), s.Leaks)
+	assert.Equal(t, int64(4096), s.LeakedBytes)
+	assert.Equal(t, []Leak{{TaskAttemptID: 42, Consumer: unnamedConsumer, Kind: LeakReservation, Bytes: 4096}}, b.RecentLeaks())
+	assert.Len(t, logs.lines("leak at task end"), 1)
+	require.NoError(t, b.CloseReservation(r))
+}
