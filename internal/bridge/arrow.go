@@ -106,7 +106,8 @@ type ArrowSettings struct {
 
 // arrowState is the Bridge's Arrow part: the batch handle table, the
 // settings and the open allocators (their leaks are counted by the leak
-// book, leaks.go). Its zero value is ready (the table is made on first use). Safe for concurrent use.
+// book, leaks.go). Its zero value is ready (the table is made on first
+// use). Safe for concurrent use.
 //
 // Lock order: a reservation's arrowSlot.mu, then arrowState.mu; a batch's
 // batchHandle.mu is never held with either. No lock is held while a batch is
@@ -130,7 +131,7 @@ type arrowState struct {
 		lingering map[*reservationHandle]ArrowAllocator
 		// engine are allocators an engine made itself and tracks
 		// (TrackAllocator), by their entry; the engine closes them.
-		engine map[*engineAllocator]struct{}
+		engine map[*ownedAllocator]struct{}
 	}
 }
 
@@ -148,13 +149,6 @@ func (s *arrowState) addLive(rh *reservationHandle, a ArrowAllocator) {
 	s.mu.live[rh] = a
 }
 
-// engineAllocator is an allocator an engine tracks with TrackAllocator,
-// with the consumer the ledger names it by.
-type engineAllocator struct {
-	consumer string
-	a        ArrowAllocator
-}
-
 // TrackAllocator counts an allocator an engine made itself (not through a
 // reservation handle's Arrow calls) in the process's Arrow figures
 // (ProcessArrowStats: ALLOCATED, LIVE_ALLOCATORS, EXPORTED, IMPORTED) and in
@@ -164,11 +158,11 @@ type engineAllocator struct {
 // memory of an engine's own allocators shows in no ledger part, only in the
 // unexplained remainder.
 func (b *Bridge) TrackAllocator(consumer string, a ArrowAllocator) (untrack func()) {
-	e := &engineAllocator{consumer: consumer, a: a}
+	e := &ownedAllocator{consumer: consumer, a: a}
 	s := &b.arrow
 	s.mu.Lock()
 	if s.mu.engine == nil {
-		s.mu.engine = make(map[*engineAllocator]struct{})
+		s.mu.engine = make(map[*ownedAllocator]struct{})
 	}
 	s.mu.engine[e] = struct{}{}
 	s.mu.Unlock()
@@ -180,6 +174,33 @@ func (b *Bridge) TrackAllocator(consumer string, a ArrowAllocator) (untrack func
 			s.mu.Unlock()
 		})
 	}
+}
+
+// ownedAllocator is an allocator with the consumer it is counted under.
+type ownedAllocator struct {
+	consumer string
+	a        ArrowAllocator
+}
+
+// allocators returns the allocators whose memory is live: the open ones of
+// reservation handles, the engines' tracked ones and, with lingering, the
+// closed ones whose memory outlived their task.
+func (s *arrowState) allocators(lingering bool) []ownedAllocator {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]ownedAllocator, 0, len(s.mu.live)+len(s.mu.engine)+len(s.mu.lingering))
+	for rh, a := range s.mu.live {
+		out = append(out, ownedAllocator{rh.r.Consumer().Name(), a})
+	}
+	for e := range s.mu.engine {
+		out = append(out, ownedAllocator{e.consumer, e.a})
+	}
+	if lingering {
+		for rh, a := range s.mu.lingering {
+			out = append(out, ownedAllocator{rh.r.Consumer().Name(), a})
+		}
+	}
+	return out
 }
 
 func (s *arrowState) removeLive(rh *reservationHandle) {

@@ -168,19 +168,11 @@ func (b *Bridge) ArrowStats(res int64) ([]int64, error) {
 // resident set (ArrowRuntime.MeasureDrift; -1 when it cannot be read). RSS
 // is a check, never a gate (ffi/doc.go).
 func (b *Bridge) ProcessArrowStats() []int64 {
-	b.arrow.mu.Lock()
-	allocs := make([]ArrowAllocator, 0, len(b.arrow.mu.live)+len(b.arrow.mu.engine))
-	for _, a := range b.arrow.mu.live {
-		allocs = append(allocs, a)
-	}
-	for e := range b.arrow.mu.engine {
-		allocs = append(allocs, e.a)
-	}
-	b.arrow.mu.Unlock()
+	allocs := b.arrow.allocators(false) // lingering ones are LINGERING, below
 	var f processArrowFigures
 	var reserved int64
-	for _, a := range allocs {
-		sn := a.Snapshot()
+	for _, o := range allocs {
+		sn := o.a.Snapshot()
 		f.allocated += sn.Allocated
 		f.exported += sn.Exported
 		f.imported += sn.Imported

@@ -607,9 +607,8 @@ func EncodeConsumerPeaks(peaks map[string]int64) string {
 		return cmp.Or(cmp.Compare(peaks[b], peaks[a]), cmp.Compare(a, b))
 	})
 	var sb strings.Builder
-	clean := strings.NewReplacer("\t", " ", "\n", " ", "\r", " ")
 	for _, n := range names {
-		sb.WriteString(clean.Replace(n))
+		sb.WriteString(flatField(n))
 		sb.WriteByte('\t')
 		sb.WriteString(strconv.FormatInt(peaks[n], 10))
 		sb.WriteByte('\n')

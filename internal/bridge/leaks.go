@@ -220,23 +220,7 @@ func (b *Bridge) LiveNative(max int) []LiveOwner {
 	if max <= 0 {
 		return nil
 	}
-	type owned struct {
-		consumer string
-		a        ArrowAllocator
-	}
-	s := &b.arrow
-	s.mu.Lock()
-	all := make([]owned, 0, len(s.mu.live)+len(s.mu.lingering))
-	for rh, a := range s.mu.live {
-		all = append(all, owned{rh.r.Consumer().Name(), a})
-	}
-	for rh, a := range s.mu.lingering {
-		all = append(all, owned{rh.r.Consumer().Name(), a})
-	}
-	for e := range s.mu.engine {
-		all = append(all, owned{e.consumer, e.a})
-	}
-	s.mu.Unlock()
+	all := b.arrow.allocators(true)
 	type key struct{ consumer, site string }
 	sum := make(map[key]*LiveOwner)
 	add := func(consumer string, o LiveOwner) {
