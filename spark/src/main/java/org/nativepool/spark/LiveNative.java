@@ -83,16 +83,10 @@ public final class LiveNative {
   /** Parses liveNative0's lines ({@code consumer\tsite\tbytes\tbuffers}). */
   static List<Owner> parse(String flat) {
     List<Owner> out = new ArrayList<>();
-    for (String line : flat.split("\n")) {
-      if (line.isEmpty()) {
-        continue;
-      }
-      String[] f = line.split("\t", -1);
-      if (f.length != 4) {
-        throw new IllegalStateException("nativepool: liveNative0: malformed line '" + line + "'");
-      }
+    for (String[] f : NativeRecords.parse(flat, 4, "liveNative0")) {
       out.add(new Owner(f[0], f[1], Long.parseLong(f[2]), Long.parseLong(f[3])));
     }
     return out;
   }
+
 }

@@ -99,14 +99,7 @@ public final class NativeLeaks {
   /** Parses recentLeaks0's lines ({@code task\tconsumer\tkind\tbytes\tresident\tsite}). */
   static List<Leak> parse(String flat) {
     List<Leak> out = new ArrayList<>();
-    for (String line : flat.split("\n")) {
-      if (line.isEmpty()) {
-        continue;
-      }
-      String[] f = line.split("\t", -1);
-      if (f.length != 6) {
-        throw new IllegalStateException("nativepool: recentLeaks0: malformed line '" + line + "'");
-      }
+    for (String[] f : NativeRecords.parse(flat, 6, "recentLeaks0")) {
       out.add(
           new Leak(
               Long.parseLong(f[0]),

@@ -409,14 +409,8 @@ public final class TaskPool extends HandleGuard implements AutoCloseable {
   /** The consumer peaks of {@code consumerPeaks0} ("name TAB bytes" lines) by name. */
   static Map<String, Long> parseConsumerPeaks(String lines) {
     Map<String, Long> out = new LinkedHashMap<>();
-    if (lines == null) {
-      return out;
-    }
-    for (String line : lines.split("\n")) {
-      int tab = line.lastIndexOf('\t');
-      if (tab > 0) {
-        out.merge(line.substring(0, tab), Long.parseLong(line.substring(tab + 1)), Math::max);
-      }
+    for (String[] f : NativeRecords.parse(lines, 2, "consumerPeaks0")) {
+      out.merge(f[0], Long.parseLong(f[1]), Math::max);
     }
     return out;
   }
