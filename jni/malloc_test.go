@@ -113,21 +113,29 @@ func TestConfigureRuntimeResetsATrimThresholdRaisedBeforeIt(t *testing.T) {
 // process's Bridge with glibc's MALLOC_RETAINED (mallinfo2, which locks
 // and walks every arena) and without it, side by side (bench/RESULTS.md,
 // "Process memory policy"). A Go test process has few arenas; a JVM has
-// one per thread up to 8 × cores, so this is mallinfo2's cheap end.
+// one per thread up to 8 × cores, so this is mallinfo2's cheap end. Each
+// also runs with and without the Go runtime's memory classes (GoClasses,
+// the executor memory ledger's Go parts), side by side.
 func BenchmarkProcessStatsRead(b *testing.B) {
 	mallocprobe.HeapKept(64) // 4 MiB of freed heap blocks for mallinfo2 to find
 	for _, c := range []struct {
 		name   string
 		malloc func() int64
 	}{{"retained=off", nil}, {"retained=mallinfo2", mallocRetained}} {
-		b.Run(c.name, func(b *testing.B) {
-			br := bridge.NewBridge(nil, bridge.ArrowRuntime{})
-			rt := processRuntime()
-			rt.MallocRetained = c.malloc
-			br.UseProcessRuntime(rt)
-			for b.Loop() {
-				_ = br.ProcessStats()
-			}
-		})
+		// classes: the Go runtime split by owner for the ledger (issue 13).
+		for _, classes := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/classes=%v", c.name, classes), func(b *testing.B) {
+				br := bridge.NewBridge(nil, bridge.ArrowRuntime{})
+				rt := processRuntime()
+				rt.MallocRetained = c.malloc
+				if !classes {
+					rt.GoClasses = nil
+				}
+				br.UseProcessRuntime(rt)
+				for b.Loop() {
+					_ = br.ProcessStats()
+				}
+			})
+		}
 	}
 }
