@@ -52,8 +52,9 @@ final class HeapResidency {
 
   /**
    * A reading costs a walk over the page tables of the heap's mappings, so it grows with the
-   * touched heap (about 40 ms for 1 GiB on a loaded 2-core machine): a reading is reused for up to
-   * this many times its own cost (2% of a core), and at most {@link #MAX_AGE_NANOS}.
+   * touched heap (the demo's ledger readings, with a touched 1 GiB heap, took 45.5 ms on average
+   * with it at every reading, 8.0 ms without; bench/RESULTS.md): a reading is reused for up to this
+   * many times its own cost (2% of a core), and at most {@link #MAX_AGE_NANOS}.
    */
   static final long COST_FACTOR = 50;
 
