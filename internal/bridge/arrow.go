@@ -598,7 +598,7 @@ func (b *Bridge) finishArrowClose(rh *reservationHandle) *ArrowLeak {
 			kind = LeakExport
 		}
 		b.record(Leak{TaskAttemptID: rh.tp.taskID, Consumer: rh.r.Consumer().Name(), Kind: kind,
-			Bytes: leak.Bytes, Site: leak.Site, Resident: resident})
+			Bytes: leak.Bytes, Site: leak.Site, Resident: resident}, true)
 	}
 	return leak
 }

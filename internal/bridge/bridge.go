@@ -334,7 +334,7 @@ func (b *Bridge) newTaskPool(taskID int64, kind int32, poolSize, chunk int64, up
 func (b *Bridge) markClosed(tp *taskPool, leak *pool.LeakError) {
 	if leak != nil {
 		for _, c := range leak.Consumers {
-			b.record(Leak{TaskAttemptID: tp.taskID, Consumer: c.Name, Kind: LeakReservation, Bytes: c.Bytes})
+			b.record(Leak{TaskAttemptID: tp.taskID, Consumer: c.Name, Kind: LeakReservation, Bytes: c.Bytes}, false)
 		}
 	}
 	b.mu.Lock()

@@ -81,8 +81,10 @@ type leakBook struct {
 		next   int64
 		// bytes is the sum of every recorded leak's Bytes.
 		bytes int64
-		// arrow counts the Go Arrow allocators' leaks (kinds LeakArrow and
-		// LeakExport): processArrowStats0's LEAKS and LEAKED_BYTES.
+		// arrow counts the leaks the Go Arrow allocators' closes found
+		// (record's allocator): processArrowStats0's LEAKS and LEAKED_BYTES.
+		// Java's reports of its own exports (also kind LeakExport) are not
+		// among them.
 		arrow struct{ n, bytes int64 }
 	}
 	// javaResident is what Java last said its leaked Arrow buffers still
@@ -110,14 +112,16 @@ func (b *Bridge) RecordLeak(l Leak) error {
 	if l.Consumer == "" {
 		return fmt.Errorf("nativepool: reportLeak: empty consumer name: %w", ErrInvalidArgument)
 	}
-	b.record(l)
+	b.record(l, false)
 	return nil
 }
 
-// record counts, logs and keeps a leak the Bridge found itself (a Go
-// reservation or Arrow allocator): Go may register a consumer without a
-// name, and such a leak is counted all the same, as unnamedConsumer.
-func (b *Bridge) record(l Leak) {
+// record counts, logs and keeps a leak; the Bridge calls it directly for
+// the leaks it finds itself (a Go reservation; a Go Arrow allocator's close,
+// allocator true, which processArrowStats0 counts too). Go may register a
+// consumer without a name, and such a leak is counted all the same, as
+// unnamedConsumer.
+func (b *Bridge) record(l Leak, allocator bool) {
 	if l.Consumer == "" {
 		l.Consumer = unnamedConsumer
 	}
@@ -126,7 +130,7 @@ func (b *Bridge) record(l Leak) {
 	lb.mu.recent[lb.mu.next%maxRecentLeaks] = l
 	lb.mu.next++
 	lb.mu.bytes += l.Bytes
-	if l.Kind == LeakArrow || l.Kind == LeakExport {
+	if allocator {
 		lb.mu.arrow.n++
 		lb.mu.arrow.bytes += l.Bytes
 	}
@@ -160,8 +164,8 @@ func (b *Bridge) leakTotals() (n, bytes int64) {
 	return lb.mu.next, lb.mu.bytes
 }
 
-// arrowLeakTotals returns the number of Go Arrow allocator leaks recorded
-// (kinds LeakArrow and LeakExport) and their bytes.
+// arrowLeakTotals returns the number of leaks Go Arrow allocators' closes
+// found and their bytes.
 func (b *Bridge) arrowLeakTotals() (n, bytes int64) {
 	lb := &b.leaks
 	lb.mu.Lock()

@@ -188,3 +188,14 @@ func TestALeakOfAnUnnamedGoConsumerIsCounted(t *testing.T) {
 	assert.Len(t, logs.lines("leak at task end"), 1)
 	require.NoError(t, b.CloseReservation(r))
 }
+
+// processArrowStats0's LEAKS counts what the Go Arrow allocators' closes
+// found, not Java's reports of its own open exports (also kind export), which
+// count only in the process's leaks.
+func TestJavasExportReportsAreNotGoArrowLeaks(t *testing.T) {
+	b, _ := newTestBridge(t)
+	require.NoError(t, b.RecordLeak(Leak{TaskAttemptID: 1, Consumer: "java", Kind: LeakExport, Bytes: 64}))
+	assert.Zero(t, b.ProcessArrowStats()[ArrowPStatLeaks])
+	assert.Zero(t, b.ProcessArrowStats()[ArrowPStatLeakedBytes])
+	assert.Equal(t, int64(1), b.ProcessStats().Leaks)
+}
