@@ -41,9 +41,11 @@ import (
 // is a full one, as in Spark: it may wait for 1/2N (still holding the
 // monitor) and may run its own spill loop over the task's consumers as they
 // are then, the outer requester and the consumer whose callback is running
-// included (a Spiller that grows during its spill must tolerate being asked
-// to spill again, or free before it grows). The outer loop then goes on
-// with its candidate list as it was. Any other goroutine, one the callback
+// included. A unified pool whose Reclaim is the running callback answers
+// that nested spill with 0 at once (its Reclaim is never entered again on
+// the goroutine running it), so a Spiller that grows its own pool gets a
+// short grant or a refusal instead of being spilled again without end. The
+// outer loop then goes on with its candidate list as it was. Any other goroutine, one the callback
 // started or handed work to included, still queues on the monitor until
 // the outer acquire returns: a callback that waits for such a goroutine's
 // Acquire deadlocks, as it does in Spark (here the task's context or Close

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,11 +74,17 @@ func acquireAsync(c *pool.ArbiterConsumer, n int64) <-chan acquireResult {
 // awaitResult waits for a background Acquire, failing the test on timeout.
 func awaitResult(t *testing.T, ch <-chan acquireResult) acquireResult {
 	t.Helper()
+	return awaitResultWithin(t, arbTimeout, ch)
+}
+
+// awaitResultWithin is awaitResult with its own bound d.
+func awaitResultWithin(t *testing.T, d time.Duration, ch <-chan acquireResult) acquireResult {
+	t.Helper()
 	select {
 	case r := <-ch:
 		return r
-	case <-time.After(arbTimeout):
-		t.Fatal("Acquire did not return: a wake-up was lost")
+	case <-time.After(d):
+		t.Fatalf("Acquire did not return within %v", d)
 		return acquireResult{}
 	}
 }
@@ -925,4 +932,77 @@ func TestArbiterSpillPanicLeavesNoReentryBehind(t *testing.T) {
 	require.ErrorIs(t, r.err, context.Canceled)
 	assert.Equal(t, int64(0), task.Used())
 	assert.Equal(t, int64(900), a.Used())
+}
+
+// TestArbiterSpillerGrowingItsOwnPoolIsNotSpilledAgainOnItsGoroutine is
+// the crash a Spiller that grows its own pool used to cause. A pool under
+// a 16 MiB arbiter, 1 MiB chunks: "grower" holds 12 MiB and its Spiller
+// first asks TryGrow(4 MiB) on its own reservation. Another consumer of the
+// task acquires 12 MiB: the arbiter spills the pool, the Spiller's TryGrow
+// finds the task at its cap and the arbiter spills the pool again on the
+// same goroutine. That nested Reclaim must answer 0 at once (before, it ran
+// the same Spiller again, without end, until the goroutine's stack
+// overflowed and took the process down): the nested TryGrow is refused,
+// the Spiller frees what it holds, and the outer acquire gets its 12 MiB.
+// Returning within a second, with the books balanced, is the claim.
+func TestArbiterSpillerGrowingItsOwnPoolIsNotSpilledAgainOnItsGoroutine(t *testing.T) {
+	const mib = 1 << 20
+	for _, kind := range []string{"greedy", "fair"} {
+		t.Run(kind, func(t *testing.T) {
+			logs := &arbLogRecorder{}
+			logger := slog.New(logs)
+			a := pool.NewExecutorArbiter(16*mib, arbQuiet)
+			task := a.NewTask(context.Background(), "T")
+			native := task.NewConsumer("native", nil)
+			opts := []pool.UnifiedOption{pool.WithChunkSize(1 * mib), pool.WithLogger(logger)}
+			var pp pool.Pool
+			if kind == "greedy" {
+				pp = pool.NewGreedyUnified(native, opts...)
+			} else {
+				pp = pool.NewFairUnified(native, 16*mib, opts...)
+			}
+			p, ok := pool.As[pool.Unified](pp)
+			require.True(t, ok)
+			native.SetReclaimer(p)
+
+			var self *pool.Reservation
+			var nestedErr error
+			spills := 0
+			self = pool.NewConsumer("grower").WithSpiller(pool.SpillerFunc(func(int64) (int64, error) {
+				spills++
+				nestedErr = self.TryGrow(4 * mib) // grows its own pool from inside its spill
+				n := self.Size()
+				self.Shrink(n)
+				return n, nil
+			})).Register(pp)
+			require.NoError(t, self.TryGrow(12*mib))
+			jvm := task.NewConsumer("jvm", nil)
+
+			r := awaitResultWithin(t, time.Second, acquireAsync(jvm, 12*mib))
+			require.NoError(t, r.err)
+			assert.Equal(t, int64(12*mib), r.granted)
+			require.ErrorIs(t, nestedErr, pool.ErrResourcesExhausted, "the nested grow gets a refusal it can handle")
+			assert.Equal(t, 1, spills, "the Spiller ran once")
+			s := p.Stats()
+			assert.Equal(t, int64(1), s.ReclaimReentries)
+			assert.Equal(t, s.Held, native.Used(), "the arbiter's view of the pool equals the pool's")
+			assert.Equal(t, int64(0), s.Reserved)
+			assert.Equal(t, a.Used(), jvm.Used()+native.Used())
+
+			reentries := 0
+			for _, m := range logs.messages() {
+				if strings.Contains(m, "Reclaim asked again") {
+					reentries++
+				}
+			}
+			assert.Equal(t, 1, reentries, "logged once")
+
+			self.Close()
+			require.NoError(t, p.Close())
+			require.NoError(t, jvm.Release(12*mib))
+			assert.Equal(t, int64(0), a.Used())
+			assert.Equal(t, int64(0), task.Close(), "nothing left for task Close to force-release")
+			assert.Equal(t, int64(0), a.Stats().OverReleases)
+		})
+	}
 }

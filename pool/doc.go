@@ -69,14 +69,21 @@
 //   - A pool-level shrink of more than the pool recorded for the consumer
 //     panics with Comet's wording ("Failed to release n bytes where only m
 //     bytes tracked for the consumer …") and changes nothing.
+//   - A unified pool's Reclaim is never entered again on the goroutine that
+//     runs it: a Spiller that grows its own pool makes upstream (Spark, the
+//     arbiter) spill the pool again from inside that grow, and the nested
+//     Reclaim answers 0 at once (counted, logged once), so the grow gets a
+//     short grant or a refusal instead of recursing until the stack
+//     overflows, which Go cannot recover from.
 //
 // # Where bytes in flight are counted (unified pools)
 //
 // Admission never counts on bytes upstream still holds for the pool. A grow
 // counts against the pool total from the moment it is booked; a release
 // counts against the pool total, and against the share of the consumer whose
-// shrink caused it, until upstream has the bytes back; a release that failed
-// stays charged as owed, is never spent as slack, and goes back at the next
+// shrink or rolled-back grow gave the bytes back, until upstream has them; a
+// release that failed stays charged as owed (to the pool total and to that
+// consumer's share), is never spent as slack, and goes back at the next
 // sweep (a Reclaim, the last consumer leaving) or at Close.
 //
 // What the figures say meanwhile: Reserved (and the meter) shows committed

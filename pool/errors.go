@@ -17,6 +17,12 @@ var (
 	ErrInvalidSize = errors.New("invalid size")
 	// ErrClosed is wrapped when a closed reservation or pool is used.
 	ErrClosed = errors.New("closed")
+	// ErrReclaimReentered is wrapped by Unified.ReclaimReporting when a
+	// reclaim of the pool is already running on the calling goroutine (a
+	// Spiller grew its own pool and upstream spilled the pool again): the
+	// nested call did nothing and returned 0. It is not a failure; a
+	// caller hands 0 on, as for a pool with nothing to give.
+	ErrReclaimReentered = errors.New("reclaim re-entered during its own spill")
 )
 
 // ExhaustedError is a refusal: it matches ErrResourcesExhausted and prints

@@ -1,6 +1,7 @@
 package pool_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"testing"
@@ -326,4 +327,104 @@ func TestUnifiedConstructorsRejectCallerBugs(t *testing.T) {
 	assert.PanicsWithValue(t, "pool: NewGreedyUnified(nil): nil upstream", func() { pool.NewGreedyUnified(nil) })
 	assert.PanicsWithValue(t, "pool: NewFairUnified(nil): nil upstream", func() { pool.NewFairUnified(nil, 1) })
 	assert.PanicsWithValue(t, "pool: NewFairUnified(-1): negative size", func() { pool.NewFairUnified(fakeupstream.New(), -1) })
+}
+
+// A consumer's own rollback counts against its share until Spark has the
+// bytes back (Comet's fair-pool test, ported one to one). The first
+// reservation's TryGrow(100) is granted 50 and rolls back; while those 50
+// bytes are on their way back to Spark, a sibling reservation of the same
+// consumer asks for 60 where the consumer's share is 100: it is refused by
+// the fair limit, holding 50, and never reaches Spark.
+func TestFairUnifiedRollbackInFlightCountsAgainstTheConsumersShare(t *testing.T) {
+	up := fakeupstream.New()
+	p := unified(t, "fair", up, 200, pool.WithChunkSize(0))
+	c := spillable("c")
+	first := c.Register(p)
+	sibling := first.NewEmpty()
+	other := spillable("other").Register(p) // two spillable consumers: a share of 100 each
+	defer other.Close()
+
+	up.Reply(fakeupstream.Grant(50))
+	var siblingErr error
+	var want string
+	up.OnRelease(func(n int64) {
+		if n == 50 && siblingErr == nil {
+			siblingErr = sibling.TryGrow(60)
+			want = fairShareRefusal(60, c, 50, 100, 2, 0, p)
+		}
+	})
+	err := first.TryGrow(100)
+	require.ErrorIs(t, err, pool.ErrResourcesExhausted)
+	require.ErrorIs(t, siblingErr, pool.ErrResourcesExhausted, "the sibling was admitted on bytes still on their way back")
+	assert.Equal(t, want, siblingErr.Error())
+	assert.Equal(t, []int64{100}, up.Asks(), "the sibling never reached Spark")
+	assert.Equal(t, int64(0), sibling.Size())
+	assert.Equal(t, int64(0), up.Held())
+
+	up.OnRelease(nil)
+	require.NoError(t, sibling.TryGrow(100), "the share is whole again once Spark has the bytes back")
+	sibling.Close()
+	first.Close()
+	requireUnifiedInvariants(t, p, up.Held(), 0)
+}
+
+// When that rollback's release fails, the 50 bytes stay owed by the pool
+// and still count against the consumer's share (Comet's fair-pool test,
+// ported one to one): the sibling's TryGrow(51) is refused by the fair
+// limit instead of going to Spark. A sweep hands the owed bytes back, and
+// the share is whole again.
+func TestFairUnifiedOwedBytesOfARollbackCountAgainstTheConsumersShare(t *testing.T) {
+	up := fakeupstream.New()
+	p := unified(t, "fair", up, 200, pool.WithChunkSize(0))
+	c := spillable("c")
+	first := c.Register(p)
+	sibling := first.NewEmpty()
+	other := spillable("other").Register(p)
+	defer other.Close()
+
+	up.Reply(fakeupstream.Grant(50))
+	up.FailReleases(errors.New("spark: releaseExecutionMemory failed"))
+	require.ErrorIs(t, first.TryGrow(100), pool.ErrResourcesExhausted)
+	up.FailReleases(nil)
+	require.Equal(t, int64(50), p.Stats().Owed)
+
+	err := sibling.TryGrow(51)
+	require.ErrorIs(t, err, pool.ErrResourcesExhausted, "the owed bytes were not counted against the share")
+	assert.Equal(t, fairShareRefusal(51, c, 50, 100, 2, 0, p), err.Error())
+	assert.Equal(t, []int64{100}, up.Asks(), "the refusal came from the fair limit, not from Spark")
+	require.NoError(t, sibling.TryGrow(50), "50 + 50 owed is exactly the share")
+	sibling.Shrink(50)
+
+	n, err := p.Reclaim(1) // a sweep: the owed bytes go back
+	require.NoError(t, err)
+	assert.Equal(t, int64(50), n)
+	assert.Equal(t, int64(0), p.Stats().Owed)
+	require.NoError(t, sibling.TryGrow(100), "the share is whole again once Spark has the bytes back")
+	sibling.Close()
+	first.Close()
+	requireUnifiedInvariants(t, p, up.Held(), 0)
+}
+
+// A shrink's release that fails stays against the consumer's share as well,
+// as its release in flight already did: a consumer cannot grow again on
+// bytes the pool still owes upstream for it.
+func TestFairUnifiedOwedBytesOfAShrinkCountAgainstTheConsumersShare(t *testing.T) {
+	up := fakeupstream.New()
+	p := unified(t, "fair", up, 200, pool.WithChunkSize(0))
+	c := spillable("c")
+	r := c.Register(p)
+	other := spillable("other").Register(p)
+	defer other.Close()
+
+	require.NoError(t, r.TryGrow(80))
+	up.FailReleases(errors.New("spark: releaseExecutionMemory failed"))
+	r.Shrink(80)
+	up.FailReleases(nil)
+	require.Equal(t, int64(80), p.Stats().Owed)
+	err := r.TryGrow(21)
+	require.ErrorIs(t, err, pool.ErrResourcesExhausted)
+	assert.Equal(t, fairShareRefusal(21, c, 80, 100, 2, 0, p), err.Error())
+	require.NoError(t, r.TryGrow(20))
+	r.Close()
+	requireUnifiedInvariants(t, p, up.Held(), 0)
 }

@@ -79,9 +79,12 @@ type UnifiedStats struct {
 	// UpstreamErrors counts Acquire and Release calls that returned an error.
 	UpstreamErrors int64
 
-	ReclaimRequests  int64 // Reclaim calls (Spark-requested spills)
-	ReclaimedBytes   int64 // bytes released upstream by Reclaim calls
-	SpillerFailures  int64 // spillers that returned an error or freed nothing
+	ReclaimRequests int64 // Reclaim calls (Spark-requested spills)
+	ReclaimedBytes  int64 // bytes released upstream by Reclaim calls
+	SpillerFailures int64 // spillers that returned an error or freed nothing
+	// ReclaimReentries counts Reclaim calls refused because one ran on the
+	// same goroutine already (a Spiller growing its own pool): see Reclaim.
+	ReclaimReentries int64
 	LateReleases     int64 // shrinks after Close: counted, never forwarded
 	LateReleaseBytes int64 // bytes of those shrinks
 	LateGrows        int64 // grows after Close: recorded nowhere, never forwarded, logged
@@ -203,11 +206,11 @@ func (p *unifiedPool) String() string {
 
 // admitLocked is fair_unified's admission rule: the fair share, then the
 // pool total, in Comet's order. The caller holds p.mu. Bytes upstream still
-// counts for the pool count against both: a consumer's shrinks whose
-// release is in flight against its share; every release in flight and
-// every owed byte against the total (grows in flight are already in
-// reserved). The comparisons subtract instead of adding so that a huge n
-// cannot overflow.
+// counts for the pool count against both: what a consumer gave back (its
+// shrinks and rolled-back grows) whose release is in flight or failed
+// against its share; every release in flight and every owed byte against
+// the total (grows in flight are already in reserved). The comparisons
+// subtract instead of adding so that a huge n cannot overflow.
 func (p *unifiedPool) admitLocked(e *consumerBytes, n int64) error {
 	if e.c.CanSpill() {
 		num := int64(max(p.mu.spillable, 1))
@@ -216,7 +219,7 @@ func (p *unifiedPool) admitLocked(e *consumerBytes, n int64) error {
 			p.mu.shareFresh = true
 		}
 		share := p.mu.share
-		if held := e.bytes + e.returning; n > share-held {
+		if held := e.bytes + e.returning + e.owed; n > share-held {
 			return &ExhaustedError{Msg: fmt.Sprintf(
 				"Failed to acquire %d bytes for %s where this consumer already holds %d bytes and the fair limit is %d bytes, %d spillable registered (%d bytes overcommitted): %s",
 				n, e.c, held, share, num, p.mu.overcommit, p.describeLocked())}

@@ -6,13 +6,15 @@ import (
 )
 
 // giveBack hands n bytes, booked by bookReturnLocked, back upstream (nothing
-// for n ≤ 0); part of them are e's shrink, counted against e's share until
-// the call settles. It is called without p.mu. On success held drops by n.
-// If Release fails, upstream released nothing (the Upstream contract): the
-// bytes stay held and charged as owed, never spendable slack, and the next
-// sweep or Close hands them back again. A panicking Release is settled the
-// same way before the panic goes on.
-func (p *unifiedPool) giveBack(n int64, e *consumerBytes, part int64) error {
+// for n ≤ 0); parts are the consumers' shares of them (see returnPart),
+// counted against those consumers' fair shares until the call settles. It
+// is called without p.mu. On success held drops by n. If Release fails,
+// upstream released nothing (the Upstream contract): the bytes stay held and
+// charged as owed, never spendable slack (and each part stays against its
+// consumer's share as owed), and the next sweep or Close hands them back
+// again. A panicking Release is settled the same way before the panic goes
+// on.
+func (p *unifiedPool) giveBack(n int64, parts ...returnPart) error {
 	if n <= 0 {
 		return nil
 	}
@@ -22,7 +24,7 @@ func (p *unifiedPool) giveBack(n int64, e *consumerBytes, part int64) error {
 		if !released {
 			p.counters.upstreamErrors.Add(1)
 		}
-		p.settleReturn(n, e, part, released)
+		p.settleReturn(n, parts, released)
 	}()
 	err := p.up.Release(n)
 	released = err == nil
@@ -35,11 +37,14 @@ func (p *unifiedPool) giveBack(n int64, e *consumerBytes, part int64) error {
 }
 
 // settleReturn ends a giveBack of n bytes.
-func (p *unifiedPool) settleReturn(n int64, e *consumerBytes, part int64, released bool) {
+func (p *unifiedPool) settleReturn(n int64, parts []returnPart, released bool) {
 	p.mu.Lock()
 	p.mu.returning -= n
-	if e != nil {
-		e.returning -= part
+	for _, pt := range parts {
+		pt.e.returning -= pt.n
+		if !released {
+			pt.e.owed += pt.n
+		}
 	}
 	if released {
 		p.mu.held -= n
@@ -75,7 +80,7 @@ func (p *unifiedPool) acquire(ask int64) (int64, error) {
 		p.mu.held += over
 		rel := p.bookReturnLocked(over)
 		p.mu.Unlock()
-		_ = p.giveBack(rel, nil, 0) // failures are logged inside
+		_ = p.giveBack(rel) // failures are logged inside
 		got = ask
 	}
 	if got < 0 {
@@ -183,7 +188,7 @@ func (p *unifiedPool) growSlow(e *consumerBytes, n, need, now int64) error {
 		rel = p.trimLocked()
 	}
 	p.mu.Unlock()
-	return errors.Join(err, p.giveBack(rel, nil, 0))
+	return errors.Join(err, p.giveBack(rel))
 }
 
 // TryGrow implements Pool: it records n bytes for r if the pool's limits
@@ -274,23 +279,26 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64) error {
 	if p.mu.closed {
 		rel := p.bookReturnLocked(got)
 		p.mu.Unlock()
-		_ = p.giveBack(rel, nil, 0) // failures are logged inside
+		_ = p.giveBack(rel) // failures are logged inside
 		return fmt.Errorf("pool: %s: TryGrow(%d) for %s: pool closed while acquiring: %w", p.label, n, e.c, ErrClosed)
 	}
 	if err == nil && got >= need {
 		now := p.commitLocked(n)
 		rel := p.trimLocked()
 		p.mu.Unlock()
-		_ = p.giveBack(rel, nil, 0) // failures are logged inside
+		_ = p.giveBack(rel) // failures are logged inside
 		if p.risesPast(now) {
 			p.riseUndoable(e, n, now)
 		}
 		return nil
 	}
 	// Roll back: the bytes leave the reservation, and whatever was granted
-	// repays the debt before any of it goes back upstream.
+	// repays the debt before any of it goes back upstream. What goes back
+	// of the grant is e's until upstream has it: a sibling reservation of
+	// e must not be admitted on it meanwhile.
 	p.unbookLocked(e, n)
 	rel := p.trimLocked()
+	part := bookPartLocked(e, min(rel, got))
 	var out error
 	if err != nil {
 		out = fmt.Errorf("pool: %s: acquiring %d bytes upstream for %s: %w", p.label, ask, e.c, err)
@@ -300,7 +308,7 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64) error {
 			n, e.c, debt, got, p.describeLocked())}
 	}
 	p.mu.Unlock()
-	_ = p.giveBack(rel, nil, 0) // failures are logged inside
+	_ = p.giveBack(rel, part) // failures are logged inside
 	return out
 }
 
@@ -319,8 +327,9 @@ func (p *unifiedPool) riseUndoable(e *consumerBytes, n, now int64) {
 		p.commitLocked(-n)
 		p.unbookLocked(e, n)
 		rel := p.trimLocked()
+		part := bookPartLocked(e, min(rel, n))
 		p.mu.Unlock()
-		_ = p.giveBack(rel, nil, 0)
+		_ = p.giveBack(rel, part)
 	})
 }
 
@@ -369,10 +378,9 @@ func (p *unifiedPool) shrinkReporting(r *Reservation, n int64) error {
 	p.unbookLocked(e, n)
 	now := p.commitLocked(-n)
 	rel := p.trimLocked() // the freed bytes are slack now: they repay overcommit first
-	part := min(rel, n)
-	e.returning += part
+	part := bookPartLocked(e, min(rel, n))
 	p.mu.Unlock()
-	err := p.giveBack(rel, e, part) // failures are logged inside too
+	err := p.giveBack(rel, part) // failures are logged inside too
 	p.fall(now)
 	return err
 }

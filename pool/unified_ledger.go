@@ -39,8 +39,9 @@ import (
 //
 // Admission never counts on bytes upstream still holds for us: a TryGrow's
 // limits count reserved (so grows in flight), returning and owed against the
-// pool total, and a consumer's bytes plus its shrinks' releases in flight
-// against its fair share.
+// pool total, and, against a consumer's fair share, its bytes plus what it
+// gave back that upstream has not taken yet: the releases in flight and the
+// failed (owed) releases of its shrinks and of its rolled-back grows.
 //
 // Slack policy (configured chunk C > 0): the chunk in force is quantised by
 // the pool's size, as Velox does, so a small task keeps little slack:
@@ -74,6 +75,9 @@ type unifiedPool struct {
 	size   int64 // fair_unified's pool size; 0 for greedy_unified
 
 	counters unifiedCounters
+	// reentryLogged is set by the first refused re-entry of Reclaim, which
+	// alone is logged (see Reclaim).
+	reentryLogged atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -81,10 +85,13 @@ type unifiedPool struct {
 		// atomics: readers are rare, and locked instructions on the
 		// grow/shrink pair are measurable.)
 		committed, reserved, held, pending, returning, owed, overcommit int64
-		// reclaiming counts running Reclaim calls; while > 0 shrinks keep
-		// their slack local and the Reclaims sweep it, so each Reclaim can
-		// report exactly the bytes it released.
-		reclaiming int
+		// reclaimers are the running Reclaim calls, one per goroutine:
+		// while there is one, shrinks keep their slack local and the
+		// Reclaims sweep it, so each Reclaim can report exactly the bytes it
+		// released; and a Reclaim asked on a goroutine already listed (a
+		// Spiller growing its own pool, whose Acquire made upstream spill
+		// this pool again) is refused instead of entered again.
+		reclaimers []reclaimer
 		closed     bool
 		// consumers: every consumer's bytes across all its reservations
 		// (DESIGN difference 1), keyed by Consumer.ID. An entry lives while
@@ -111,9 +118,15 @@ type consumerBytes struct {
 	c     *Consumer
 	pool  *unifiedPool // whose entry this is (registration.unified is used only by it)
 	bytes int64        // across all its reservations in this pool
-	// returning is the part of the releases in flight that this consumer's
-	// shrinks gave back: still counted against its fair share.
-	returning int64
+	// returning is the part of the releases in flight that this consumer
+	// gave back (its shrinks, its rolled-back grows, and its owed bytes a
+	// sweep is handing back again); owed is the part of the pool's owed
+	// bytes that came from its failed releases. Both still count against
+	// its fair share: upstream charges them to the pool until it has them
+	// back. Σ returning ≤ the pool's returning and Σ owed ≤ its owed (an
+	// entry dropped while idle takes its parts with it; the pool's figures
+	// keep counting them).
+	returning, owed int64
 	// trying is the part of bytes booked by TryGrow calls still waiting for
 	// upstream: not reserved yet, so never reported as leaked.
 	trying int64
@@ -133,7 +146,7 @@ func (e *consumerBytes) held() int64 {
 // the upstream helpers can count without the lock.
 type unifiedCounters struct {
 	acquireCalls, releaseCalls, shortGrants, overGrants, upstreamErrors atomic.Int64
-	reclaimRequests, reclaimedBytes, spillerFailures                    atomic.Int64
+	reclaimRequests, reclaimedBytes, spillerFailures, reclaimReentries  atomic.Int64
 	lateReleases, lateReleaseBytes, lateGrows                           atomic.Int64
 }
 
@@ -204,7 +217,7 @@ func (p *unifiedPool) Unregister(c *Consumer) {
 	p.dropIfIdleLocked(e)
 	rel := p.trimLocked()
 	p.mu.Unlock()
-	_ = p.giveBack(rel, nil, 0) // failures are logged inside
+	_ = p.giveBack(rel) // failures are logged inside
 }
 
 // entryLocked returns c's entry, creating it if c was never registered (a
@@ -346,11 +359,12 @@ func (p *unifiedPool) repayLocked() int64 {
 // caller must hand to giveBack after unlocking. The caller holds p.mu.
 func (p *unifiedPool) trimLocked() int64 {
 	slack := p.repayLocked()
-	if p.mu.reclaiming > 0 || p.mu.closed {
+	if len(p.mu.reclaimers) > 0 || p.mu.closed {
 		return 0
 	}
 	if len(p.mu.consumers) == 0 {
-		return p.sweepLocked()
+		rel, _ := p.sweepLocked() // no consumer left: no share to count owed bytes against
+		return rel
 	}
 	chunk := p.chunkLocked()
 	if slack <= 2*chunk {
@@ -360,12 +374,39 @@ func (p *unifiedPool) trimLocked() int64 {
 }
 
 // sweepLocked repays overcommit from slack and books the release of all
-// the remaining slack and of every owed byte. The caller holds p.mu.
-func (p *unifiedPool) sweepLocked() int64 {
+// the remaining slack and of every owed byte. The consumers' owed parts go
+// into their returning, listed in parts, so that their shares count them
+// until the release settles. The caller holds p.mu and passes both results
+// to giveBack after unlocking.
+func (p *unifiedPool) sweepLocked() (n int64, parts []returnPart) {
 	slack := p.repayLocked()
 	owed := p.mu.owed
 	p.mu.owed = 0
-	return p.bookReturnLocked(slack + owed)
+	if owed > 0 {
+		for _, e := range p.mu.consumers {
+			if e.owed > 0 {
+				parts = append(parts, returnPart{e: e, n: e.owed})
+				e.returning += e.owed
+				e.owed = 0
+			}
+		}
+	}
+	return p.bookReturnLocked(slack + owed), parts
+}
+
+// returnPart is the part n of a release booked by bookReturnLocked that
+// consumer e gave back: counted in e.returning (so against e's fair share)
+// while the release is in flight, and in e.owed if it fails.
+type returnPart struct {
+	e *consumerBytes
+	n int64
+}
+
+// bookPartLocked counts part bytes of a release being booked as e's (see
+// returnPart) and returns the part for giveBack. The caller holds p.mu.
+func bookPartLocked(e *consumerBytes, part int64) returnPart {
+	e.returning += part
+	return returnPart{e: e, n: part}
 }
 
 // bookReturnLocked marks n held bytes as being handed back: they stay in
@@ -398,6 +439,7 @@ func (p *unifiedPool) Stats() UnifiedStats {
 	s.ReclaimRequests = p.counters.reclaimRequests.Load()
 	s.ReclaimedBytes = p.counters.reclaimedBytes.Load()
 	s.SpillerFailures = p.counters.spillerFailures.Load()
+	s.ReclaimReentries = p.counters.reclaimReentries.Load()
 	s.LateReleases = p.counters.lateReleases.Load()
 	s.LateReleaseBytes = p.counters.lateReleaseBytes.Load()
 	s.LateGrows = p.counters.lateGrows.Load()

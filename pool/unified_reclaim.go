@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+
+	"github.com/timandy/routine"
 )
 
 // Reclaim implements Reclaimer: slack (and owed bytes)
@@ -19,13 +21,82 @@ import (
 // bytes this call released upstream, and a failed release. A spiller that
 // fails is counted, logged and skipped: the reclaim goes on to the next
 // consumer (ReclaimReporting also returns its error).
-func (p *unifiedPool) Reclaim(target int64) (int64, error) { return p.reclaim(target, false) }
+//
+// A reclaim is never entered again on a goroutine that is running one of
+// this pool's: a Spiller that grows its own pool during its spill makes
+// upstream short, and upstream (Spark's TaskMemoryManager, the arbiter)
+// then spills this pool again on the same goroutine, which would run the
+// same Spiller again, without end. Such a nested Reclaim returns 0 at once
+// and changes nothing, so the nested grow gets a short grant (Grow: an
+// overcommit) or a refusal (TryGrow) that the Spiller can handle. It is
+// counted (UnifiedStats.ReclaimReentries) and logged once per pool.
+// Reclaims on other goroutines run concurrently as before.
+func (p *unifiedPool) Reclaim(target int64) (int64, error) {
+	n, err := p.reclaim(target, false)
+	if errors.Is(err, ErrReclaimReentered) {
+		return 0, nil // what a Reclaimer answers when it has nothing to give
+	}
+	return n, err
+}
 
 // ReclaimReporting implements Unified: Reclaim, also returning the error of
 // every spiller it skipped, joined with any failed release (for a caller
 // that must hand them on, as the JNI bridge rethrows a spiller's Java
-// exception from Spark's spill()). The bytes move exactly as in Reclaim.
+// exception from Spark's spill()). The bytes move exactly as in Reclaim. A
+// reclaim refused because one runs on this goroutine already returns 0 and
+// an error wrapping ErrReclaimReentered, so the caller can tell it from one
+// that found nothing to give.
 func (p *unifiedPool) ReclaimReporting(target int64) (int64, error) { return p.reclaim(target, true) }
+
+// reclaimer is one Reclaim running on a unifiedPool: its goroutine and the
+// consumer whose Spiller it is calling (nil between spillers).
+type reclaimer struct {
+	goid     uint64
+	spilling *Consumer
+}
+
+// reclaimerLocked returns the Reclaim running on goroutine goid, or nil.
+// The caller holds p.mu.
+func (p *unifiedPool) reclaimerLocked(goid uint64) *reclaimer {
+	for i := range p.mu.reclaimers {
+		if p.mu.reclaimers[i].goid == goid {
+			return &p.mu.reclaimers[i]
+		}
+	}
+	return nil
+}
+
+// endReclaimLocked removes goroutine goid's Reclaim from the running ones.
+// The caller holds p.mu.
+func (p *unifiedPool) endReclaimLocked(goid uint64) {
+	p.mu.reclaimers = slices.DeleteFunc(p.mu.reclaimers, func(r reclaimer) bool { return r.goid == goid })
+}
+
+// setSpillingLocked records which consumer's Spiller goroutine goid's
+// Reclaim calls now. The caller holds p.mu.
+func (p *unifiedPool) setSpillingLocked(goid uint64, c *Consumer) {
+	if r := p.reclaimerLocked(goid); r != nil {
+		r.spilling = c
+	}
+}
+
+// reentered counts and reports a Reclaim refused because one runs on its
+// goroutine already, inside the Spiller of spilling (nil: between
+// spillers, in an upstream call of the reclaim itself). The first of the
+// pool's is logged at WARN: it names an engine whose Spiller grows its own
+// pool, which then only ever gets what upstream has free.
+func (p *unifiedPool) reentered(target int64, spilling *Consumer) error {
+	p.counters.reclaimReentries.Add(1)
+	who := "the reclaim itself"
+	if spilling != nil {
+		who = spilling.String()
+	}
+	if p.reentryLogged.CompareAndSwap(false, true) {
+		p.logger.Warn("pool: Reclaim asked again on the goroutine running this pool's spill (a Spiller grows its own pool); answered 0 without spilling, and not logged again for this pool",
+			"pool", p.label, "target", target, "spilling", who)
+	}
+	return fmt.Errorf("pool: %s: Reclaim(%d) during its own spill (in %s): %w", p.label, target, who, ErrReclaimReentered)
+}
 
 func (p *unifiedPool) reclaim(target int64, reportSpillers bool) (int64, error) {
 	if target < 0 {
@@ -35,30 +106,36 @@ func (p *unifiedPool) reclaim(target int64, reportSpillers bool) (int64, error) 
 	if target == 0 {
 		return 0, nil
 	}
+	goid := routine.Goid()
 	p.mu.Lock()
 	if p.mu.closed {
 		p.mu.Unlock()
 		return 0, nil
 	}
-	p.mu.reclaiming++
-	rel := p.sweepLocked()
+	if r := p.reclaimerLocked(goid); r != nil {
+		spilling := r.spilling
+		p.mu.Unlock()
+		return 0, p.reentered(target, spilling)
+	}
+	p.mu.reclaimers = append(p.mu.reclaimers, reclaimer{goid: goid})
+	rel, parts := p.sweepLocked()
 	p.mu.Unlock()
 	// A panicking Spiller must not leave shrinks keeping their slack
-	// forever: end the reclaim on the way out (the next trim or sweep
-	// releases what this one did not; no upstream call is made while the
-	// panic unwinds).
+	// forever, nor this goroutine listed as reclaiming: end the reclaim on
+	// the way out (the next trim or sweep releases what this one did not;
+	// no upstream call is made while the panic unwinds).
 	ended := false
 	defer func() {
 		if !ended {
 			p.mu.Lock()
-			p.mu.reclaiming--
+			p.endReclaimLocked(goid)
 			p.mu.Unlock()
 		}
 	}()
 
 	var freed int64
 	var errs, spillErrs []error // failed releases; failed spillers, which do not stop the reclaim
-	if err := p.giveBack(rel, nil, 0); err != nil {
+	if err := p.giveBack(rel, parts...); err != nil {
 		errs = append(errs, err)
 	} else {
 		freed += rel
@@ -66,6 +143,9 @@ func (p *unifiedPool) reclaim(target int64, reportSpillers bool) (int64, error) 
 	if freed < target && len(errs) == 0 {
 		for _, cand := range p.spillCandidates() {
 			want := target - freed
+			p.mu.Lock()
+			p.setSpillingLocked(goid, cand.c)
+			p.mu.Unlock()
 			got, err := cand.sp.Spill(want)
 			if err != nil || got <= 0 {
 				// Freeing nothing is routine (a consumer between batches);
@@ -82,12 +162,13 @@ func (p *unifiedPool) reclaim(target int64, reportSpillers bool) (int64, error) 
 				}
 			}
 			p.mu.Lock()
-			rel := int64(0)
+			p.setSpillingLocked(goid, nil)
+			rel, parts := int64(0), []returnPart(nil)
 			if !p.mu.closed {
-				rel = p.sweepLocked()
+				rel, parts = p.sweepLocked()
 			}
 			p.mu.Unlock()
-			if err := p.giveBack(rel, nil, 0); err != nil {
+			if err := p.giveBack(rel, parts...); err != nil {
 				errs = append(errs, err)
 				break
 			}
@@ -100,14 +181,14 @@ func (p *unifiedPool) reclaim(target int64, reportSpillers bool) (int64, error) 
 	// Final sweep and end of the reclaim, atomically: slack that shrinks on
 	// other goroutines kept local meanwhile is released here.
 	p.mu.Lock()
-	rel = 0
+	rel, parts = 0, nil
 	if !p.mu.closed {
-		rel = p.sweepLocked()
+		rel, parts = p.sweepLocked()
 	}
-	p.mu.reclaiming--
+	p.endReclaimLocked(goid)
 	ended = true
 	p.mu.Unlock()
-	if err := p.giveBack(rel, nil, 0); err != nil {
+	if err := p.giveBack(rel, parts...); err != nil {
 		errs = append(errs, err)
 	} else {
 		freed += rel
@@ -181,7 +262,7 @@ func (p *unifiedPool) Close() error {
 			leak.Consumers = append(leak.Consumers, LeakedConsumer{Name: e.c.Name(), ID: e.c.ID(), Bytes: b})
 			leak.Bytes += b
 		}
-		e.bytes = 0
+		e.bytes, e.owed = 0, 0 // the owed bytes go back below with everything held
 	}
 	p.mu.reserved, p.mu.overcommit, p.mu.unspillable, p.mu.owed = 0, 0, 0, 0
 	p.mu.shareFresh = false
@@ -189,7 +270,7 @@ func (p *unifiedPool) Close() error {
 	rel := p.bookReturnLocked(p.mu.held - p.mu.returning)
 	p.mu.Unlock()
 
-	err := p.giveBack(rel, nil, 0)
+	err := p.giveBack(rel)
 	p.fall(0)
 	if leak == nil {
 		return err

@@ -63,7 +63,7 @@ type Bridge struct {
 // retiredTotals accumulates what retired pools contributed (leaks are
 // counted by Bridge.leaks). Guarded by Bridge.mu.
 type retiredTotals struct {
-	upstreamCalls, spillRequests, spillBytesFreed, lateReleases int64
+	upstreamCalls, spillRequests, spillBytesFreed, lateReleases, spillReentries int64
 	// peak is the highest Peak any pool reached, updated at retirement and
 	// by ProcessStats.
 	peak int64
@@ -355,6 +355,7 @@ func (b *Bridge) retireLocked(tp *taskPool) {
 	b.retired.spillRequests += s.ReclaimRequests
 	b.retired.spillBytesFreed += s.ReclaimedBytes
 	b.retired.lateReleases += s.LateReleases
+	b.retired.spillReentries += s.ReclaimReentries
 	b.retired.peak = max(b.retired.peak, s.Peak)
 }
 
@@ -537,7 +538,19 @@ func (b *Bridge) Reclaim(h, target int64) (int64, error) {
 		return 0, nil
 	}
 	defer ph.tp.calls.exit()
-	n, err := ph.tp.unified.ReclaimReporting(target)
+	return b.reclaim(ph.tp, target)
+}
+
+// reclaim runs tp's reclaim for Reclaim and ReclaimTask, inside tp's
+// callGate. A reclaim that found nothing to spill returns idle Go heap to
+// the OS; one refused because tp's spill already runs on this thread (a
+// spiller growing its own pool) answers 0 at once, as Spark's spill()
+// answers when there is nothing to give, and does nothing else.
+func (b *Bridge) reclaim(tp *taskPool, target int64) (int64, error) {
+	n, err := tp.unified.ReclaimReporting(target)
+	if errors.Is(err, pool.ErrReclaimReentered) {
+		return 0, nil
+	}
 	b.afterReclaim(n, err)
 	return n, thrownByReclaim(err)
 }
@@ -630,6 +643,7 @@ func (b *Bridge) ProcessStats() ProcessStats {
 		SpillRequests:   r.spillRequests,
 		SpillBytesFreed: r.spillBytesFreed,
 		LateReleases:    r.lateReleases,
+		SpillReentries:  r.spillReentries,
 		Leaks:           leaks,
 		LeakedBytes:     leaked,
 		LeakedResident:  resident,
@@ -647,6 +661,7 @@ func (b *Bridge) ProcessStats() ProcessStats {
 		s.SpillRequests += st.ReclaimRequests
 		s.SpillBytesFreed += st.ReclaimedBytes
 		s.LateReleases += st.LateReleases
+		s.SpillReentries += st.ReclaimReentries
 		r.peak = max(r.peak, st.Peak)
 	}
 	s.Peak = r.peak

@@ -45,6 +45,7 @@ const (
 	StatSpillBytesFreed
 	StatSpillerFailures
 	StatLateReleases
+	StatSpillReentries
 	StatCount // length of the array
 )
 
@@ -65,6 +66,7 @@ var poolStatFields = [StatCount]statField[pool.UnifiedStats]{
 	StatSpillBytesFreed: {"SPILL_BYTES_FREED", "bytes released to Spark by reclaim calls", func(s pool.UnifiedStats) int64 { return s.ReclaimedBytes }},
 	StatSpillerFailures: {"SPILLER_FAILURES", "spillers that threw, failed or freed nothing", func(s pool.UnifiedStats) int64 { return s.SpillerFailures }},
 	StatLateReleases:    {"LATE_RELEASES", "shrinks after the pool closed (counted, not forwarded)", func(s pool.UnifiedStats) int64 { return s.LateReleases }},
+	StatSpillReentries:  {"SPILL_REENTRIES", "spill requests refused because the pool's spill was already running on the thread (a spiller growing its own pool); answered 0", func(s pool.UnifiedStats) int64 { return s.ReclaimReentries }},
 }
 
 // Indices of the processStats0 array, in the order of processStatFields.
@@ -97,6 +99,7 @@ const (
 	PStatGoGCMeta
 	PStatGoOther
 	PStatLeakedResident
+	PStatSpillReentries
 	PStatCount // length of the array
 )
 
@@ -134,6 +137,7 @@ var processStatFields = [PStatCount]statField[ProcessStats]{
 	PStatGoGCMeta:            {"GO_GC_META", "the Go runtime's GC and allocator metadata (metadata/*); -1 = unknown", func(s ProcessStats) int64 { return s.GoGCMeta }},
 	PStatGoOther:             {"GO_OTHER", "the rest of the Go runtime's memory (profiling buckets, other); -1 = unknown", func(s ProcessStats) int64 { return s.GoOther }},
 	PStatLeakedResident:      {"LEAKED_RESIDENT", "bytes of leaks still allocated after their task (lingering Go exports and buffers, Java leaked Arrow buffers), until freed", func(s ProcessStats) int64 { return s.LeakedResident }},
+	PStatSpillReentries:      {"SPILL_REENTRIES", "spill requests refused because the pool's spill was already running on the thread, cumulative", func(s ProcessStats) int64 { return s.SpillReentries }},
 }
 
 // poolStatsArray lays out a unified pool's snapshot as poolStats0 returns it.
@@ -157,6 +161,7 @@ type ProcessStats struct {
 	SpillRequests   int64 // reclaim calls
 	SpillBytesFreed int64 // bytes released to Spark by reclaim calls
 	LateReleases    int64 // shrinks after a pool closed
+	SpillReentries  int64 // spill requests refused: the pool's spill ran on the thread already
 	Leaks           int64 // leaks at task end, every kind, one per owner (leaks.go)
 	LeakedBytes     int64 // bytes those owners still held
 	// LeakedResident is a gauge: bytes of leaks still allocated after their

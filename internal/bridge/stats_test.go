@@ -17,9 +17,9 @@ func TestPoolStatsArrayLayoutMatchesAPIMD(t *testing.T) {
 	got := poolStatsArray(pool.UnifiedStats{
 		Reserved: 1, Held: 2, Slack: 3, Overcommit: 4, Peak: 5, AcquireCalls: 6, ReleaseCalls: 7,
 		ShortGrants: 8, ReclaimRequests: 9, ReclaimedBytes: 10, SpillerFailures: 11, LateReleases: 12,
-		LateReleaseBytes: 99, OverGrants: 99, UpstreamErrors: 99, LateGrows: 99,
+		ReclaimReentries: 13, LateReleaseBytes: 99, OverGrants: 99, UpstreamErrors: 99, LateGrows: 99,
 	})
-	assert.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, got)
+	assert.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, got)
 	assert.Len(t, got, StatCount)
 }
 
@@ -30,9 +30,9 @@ func TestProcessStatsArrayLayoutMatchesAPIMD(t *testing.T) {
 		GoMemoryLimit: 13, GoBaseline: 14, GoMapped: 15, GoPeak: 16, GoHeapReturns: 17,
 		GoHeapReturnedBytes: 18, VmHWM: 19, CgroupPeak: 20, MallocMmapThreshold: 21,
 		MallocRetained: 22, GoHeapInUse: 23, GoHeapIdle: 24, GoStacks: 25, GoGCMeta: 26, GoOther: 27,
-		LeakedResident: 28,
+		LeakedResident: 28, SpillReentries: 29,
 	}.Array()
-	assert.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28}, got)
+	assert.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29}, got)
 	assert.Len(t, got, PStatCount)
 }
 

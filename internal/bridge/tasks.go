@@ -80,9 +80,7 @@ func (b *Bridge) ReclaimTask(th, target int64) (int64, error) {
 		return 0, nil
 	}
 	defer tp.calls.exit()
-	n, err := tp.unified.ReclaimReporting(target)
-	b.afterReclaim(n, err)
-	return n, thrownByReclaim(err)
+	return b.reclaim(tp, target)
 }
 
 // TaskOwner returns the upstream (the task's owner) of the pool of handle h:

@@ -105,7 +105,7 @@ public class Smoke {
     check(t == ie, "grow0 rethrows the swallowed InterruptedException: " + t);
     check(NativeBridge.size0(r2) == before + 100, "grow recorded as overcommit");
     long[] st = NativeBridge.poolStats0(p);
-    check(st.length == 12 && st[3] == 100, "overcommit 100: " + Arrays.toString(st));
+    check(st.length == 13 && st[3] == 100, "overcommit 100: " + Arrays.toString(st));
     NativeBridge.shrink0(r2, 100);
 
     // release exception during shrink
@@ -181,7 +181,7 @@ public class Smoke {
     NativeBridge.configureRuntime0(128 << 10, 256L << 20, 0);
 
     long[] ps = NativeBridge.processStats0();
-    check(ps.length == 28 && ps[0] == 1, "processStats " + Arrays.toString(ps));
+    check(ps.length == 29 && ps[0] == 1, "processStats " + Arrays.toString(ps));
     check(ps[21] >= 0, "MALLOC_RETAINED (mallinfo2 on glibc, index 21): " + ps[21]);
     boolean userEnv = System.getenv("MALLOC_MMAP_THRESHOLD_") != null;
     check(ps[12] == 256L << 20, "GO_MEMORY_LIMIT set by configureRuntime0: " + ps[12]);

@@ -30,5 +30,10 @@ public enum PoolStat {
   /** Spillers that threw, failed or freed nothing. */
   SPILLER_FAILURES,
   /** Releases after the task's pool was closed (counted, not forwarded). */
-  LATE_RELEASES;
+  LATE_RELEASES,
+  /**
+   * Spill requests answered with 0 at once because the pool's spill was already running on the
+   * calling thread (a spiller growing its own pool).
+   */
+  SPILL_REENTRIES;
 }

@@ -70,4 +70,9 @@ public final class PoolStats extends NativeStats<PoolStat> {
   public long lateReleases() {
     return get(PoolStat.LATE_RELEASES);
   }
+
+  /** {@link PoolStat#SPILL_REENTRIES}. */
+  public long spillReentries() {
+    return get(PoolStat.SPILL_REENTRIES);
+  }
 }

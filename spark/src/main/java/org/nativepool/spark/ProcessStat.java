@@ -86,7 +86,13 @@ public enum ProcessStat {
    * pin, Java Arrow buffers never released), going down as they are freed. Reservation leaks are
    * accounting only and never count here; see {@link NativeLeaks}.
    */
-  LEAKED_RESIDENT("leakedResident");
+  LEAKED_RESIDENT("leakedResident"),
+  /**
+   * Spark spill requests a pool answered with 0 at once, cumulative: its own spill was already
+   * running on the calling thread (an engine's spiller grew its own pool, and Spark spilled the
+   * pool again from inside that grow). Each pool logs its first one at WARN.
+   */
+  SPILL_REENTRIES("sparkSpillReentries");
 
   private final String gaugeName;
 

@@ -149,4 +149,9 @@ public final class ProcessStats extends NativeStats<ProcessStat> {
   public long leakedResident() {
     return get(ProcessStat.LEAKED_RESIDENT);
   }
+
+  /** {@link ProcessStat#SPILL_REENTRIES}. */
+  public long spillReentries() {
+    return get(ProcessStat.SPILL_REENTRIES);
+  }
 }
