@@ -264,8 +264,10 @@ public final class SparkTaskUpstream implements NativeUpstream, AutoCloseable {
 
   /**
    * Called from native code through JNI. Gives {@code n} bytes back to the task's
-   * {@code TaskMemoryManager}. Returns nothing; the mirror has shrunk by {@code n}. After
-   * {@link #close()} the release is counted as late and dropped.
+   * {@code TaskMemoryManager}. Returns nothing; the mirror has shrunk by {@code n}. If Spark's
+   * release throws, the mirror is unchanged (Spark still counts the bytes) and the throwable goes
+   * on to the pool, which keeps the bytes as owed. After {@link #close()} the release is counted as
+   * late and dropped.
    *
    * @throws IllegalArgumentException if {@code n <= 0}
    * @throws IllegalStateException if {@code n} exceeds the bytes held; nothing is released
@@ -297,7 +299,17 @@ public final class SparkTaskUpstream implements NativeUpstream, AutoCloseable {
                 + " from Spark; release refused");
       }
     } while (!mirror.compareAndSet(cur, cur - n));
-    tmm.releaseExecutionMemory(n, consumer);
+    boolean released = false;
+    try {
+      tmm.releaseExecutionMemory(n, consumer);
+      released = true;
+    } finally {
+      if (!released) {
+        // Spark kept the bytes (its release threw): so does the mirror, as the pool keeps them as
+        // owed and hands them back at its next sweep.
+        mirror.addAndGet(n);
+      }
+    }
     if (LOG.isTraceEnabled()) {
       LOG.trace("nativepool: task {} released {} bytes (used {})", taskAttemptId, n, cur - n);
     }

@@ -24,7 +24,13 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link #onFailedAllocation}: Arrow's own accounting refused after we had charged (an
  *       allocator limit below the pool's): the charge is given back, and {@code false} (no retry)
  *       lets Arrow throw its {@code OutOfMemoryException}.
- *   <li>{@link #onRelease}: {@code shrink(size)}.
+ *   <li>{@link #onRelease}: {@code shrink(size)}. Arrow's contract is that {@code onRelease} never
+ *       throws (the buffer is already gone, and Arrow's own books move on regardless), so a failing
+ *       shrink is caught: an exception from Spark's {@code releaseMemory} upcall (the pool has
+ *       shrunk and owes the bytes, see {@code jni/API.md}), a Go panic turned into a Java
+ *       exception, or an accounting error. {@link #charged()} still drops by the buffer's size,
+ *       and the failure is counted ({@link #releaseFailures()}) and logged at ERROR with its
+ *       exception; the reservation's close settles what the pool still holds.
  * </ul>
  *
  * <p>Arrow does not tell the listener when the JVM itself fails to provide direct memory after
@@ -43,6 +49,7 @@ public final class PoolAllocationListener implements AllocationListener {
   private final AtomicLong charged = new AtomicLong();
   private final AtomicLong refusals = new AtomicLong();
   private final AtomicLong lateReleases = new AtomicLong();
+  private final AtomicLong releaseFailures = new AtomicLong();
   private volatile boolean closed;
 
   /** Told the size of every late release (after {@link #close()}), or null. */
@@ -74,6 +81,11 @@ public final class PoolAllocationListener implements AllocationListener {
   /** Releases after {@link #close()}, dropped. */
   public long lateReleases() {
     return lateReleases.get();
+  }
+
+  /** Releases whose shrink threw (caught, logged; {@link #charged()} dropped all the same). */
+  public long releaseFailures() {
+    return releaseFailures.get();
   }
 
   @Override
@@ -114,12 +126,23 @@ public final class PoolAllocationListener implements AllocationListener {
     }
     try {
       reservation.shrink(size);
-      charged.addAndGet(-size);
-    } catch (IllegalStateException e) {
-      // The reservation closed under us (task end): its bytes are back with Spark already.
-      lateRelease(size);
-      LOG.debug("nativepool: late Arrow release of {} bytes for {}", size, reservation.name(), e);
+    } catch (RuntimeException | Error e) {
+      if (reservation.isClosed()) {
+        // The reservation closed under us (task end): its bytes are back with Spark already.
+        lateRelease(size);
+        LOG.debug("nativepool: late Arrow release of {} bytes for {}", size, reservation.name(), e);
+        return;
+      }
+      // Never out of onRelease (Arrow's contract): the buffer is gone either way.
+      releaseFailures.incrementAndGet();
+      LOG.error(
+          "nativepool: Arrow release of {} bytes for {} failed to shrink the reservation; the"
+              + " pool settles it when the reservation closes",
+          size,
+          reservation.name(),
+          e);
     }
+    charged.addAndGet(-size);
   }
 
   private void lateRelease(long size) {
