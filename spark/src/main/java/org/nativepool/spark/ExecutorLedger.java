@@ -28,9 +28,10 @@ import org.slf4j.LoggerFactory;
  *       ledger.rss} and {@code ledger.unexplained}, served from the latest reading; counters
  *       {@code ledger.thresholdCrossings} and {@code ledger.growthReports}.
  *   <li><b>High-water marks</b> ({@link #peaks()}): per part, per task pool ({@link
- *       #taskPoolPeak()}) and per consumer ({@link #consumerPeaks()}), since the last {@link
- *       #resetPeaks()}. The driver keeps the same marks per stage from each sample's interval peaks
- *       and resets them when the stage ends ({@link NativePoolStagePeaksEvent}).
+ *       #taskPoolPeak()}) and per consumer ({@link #consumerPeaks()}, the largest {@value
+ *       #CONSUMER_PEAKS_KEPT}), since the last {@link #resetPeaks()}. The driver keeps the same
+ *       marks per stage from each sample's interval peaks and resets them when the stage ends
+ *       ({@link NativePoolStagePeaksEvent}).
  *   <li><b>Thresholds</b> ({@value LedgerSettings#THRESHOLDS}): each crossing, up or down with
  *       hysteresis, goes to the {@link LedgerListener}s, a log line (WARN up, INFO down), the
  *       crossings counter and the driver (event log).
@@ -62,6 +63,14 @@ public final class ExecutorLedger {
 
   /** Consumers per sample with their peaks (the largest). */
   static final int CONSUMERS_PER_SAMPLE = 10;
+
+  /**
+   * Consumer names whose peaks the ledger keeps, per interval and since the last reset: the
+   * largest. Engines name consumers per operator instance or per task ("sort[task 4711]"), so in a
+   * long-running executor (a streaming job) the names never stop coming; the smallest peak makes
+   * way for a larger one, and one smaller than all kept is not kept.
+   */
+  static final int CONSUMER_PEAKS_KEPT = 256;
 
   /** Owners a growth report names. */
   static final int OWNERS_PER_REPORT = 5;
@@ -357,10 +366,37 @@ public final class ExecutorLedger {
       }
       intervalTaskPoolPeak = Math.max(intervalTaskPoolPeak, peak);
       for (Map.Entry<String, Long> e : consumers.entrySet()) {
-        consumerPeaks.merge(e.getKey(), e.getValue(), Math::max);
-        intervalConsumerPeaks.merge(e.getKey(), e.getValue(), Math::max);
+        keepPeak(consumerPeaks, e.getKey(), e.getValue());
+        keepPeak(intervalConsumerPeaks, e.getKey(), e.getValue());
       }
     }
+  }
+
+  /**
+   * Raises {@code name}'s peak in {@code peaks} to {@code bytes}, keeping at most {@value
+   * #CONSUMER_PEAKS_KEPT} names: the largest peaks.
+   */
+  static void keepPeak(Map<String, Long> peaks, String name, long bytes) {
+    Long old = peaks.get(name);
+    if (old != null) {
+      if (bytes > old) {
+        peaks.put(name, bytes);
+      }
+      return;
+    }
+    if (peaks.size() >= CONSUMER_PEAKS_KEPT) {
+      Map.Entry<String, Long> least = null;
+      for (Map.Entry<String, Long> e : peaks.entrySet()) {
+        if (least == null || e.getValue() < least.getValue()) {
+          least = e;
+        }
+      }
+      if (least.getValue() >= bytes) {
+        return;
+      }
+      peaks.remove(least.getKey());
+    }
+    peaks.put(name, bytes);
   }
 
   /**
@@ -405,7 +441,10 @@ public final class ExecutorLedger {
     return taskPoolPeakTask;
   }
 
-  /** Each consumer's highest reserved bytes in a pool closed since the last reset, by name. */
+  /**
+   * Each consumer's highest reserved bytes in a pool closed since the last reset, by name: the
+   * {@value #CONSUMER_PEAKS_KEPT} largest.
+   */
   public synchronized Map<String, Long> consumerPeaks() {
     return Collections.unmodifiableMap(new LinkedHashMap<>(consumerPeaks));
   }

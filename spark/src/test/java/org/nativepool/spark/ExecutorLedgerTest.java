@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -19,24 +20,65 @@ class ExecutorLedgerTest {
     NativeBridge.ensureLoaded();
   }
 
+  private static ExecutorLedger ledger(List<Object> toDriver) {
+    return new ExecutorLedger(
+        "7",
+        new LedgerSettings(
+            List.of(new LedgerSettings.Threshold(MemoryLedger.RSS, 1)),
+            0.1,
+            List.of(),
+            LedgerSettings.DEFAULT_GROWTH_WINDOW,
+            LedgerSettings.DEFAULT_GROWTH_WINDOWS,
+            LedgerSettings.DEFAULT_GROWTH_MIN_BYTES),
+        new MemoryLedger(),
+        null,
+        toDriver::add,
+        n -> List.of());
+  }
+
+  /**
+   * A long-running executor meets a new consumer name in every task (engines name consumers per
+   * operator instance or task): the per-consumer peaks keep the largest {@value
+   * ExecutorLedger#CONSUMER_PEAKS_KEPT} names, since the last reset and per sample interval, and
+   * never grow past that, however many tasks end.
+   */
+  @Test
+  void consumerPeaksStayBoundedAndKeepTheLargest() {
+    ExecutorLedger l = ledger(new ArrayList<>());
+    int kept = ExecutorLedger.CONSUMER_PEAKS_KEPT;
+    List<Long> all = new ArrayList<>();
+    for (long task = 0; task < 20_000; task++) {
+      // Each task's consumer has a name of its own; every 1000th is the big one.
+      long bytes = task % 1000 == 0 ? (1L << 30) + task : 1024 + task % 977;
+      all.add(bytes);
+      l.noteTaskPool(task, bytes, Map.of("agg[task " + task + "]", bytes));
+    }
+    all.sort(java.util.Comparator.reverseOrder());
+    Map<String, Long> peaks = l.consumerPeaks();
+    assertEquals(kept, peaks.size());
+    for (long task = 0; task < 20_000; task += 1000) {
+      assertEquals((1L << 30) + task, peaks.get("agg[task " + task + "]"), "a large peak is kept");
+    }
+    long smallestKept = peaks.values().stream().mapToLong(Long::longValue).min().orElseThrow();
+    assertEquals(all.get(kept - 1), smallestKept, "only the largest are kept");
+
+    Map<String, Long> sample = l.takeSampleFigures();
+    long sampled =
+        sample.keySet().stream()
+            .filter(k -> k.startsWith(ExecutorLedger.CONSUMER_PEAK_PREFIX))
+            .count();
+    assertEquals(ExecutorLedger.CONSUMERS_PER_SAMPLE, sampled);
+    l.noteTaskPool(20_001, 5, Map.of("late", 5L));
+    assertEquals(kept, l.consumerPeaks().size(), "a name smaller than all kept is not kept");
+    l.resetPeaks();
+    assertTrue(l.consumerPeaks().isEmpty());
+  }
+
   @Test
   void aListenerThatThrowsStopsNothingElse() {
     List<Object> toDriver = new ArrayList<>();
     List<LedgerCrossing> seen = new ArrayList<>();
-    ExecutorLedger l =
-        new ExecutorLedger(
-            "7",
-            new LedgerSettings(
-                List.of(new LedgerSettings.Threshold(MemoryLedger.RSS, 1)),
-                0.1,
-                List.of(),
-                LedgerSettings.DEFAULT_GROWTH_WINDOW,
-                LedgerSettings.DEFAULT_GROWTH_WINDOWS,
-                LedgerSettings.DEFAULT_GROWTH_MIN_BYTES),
-            new MemoryLedger(),
-            null,
-            toDriver::add,
-            n -> List.of());
+    ExecutorLedger l = ledger(toDriver);
     l.addListener(
         new LedgerListener() {
           @Override
