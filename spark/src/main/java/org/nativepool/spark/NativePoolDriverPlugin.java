@@ -88,6 +88,7 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
           ProcessStat.SPILL_REQUESTS.gaugeName(),
           ProcessStat.SPILL_BYTES_FREED.gaugeName(),
           ProcessStat.LATE_RELEASES.gaugeName(),
+          ProcessStat.SPILL_REENTRIES.gaugeName(),
           ProcessStat.LEAKS.gaugeName(),
           ProcessStat.LEAKED_BYTES.gaugeName(),
           ProcessStat.LEAKED_RESIDENT.gaugeName(),
@@ -204,14 +205,9 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
 
   private void onSample(ExecutorSample s) {
     long now = System.currentTimeMillis();
-    if (removed.contains(s.executorId())) {
-      return; // in flight when Spark removed the executor (Spark never reuses an executor id)
-    }
-    ExecutorState e = executors.get(s.executorId());
+    ExecutorState e = admit(s);
     if (e == null) {
-      e = new ExecutorState(s.executorId(), s, thresholds.length);
-      executors.put(s.executorId(), e);
-      LOG.info("nativepool: executor {} reports to the driver", s.executorId());
+      return; // in flight when Spark removed the executor (Spark never reuses an executor id)
     }
     e.latest = s;
     e.lastSeenMillis = now;
@@ -272,6 +268,41 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
         }
       }
     }
+  }
+
+  /**
+   * The state of the sample's executor, made at its first sample; null if Spark removed it. The
+   * check and the add are one atomic step on the executor's map entry, and {@link
+   * #onExecutorRemoved} marks the id removed before it removes the entry: a sample racing the
+   * removal either is added first and then removed with the rest, or finds the id removed. (A
+   * check before a separate add let such a sample re-add the executor after its removal, with
+   * gauges nobody would remove.)
+   */
+  private ExecutorState admit(ExecutorSample s) {
+    boolean[] made = new boolean[1];
+    ExecutorState e =
+        executors.compute(
+            s.executorId(),
+            (id, old) -> {
+              if (removed.contains(id)) {
+                return null;
+              }
+              if (old != null) {
+                return old;
+              }
+              made[0] = true;
+              return new ExecutorState(id, s, thresholds.length);
+            });
+    if (made[0]) {
+      LOG.info("nativepool: executor {} reports to the driver", s.executorId());
+    }
+    return e;
+  }
+
+  /** Spark removed executor {@code id}: its late samples are dropped, its gauges go. */
+  void onExecutorRemoved(String id) {
+    removed.add(id);
+    removeExecutor(id);
   }
 
   /** Registers the gauges of figures {@code e} has none for yet. */
@@ -434,7 +465,10 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
     /** Executor → ledger figure → peak, from the samples' {@code ledgerPeak.*} figures. */
     final Map<String, Map<String, Long>> ledger = new LinkedHashMap<>();
     long taskPoolPeak;
-    /** Consumer → peak, from the samples' {@code consumerPeak.*} figures. */
+    /**
+     * Consumer → peak, from the samples' {@code consumerPeak.*} figures: the largest {@value
+     * ExecutorLedger#CONSUMER_PEAKS_KEPT}, as the executors keep them.
+     */
     final Map<String, Long> consumers = new LinkedHashMap<>();
     /** When the stage completed (epoch ms); 0 while it runs. */
     long completedMillis;
@@ -461,7 +495,7 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
           mine.merge(part, e.getValue(), Math::max);
         } else if (k.startsWith(ExecutorLedger.CONSUMER_PEAK_PREFIX)) {
           String consumer = k.substring(ExecutorLedger.CONSUMER_PEAK_PREFIX.length());
-          consumers.merge(consumer, e.getValue(), Math::max);
+          ExecutorLedger.keepPeak(consumers, consumer, e.getValue());
         }
       }
       taskPoolPeak = Math.max(taskPoolPeak, s.figure(ExecutorLedger.TASK_POOL_PEAK, 0));
@@ -506,8 +540,7 @@ public final class NativePoolDriverPlugin implements DriverPlugin {
 
     @Override
     public void onExecutorRemoved(SparkListenerExecutorRemoved event) {
-      removed.add(event.executorId());
-      removeExecutor(event.executorId());
+      NativePoolDriverPlugin.this.onExecutorRemoved(event.executorId());
     }
   }
 }

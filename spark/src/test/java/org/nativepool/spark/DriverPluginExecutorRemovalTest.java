@@ -7,6 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
 import java.util.Map;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.apache.spark.api.plugin.PluginContext;
@@ -91,6 +96,46 @@ class DriverPluginExecutorRemovalTest {
         registry.getNames().stream().anyMatch(n -> n.startsWith("executor.7.")),
         "a late sample does not bring a removed executor back");
     assertEquals(1L, gauge("total.executors"));
+  }
+
+  /**
+   * A sample and the executor's removal racing on two threads (Spark's plugin endpoint and its
+   * listener bus): whichever wins, no gauge of the removed executor is left, and a late sample does
+   * not bring it back. Thousands of races, each started together by a barrier; with a check of the
+   * removed set before a separate add, samples re-added removed executors within a few hundred.
+   */
+  @Test
+  void aSampleRacingTheRemovalLeavesNoGaugeOfTheRemovedExecutor() throws Exception {
+    ExecutorService pool = Executors.newFixedThreadPool(2);
+    try {
+      for (int i = 0; i < 3000; i++) {
+        String id = "race-" + i;
+        CyclicBarrier start = new CyclicBarrier(2);
+        Future<?> sample =
+            pool.submit(
+                () -> {
+                  start.await();
+                  driver.receive(sample(id, 0, 1 << 20));
+                  return null;
+                });
+        Future<?> removal =
+            pool.submit(
+                () -> {
+                  start.await();
+                  driver.onExecutorRemoved(id);
+                  return null;
+                });
+        sample.get(30, TimeUnit.SECONDS);
+        removal.get(30, TimeUnit.SECONDS);
+        String prefix = "executor." + id + ".";
+        assertFalse(
+            registry.getNames().stream().anyMatch(n -> n.startsWith(prefix)),
+            "gauges of removed executor " + id + ": " + registry.getNames());
+      }
+      assertEquals(0L, gauge("total.executors"));
+    } finally {
+      pool.shutdownNow();
+    }
   }
 
   @Test
