@@ -11,7 +11,7 @@ package org.nativepool.spark;
  * <ul>
  *   <li>a grow the slack covers is local ({@link #growLocally}); otherwise the caller takes the
  *       whole slack aside ({@link #takeSlack}), asks Go for {@link #ask(long) the rest rounded up
- *       to a multiple of Q}, and books the result ({@link #commitGrow} or {@link #abortGrow});
+ *       to a multiple of Q}, and books the result ({@link #commitGrow} or {@link #putBack});
  *   <li>a shrink moves bytes into the slack and, once the slack exceeds {@code 2Q}, returns all
  *       but {@code Q} of it for the caller to give back to Go ({@link #shrink}, {@link #trim});
  *   <li>{@link #clear()} returns everything.
@@ -82,7 +82,7 @@ final class LocalSlackAccount {
 
   /**
    * Takes the whole slack aside for a grow that crosses (so a concurrent spill cannot give it back
-   * twice); the caller books it again with {@link #commitGrow} or {@link #abortGrow}.
+   * twice); the caller books it again with {@link #commitGrow} or {@link #putBack}.
    *
    * @return the bytes taken
    */
@@ -113,9 +113,13 @@ final class LocalSlackAccount {
     slack += taken + granted - n;
   }
 
-  /** Puts back the slack a refused (or failed) grow took aside. */
-  void abortGrow(long taken) {
-    slack += taken;
+  /**
+   * Puts bytes taken out of the account back into the slack: the slack a refused (or failed) grow
+   * took aside, or bytes that {@link #shrink}, {@link #trim} or {@link #clear} returned for a
+   * give-back that could not cross (the pool is closing; its close returns them).
+   */
+  void putBack(long bytes) {
+    slack += bytes;
   }
 
   /**

@@ -191,22 +191,28 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
     }
   }
 
-  /** One tryGrow: null on success, else the pool's refusal text. */
+  /**
+   * One tryGrow: null on success, else the pool's refusal text. A grow that must cross enters the
+   * guard before it takes the local slack: a pool that is closing refuses it while Java's and Go's
+   * books still agree (the slack stays local, and the close gives it back with the rest).
+   */
   private String tryGrowOnce(long n) {
-    long taken;
-    synchronized (lock) {
-      checkOpen();
-      if (account.growLocally(n)) {
-        return null;
-      }
-      // The slack goes into this grow; a spill meanwhile cannot give it back twice.
-      taken = account.takeSlack();
+    if (growLocally(n)) {
+      return null;
     }
-    long need = n - taken;
-    long ask = account.ask(need);
-    boolean done = false;
     enter();
+    long taken = -1; // -1: nothing taken out of the account (yet)
+    boolean done = false;
     try {
+      synchronized (lock) {
+        if (account.growLocally(n)) { // a shrink meanwhile refilled the slack
+          return null;
+        }
+        // The slack goes into this grow; a spill meanwhile cannot give it back twice.
+        taken = account.takeSlack();
+      }
+      long need = n - taken;
+      long ask = account.ask(need);
       String refusal = NativeBridge.tryGrow0(handle, ask);
       if (refusal != null && ask != need) {
         ask = need;
@@ -217,7 +223,7 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
         if (refusal == null) {
           account.commitGrow(n, taken, ask);
         } else {
-          account.abortGrow(taken);
+          account.putBack(taken);
         }
         excess = account.trim();
         done = true;
@@ -225,13 +231,26 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
       giveBack(excess);
       return refusal;
     } finally {
-      if (!done) {
+      if (!done && taken >= 0) {
         // tryGrow0 threw (an upcall's exception): the reservation is unchanged.
         synchronized (lock) {
-          account.abortGrow(taken);
+          account.putBack(taken);
         }
       }
       exit();
+    }
+  }
+
+  /**
+   * Grows by {@code n} from the local slack if it covers {@code n}, without crossing.
+   *
+   * @return true if done; false if the grow must cross (nothing changed then)
+   * @throws IllegalStateException if closed
+   */
+  private boolean growLocally(long n) {
+    synchronized (lock) {
+      checkOpen();
+      return account.growLocally(n);
     }
   }
 
@@ -250,28 +269,33 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
    */
   public void grow(long n) {
     checkSize("grow", n);
-    long taken;
-    synchronized (lock) {
-      checkOpen();
-      if (account.growLocally(n)) {
-        return;
-      }
-      taken = account.takeSlack();
+    if (growLocally(n)) {
+      return;
     }
-    long ask = account.ask(n - taken);
+    enter(); // before the slack is taken: see tryGrowOnce
+    long taken = -1; // -1: nothing taken out of the account
+    long ask = 0;
     long excess = 0;
     boolean recorded = false;
-    enter();
     try {
+      synchronized (lock) {
+        if (account.growLocally(n)) {
+          return;
+        }
+        taken = account.takeSlack();
+      }
+      ask = account.ask(n - taken);
       NativeBridge.grow0(handle, ask);
       recorded = true;
     } finally {
       // grow0 records its bytes even when an upcall throws (API.md), so book them either way;
       // only a normal return may give an excess (from concurrent shrinks) back.
-      synchronized (lock) {
-        account.commitGrow(n, taken, ask);
-        if (recorded) {
-          excess = account.trim();
+      if (taken >= 0) {
+        synchronized (lock) {
+          account.commitGrow(n, taken, ask);
+          if (recorded) {
+            excess = account.trim();
+          }
         }
       }
       exit();
@@ -406,32 +430,42 @@ public final class NativeReservation extends HandleGuard implements AutoCloseabl
    *     went back with the close)
    */
   long returnSlack() {
-    long s;
-    synchronized (lock) {
-      s = account.takeSlack();
-    }
-    if (s == 0) {
-      return 0;
-    }
     try {
-      enter();
+      enter(); // before the slack is taken: a closed or closing pool returns it itself
     } catch (IllegalStateException closed) {
       return 0;
     }
     try {
-      NativeBridge.shrink0(handle, s);
+      long s;
+      synchronized (lock) {
+        s = account.takeSlack();
+      }
+      if (s > 0) {
+        NativeBridge.shrink0(handle, s);
+      }
+      return s;
     } finally {
       exit();
     }
-    return s;
   }
 
-  /** Shrinks the Go reservation by bytes already taken out of the local counters. */
+  /**
+   * Shrinks the Go reservation by bytes already taken out of the local counters. If the pool is
+   * closing (or the reservation closed meanwhile), the bytes go back into the local slack before
+   * the refusal is thrown, so Java's books keep what Go still holds, and the close gives them back.
+   */
   private void giveBack(long bytes) {
     if (bytes == 0) {
       return;
     }
-    enter();
+    try {
+      enter();
+    } catch (IllegalStateException refused) {
+      synchronized (lock) {
+        account.putBack(bytes); // back into the slack
+      }
+      throw refused;
+    }
     try {
       NativeBridge.shrink0(handle, bytes);
     } finally {

@@ -47,7 +47,7 @@ class LocalSlackAccountTest {
       assertEquals(0, ask % a.quantum(), "ask " + ask + " not a multiple of Q");
     }
     if (refuse) {
-      a.abortGrow(taken);
+      a.putBack(taken);
     } else {
       goHeld += ask;
       a.commitGrow(n, taken, ask);

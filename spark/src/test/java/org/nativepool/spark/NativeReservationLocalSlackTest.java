@@ -9,7 +9,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.io.IOException;
 import java.util.SplittableRandom;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -18,6 +20,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.spark.SparkConf;
+import org.apache.spark.memory.MemoryConsumer;
+import org.apache.spark.memory.MemoryMode;
 import org.apache.spark.memory.TaskMemoryManager;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -84,6 +88,115 @@ class NativeReservationLocalSlackTest {
     PoolStats s = pool.stats();
     assertEquals(tmm.getMemoryConsumptionForThisTask(), s.held(), () -> step + ": " + s);
     assertEquals(s.held(), up.used(), () -> step + ": " + s);
+  }
+
+  /** A Spark-side consumer whose spill waits for {@link #go} before it frees everything. */
+  private static final class BlockingSpillConsumer extends MemoryConsumer {
+    final CountDownLatch spilling = new CountDownLatch(1);
+    final CountDownLatch go = new CountDownLatch(1);
+
+    BlockingSpillConsumer(TaskMemoryManager tmm) {
+      super(tmm, 0L, MemoryMode.OFF_HEAP);
+    }
+
+    long take(long n) {
+      return acquireMemory(n);
+    }
+
+    void giveAll() {
+      if (used > 0) {
+        freeMemory(used);
+      }
+    }
+
+    @Override
+    public long spill(long size, MemoryConsumer trigger) throws IOException {
+      spilling.countDown();
+      try {
+        go.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IOException(e);
+      }
+      long freed = used;
+      freeMemory(freed);
+      return freed;
+    }
+  }
+
+  /**
+   * While the task's pool is closing (the task-end close waits for another thread's call, parked
+   * in a Spark spill), a grow that must cross and a shrink that must give bytes back are refused,
+   * and Java's books still hold what Go holds: the local slack is neither dropped by the refused
+   * grow nor by the refused give-back, so {@code used + local slack} equals the Go reservation at
+   * every step, and the close returns it all.
+   */
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(PoolKind.class)
+  void aPoolThatIsClosingRefusesCrossingsWithoutDroppingTheLocalSlack(PoolKind kind)
+      throws Exception {
+    open(kind, 64 * MIB, 1 * MIB, 64 * MIB);
+    NativeReservation r = pool.newReservation("r", false, null);
+    assertTrue(r.tryGrow(4 * Q + 1000), r::lastRefusal);
+    assertExact(r, "before the close");
+    assertTrue(r.localSlack() > 0, "a crossing grow left local slack");
+    BlockingSpillConsumer sparkSide = new BlockingSpillConsumer(tmm);
+    sparkSide.take(60 * MIB);
+    NativeReservation other = pool.newReservation("other", false, null);
+    ExecutorService threads = Executors.newFixedThreadPool(2);
+    try {
+      Future<Boolean> parked = threads.submit(() -> other.tryGrow(16 * MIB));
+      assertTrue(sparkSide.spilling.await(30, TimeUnit.SECONDS), "Spark spilled the Java side");
+      AtomicReference<Thread> closer = new AtomicReference<>();
+      Future<?> closing =
+          threads.submit(
+              () -> {
+                closer.set(Thread.currentThread());
+                pool.closeAtTaskEnd();
+              });
+      awaitInAwaitClosed(closer);
+
+      long slack = r.localSlack();
+      long goSize = goSize(r);
+      IllegalStateException refused =
+          assertThrows(IllegalStateException.class, () -> r.tryGrow(slack + 1));
+      assertTrue(refused.getMessage().contains("is closing"), refused::getMessage);
+      assertEquals(slack, r.localSlack(), "the refused grow kept the local slack");
+      assertEquals(goSize, goSize(r));
+      assertEquals(r.size() + r.localSlack(), goSize(r));
+
+      assertThrows(IllegalStateException.class, () -> r.shrink(r.size())); // gives back > 2Q
+      assertEquals(0, r.size(), "the shrink happened in Java");
+      assertEquals(r.localSlack(), goSize(r), "the bytes it could not give back stayed local");
+
+      sparkSide.go.countDown();
+      parked.get(30, TimeUnit.SECONDS);
+      closing.get(30, TimeUnit.SECONDS);
+      assertTrue(r.isClosed());
+      assertEquals(0, r.localSlack(), "the close returned everything");
+    } finally {
+      sparkSide.go.countDown();
+      threads.shutdownNow();
+      sparkSide.giveAll();
+    }
+  }
+
+  /** Waits until {@code closer} waits in {@code HandleGuard.awaitClosed} for the call in flight. */
+  private static void awaitInAwaitClosed(AtomicReference<Thread> closer)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (System.nanoTime() < deadline) {
+      Thread t = closer.get();
+      if (t != null && t.getState() == Thread.State.WAITING) {
+        for (StackTraceElement e : t.getStackTrace()) {
+          if (e.getMethodName().equals("awaitClosed")) {
+            return;
+          }
+        }
+      }
+      Thread.sleep(5);
+    }
+    throw new AssertionError("the task-end close never waited for the call in flight");
   }
 
   @ParameterizedTest(name = "{0}")
