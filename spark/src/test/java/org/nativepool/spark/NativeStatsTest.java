@@ -14,8 +14,8 @@ import org.nativepool.spark.arrow.ArrowProcessStat;
 /** The stats snapshots over their enums and the plugin's gauge tables; no native library needed. */
 class NativeStatsTest {
 
-  private static long[] oneToTwelve() {
-    return LongStream.rangeClosed(1, 12).toArray();
+  private static long[] allPoolFigures() {
+    return LongStream.rangeClosed(1, PoolStat.values().length).toArray();
   }
 
   private static long[] allProcessFigures() {
@@ -24,7 +24,7 @@ class NativeStatsTest {
 
   @Test
   void poolStatsReadsEachFigureAtItsEnumOrdinal() {
-    PoolStats s = new PoolStats(oneToTwelve());
+    PoolStats s = new PoolStats(allPoolFigures());
     for (PoolStat st : PoolStat.values()) {
       assertEquals(st.ordinal() + 1, s.get(st), st.name());
       assertEquals(st.ordinal() + 1, s.get(st.ordinal()), st.name());
@@ -32,7 +32,8 @@ class NativeStatsTest {
     assertEquals(1, s.reserved());
     assertEquals(2, s.held());
     assertEquals(12, s.lateReleases());
-    assertArrayEquals(oneToTwelve(), s.toArray());
+    assertEquals(13, s.spillReentries());
+    assertArrayEquals(allPoolFigures(), s.toArray());
   }
 
   @Test
@@ -40,34 +41,34 @@ class NativeStatsTest {
     assertEquals(
         "PoolStats(reserved=1, held=2, slack=3, overcommit=4, peak=5, acquireCalls=6,"
             + " releaseCalls=7, shortGrants=8, spillRequests=9, spillBytesFreed=10,"
-            + " spillerFailures=11, lateReleases=12)",
-        new PoolStats(oneToTwelve()).toString());
+            + " spillerFailures=11, lateReleases=12, spillReentries=13)",
+        new PoolStats(allPoolFigures()).toString());
     assertEquals(
         "ProcessStats(liveTasks=1, reserved=2, held=3, slack=4, overcommit=5, peak=6,"
             + " upstreamCalls=7, spillRequests=8, spillBytesFreed=9, lateReleases=10, leaks=11,"
             + " leakedBytes=12, goMemoryLimit=13, goBaseline=14, goMapped=15, goPeak=16,"
             + " goHeapReturns=17, goHeapReturnedBytes=18, vmHwm=19, cgroupPeak=20,"
             + " mallocMmapThreshold=21, mallocRetained=22, goHeapInUse=23, goHeapIdle=24, goStacks=25,"
-            + " goGcMeta=26, goOther=27, leakedResident=28)",
+            + " goGcMeta=26, goOther=27, leakedResident=28, spillReentries=29)",
         new ProcessStats(allProcessFigures()).toString());
   }
 
   @Test
   void snapshotsAreEqualOnlyToTheSameTypeWithTheSameFigures() {
-    assertEquals(new PoolStats(oneToTwelve()), new PoolStats(oneToTwelve()));
-    assertEquals(new PoolStats(oneToTwelve()).hashCode(), new PoolStats(oneToTwelve()).hashCode());
+    assertEquals(new PoolStats(allPoolFigures()), new PoolStats(allPoolFigures()));
+    assertEquals(new PoolStats(allPoolFigures()).hashCode(), new PoolStats(allPoolFigures()).hashCode());
     assertNotEquals(
-        new PoolStats(oneToTwelve()), new ProcessStats(allProcessFigures()));
-    long[] other = oneToTwelve();
+        new PoolStats(allPoolFigures()), new ProcessStats(allProcessFigures()));
+    long[] other = allPoolFigures();
     other[11] = 0;
-    assertNotEquals(new PoolStats(oneToTwelve()), new PoolStats(other));
+    assertNotEquals(new PoolStats(allPoolFigures()), new PoolStats(other));
   }
 
   @Test
   void aShortArrayIsRejectedNamingTheNativeAndTheExpectedLength() {
     IllegalStateException e =
         assertThrows(IllegalStateException.class, () -> new PoolStats(new long[3]));
-    assertEquals("nativepool: poolStats0 returned 3 values, expected 12", e.getMessage());
+    assertEquals("nativepool: poolStats0 returned 3 values, expected 13", e.getMessage());
     e = assertThrows(IllegalStateException.class, () -> new ProcessStats(null));
     assertEquals(
         "nativepool: processStats0 returned null, expected " + ProcessStat.values().length,
@@ -76,7 +77,7 @@ class NativeStatsTest {
 
   @Test
   void theSnapshotCopiesTheArrayItWasGiven() {
-    long[] a = oneToTwelve();
+    long[] a = allPoolFigures();
     PoolStats s = new PoolStats(a);
     a[0] = 99;
     s.toArray()[1] = 99;
