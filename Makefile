@@ -84,7 +84,7 @@ test-cluster: jar
 	bash $(PLUGIN_DIR)/cluster-test/run.sh
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pool/ ./taskshared/ ./ffi/ | tee $(BUILD)/bench-go.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pool/ ./arbiter/ ./taskshared/ ./ffi/ | tee $(BUILD)/bench-go.txt
 
 ## bench-jni: Java -> JNI -> Go -> Spark TaskMemoryManager, exact vs chunked (see bench/jni/README.md).
 bench-jni: lib

@@ -22,7 +22,7 @@
 //	                                  Pool  ◀── decorators: TrackConsumers, Logging
 //	                                    │
 //	         unified pools only ──────▶ Upstream (Spark's TaskMemoryManager over JNI,
-//	                                    │          or ExecutorArbiter in process)
+//	                                    │          or arbiter.ExecutorArbiter in process)
 //	                                    └─ Reclaimer ◀── Spark's spill(size): slack first,
 //	                                                     then Spillers, largest first
 //
@@ -121,8 +121,8 @@
 //	                                       its siblings): what Grow and Shrink only log, returned
 //	meter.go                               high-water marks and thresholds
 //	errors.go, leak.go, size.go            refusals in DataFusion's words, leak reports, sizes
-//	arbiter.go, arbiter_task.go,           the in-process Upstream with Spark's rules: the executor
-//	arbiter_consumer.go                    budget, a task's monitor and spill loop, a consumer
 //
-// Tests share one fake Upstream, internal/fakeupstream.
+// Tests share one fake Upstream, internal/fakeupstream. The in-process
+// Upstream with Spark's rules (the executor budget, a task's monitor and
+// spill loop) is package arbiter, which imports this one.
 package pool

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nativepool/nativepool/arbiter"
 	"github.com/nativepool/nativepool/internal/fakeupstream"
 	"github.com/nativepool/nativepool/pool"
 )
@@ -273,7 +274,7 @@ func TestPanickingReleaseKeepsTheBytesHeldAsOwed(t *testing.T) {
 func TestPanickingSpillerInsideAReentrantReclaimLeavesTheLedgerAsBefore(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
-			arb := pool.NewExecutorArbiter(1000, pool.WithArbiterLogger(quietLogger()))
+			arb := arbiter.NewExecutorArbiter(1000, arbiter.WithArbiterLogger(quietLogger()))
 			task := arb.NewTask(t.Context(), "task")
 			upc := task.NewConsumer("native", nil)
 			p := unified(t, kind, upc, 2000, pool.WithChunkSize(0))

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nativepool/nativepool/arbiter"
 	"github.com/nativepool/nativepool/internal/fakeupstream"
 	"github.com/nativepool/nativepool/pool"
 )
@@ -334,7 +335,7 @@ func TestFairUnifiedMatchesModel(t *testing.T) {
 // (Spark's self-spill), which the model tests then exercise re-entrantly.
 func arbiterUpstream(size int64) func() uniUpstream {
 	return func() uniUpstream {
-		a := pool.NewExecutorArbiter(size, pool.WithArbiterLogger(quietLogger()))
+		a := arbiter.NewExecutorArbiter(size, arbiter.WithArbiterLogger(quietLogger()))
 		task := a.NewTask(context.Background(), "T")
 		c := task.NewConsumer("native", nil)
 		return uniUpstream{up: c, held: c.Used, wire: c.SetReclaimer}
@@ -371,7 +372,7 @@ func TestFairUnifiedOverArbiterMatchesModel(t *testing.T) {
 func TestUnifiedPoolsOverTheArbiterHandBackExactlyWhatWasGranted(t *testing.T) {
 	const budget = 512 << 10
 	arbLogs := &uniLogs{}
-	a := pool.NewExecutorArbiter(budget, pool.WithArbiterLogger(arbLogs.logger()))
+	a := arbiter.NewExecutorArbiter(budget, arbiter.WithArbiterLogger(arbLogs.logger()))
 	defer func() {
 		if t.Failed() {
 			t.Log(arbLogs.String())
@@ -380,7 +381,7 @@ func TestUnifiedPoolsOverTheArbiterHandBackExactlyWhatWasGranted(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	type taskPool struct {
-		task  *pool.ArbiterTask
+		task  *arbiter.ArbiterTask
 		p     pool.Unified
 		audit *fakeupstream.Spark
 	}

@@ -4,7 +4,7 @@
 //
 // A Sorter registers one spillable pool.Consumer with any pool.Pool (a task
 // pool bridged to Spark, a fair pool, a unified pool over the in-process
-// ExecutorArbiter) and charges every Arrow buffer it builds to that
+// arbiter.ExecutorArbiter) and charges every Arrow buffer it builds to that
 // consumer's reservation through an accounted allocator, so the bytes the
 // pool is told about are the bytes the sorter holds.
 //

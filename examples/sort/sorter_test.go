@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nativepool/nativepool/arbiter"
 	"github.com/nativepool/nativepool/ffi"
 	"github.com/nativepool/nativepool/pool"
 )
@@ -65,14 +66,14 @@ func TestSortSpillsUnderFairPoolShare(t *testing.T) {
 // in-process stand-in for Spark: the pool borrows through the task's
 // "nativepool" consumer, whose spill callback is the pool's Reclaim.
 type arbiterSetup struct {
-	arb  *pool.ExecutorArbiter
-	task *pool.ArbiterTask
-	up   *pool.ArbiterConsumer
+	arb  *arbiter.ExecutorArbiter
+	task *arbiter.ArbiterTask
+	up   *arbiter.ArbiterConsumer
 	pool pool.Pool
 }
 
 func newArbiterSetup(t *testing.T, budget int64, fair bool, chunk int64) *arbiterSetup {
-	arb := pool.NewExecutorArbiter(budget)
+	arb := arbiter.NewExecutorArbiter(budget)
 	task := arb.NewTask(context.Background(), "task 1")
 	up := task.NewConsumer("nativepool", nil)
 	var p pool.Pool

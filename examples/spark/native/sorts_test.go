@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/nativepool/nativepool/arbiter"
 	extsort "github.com/nativepool/nativepool/examples/sort"
 	"github.com/nativepool/nativepool/jni"
 	"github.com/nativepool/nativepool/pool"
@@ -157,7 +158,7 @@ func TestSortRoundTripThroughTheCDataInterfaceIsSortedCompleteAndWithinItsBooks(
 }
 
 func TestSparkSpillReachesTheSorterThroughTheTaskPoolsReclaim(t *testing.T) {
-	arb := pool.NewExecutorArbiter(64 << 20)
+	arb := arbiter.NewExecutorArbiter(64 << 20)
 	defer arb.Close()
 	task := arb.NewTask(context.Background(), "task 3")
 	defer task.Close()

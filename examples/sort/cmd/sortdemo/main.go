@@ -26,6 +26,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory/mallocator"
 
+	"github.com/nativepool/nativepool/arbiter"
 	extsort "github.com/nativepool/nativepool/examples/sort"
 	"github.com/nativepool/nativepool/ffi"
 	"github.com/nativepool/nativepool/pool"
@@ -96,7 +97,7 @@ type stack struct {
 func newStack(cfg config) (*stack, error) {
 	switch cfg.pool {
 	case "fair_unified", "greedy_unified":
-		arb := pool.NewExecutorArbiter(cfg.budget, pool.WithArbiterLogger(cfg.logger))
+		arb := arbiter.NewExecutorArbiter(cfg.budget, arbiter.WithArbiterLogger(cfg.logger))
 		task := arb.NewTask(context.Background(), "task 0")
 		up := task.NewConsumer("nativepool", nil)
 		var p pool.Pool

@@ -1,4 +1,4 @@
-package pool
+package arbiter
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/timandy/routine"
+
+	"github.com/nativepool/nativepool/pool"
 )
 
 // ArbiterTask is one task's memory manager inside an ExecutorArbiter
@@ -86,7 +88,7 @@ func (t *ArbiterTask) Stats() ArbiterTaskStats {
 // Acquire and Release make it an Upstream. spill is called when another
 // acquire of the task runs short; it may be nil and may be set later with
 // SetReclaimer. A consumer of a closed task refuses every acquire.
-func (t *ArbiterTask) NewConsumer(name string, spill Reclaimer) *ArbiterConsumer {
+func (t *ArbiterTask) NewConsumer(name string, spill pool.Reclaimer) *ArbiterConsumer {
 	c := &ArbiterConsumer{task: t, name: name}
 	c.SetReclaimer(spill)
 	t.arb.mu.Lock()
@@ -126,7 +128,7 @@ func (t *ArbiterTask) Close() int64 {
 	}
 	a.mu.Unlock()
 	if held > 0 {
-		a.logger.Warn("pool: arbiter task closed while holding memory",
+		a.logger.Warn("arbiter: task closed while holding memory",
 			"task", t.name, "bytes", held, slog.Group("consumers", leaks...))
 	}
 	return held
@@ -191,11 +193,11 @@ func (m *taskMonitor) lockSlow(t *ArbiterTask) error {
 		select {
 		case <-wake:
 		case <-t.ctx.Done():
-			return fmt.Errorf("pool: arbiter task %q: acquire cancelled: %w", t.name, t.ctx.Err())
+			return fmt.Errorf("arbiter: task %q: acquire cancelled: %w", t.name, t.ctx.Err())
 		case <-t.done:
-			return fmt.Errorf("pool: arbiter task %q: acquire after task Close: %w", t.name, ErrClosed)
+			return fmt.Errorf("arbiter: task %q: acquire after task Close: %w", t.name, pool.ErrClosed)
 		case <-t.arb.done:
-			return fmt.Errorf("pool: arbiter task %q: acquire after arbiter Close: %w", t.name, ErrClosed)
+			return fmt.Errorf("arbiter: task %q: acquire after arbiter Close: %w", t.name, pool.ErrClosed)
 		}
 	}
 }
@@ -235,7 +237,7 @@ func (t *ArbiterTask) acquire(c *ArbiterConsumer, n int64) (int64, error) {
 	defer a.mu.Unlock()
 	if t.closed {
 		// Close already force-released the bytes gathered here.
-		return 0, fmt.Errorf("pool: arbiter task %q: closed during acquire: %w", t.name, ErrClosed)
+		return 0, fmt.Errorf("arbiter: task %q: closed during acquire: %w", t.name, pool.ErrClosed)
 	}
 	c.used += got
 	t.acquired.Add(got)
@@ -344,10 +346,10 @@ func (t *ArbiterTask) spill(victim *ArbiterConsumer, need int64) (int64, error) 
 	t.spills.Add(1)
 	a.spilledBytes.Add(released)
 	if err != nil {
-		return 0, fmt.Errorf("pool: arbiter task %q: spill of consumer %q: %w", t.name, victim.name, err)
+		return 0, fmt.Errorf("arbiter: task %q: spill of consumer %q: %w", t.name, victim.name, err)
 	}
 	if claimed > net {
-		a.logger.Warn("pool: spill callback reported more bytes than it released",
+		a.logger.Warn("arbiter: spill callback reported more bytes than it released",
 			"task", t.name, "consumer", victim.name, "claimed", claimed, "released", released,
 			"reacquired", reacquired)
 	}

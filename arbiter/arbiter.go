@@ -1,4 +1,4 @@
-package pool
+package arbiter
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+
+	"github.com/nativepool/nativepool/pool"
 )
 
 // ExecutorArbiter is one executor-wide memory budget shared by concurrently
@@ -13,7 +15,7 @@ import (
 // ExecutionMemoryPool. It is the embedded default Upstream for Go engines
 // that run without a JVM, and the in-process stand-in for Spark in tests.
 //
-// # Rules (reference/spark-side.md §1 and §3)
+// # Rules (Spark's ExecutionMemoryPool and TaskMemoryManager)
 //
 // Let N be the number of tasks that hold more than 0 bytes or are inside an
 // acquire. A task never holds more than size/N. An acquire that cannot be
@@ -125,7 +127,7 @@ func WithArbiterLogger(l *slog.Logger) ArbiterOption {
 // like Spark with spark.memory.offHeap.size=0.
 func NewExecutorArbiter(size int64, opts ...ArbiterOption) *ExecutorArbiter {
 	if size < 0 {
-		panic(fmt.Sprintf("pool: NewExecutorArbiter(%d): negative size", size))
+		panic(fmt.Sprintf("arbiter: NewExecutorArbiter(%d): negative size", size))
 	}
 	a := &ExecutorArbiter{size: size, logger: slog.Default(), done: make(chan struct{})}
 	a.mu.wake = make(chan struct{})
@@ -204,7 +206,7 @@ func (a *ExecutorArbiter) Close() {
 func (a *ExecutorArbiter) String() string {
 	s := a.Stats()
 	return fmt.Sprintf("executor_arbiter(used: %s, pool_size: %s, active_tasks: %d)",
-		HumanReadableSize(s.Used), HumanReadableSize(s.Size), s.ActiveTasks)
+		pool.HumanReadableSize(s.Used), pool.HumanReadableSize(s.Size), s.ActiveTasks)
 }
 
 // notifyAllLocked wakes every waiter. a.mu must be held.
@@ -271,12 +273,12 @@ func (a *ExecutorArbiter) leaveLocked(t *ArbiterTask) {
 func (a *ExecutorArbiter) openErrLocked(t *ArbiterTask) error {
 	switch {
 	case t.closed:
-		return fmt.Errorf("pool: arbiter task %q: acquire after task Close: %w", t.name, ErrClosed)
+		return fmt.Errorf("arbiter: task %q: acquire after task Close: %w", t.name, pool.ErrClosed)
 	case a.mu.closed:
-		return fmt.Errorf("pool: arbiter task %q: acquire after arbiter Close: %w", t.name, ErrClosed)
+		return fmt.Errorf("arbiter: task %q: acquire after arbiter Close: %w", t.name, pool.ErrClosed)
 	}
 	if err := t.ctx.Err(); err != nil {
-		return fmt.Errorf("pool: arbiter task %q: acquire cancelled: %w", t.name, err)
+		return fmt.Errorf("arbiter: task %q: acquire cancelled: %w", t.name, err)
 	}
 	return nil
 }
@@ -312,7 +314,7 @@ func (a *ExecutorArbiter) acquireMemory(t *ArbiterTask, c *ArbiterConsumer, n in
 				waited = true
 				a.waits.Add(1)
 				t.waits.Add(1)
-				a.logger.Debug("pool: task waiting for at least 1/2N of the executor arbiter",
+				a.logger.Debug("arbiter: task waiting for at least 1/2N of the executor arbiter",
 					"task", t.name, "request", n, "held", cur, "active_tasks", a.mu.active)
 			}
 			wake := a.mu.wake

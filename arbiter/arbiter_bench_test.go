@@ -1,4 +1,4 @@
-package pool_test
+package arbiter_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nativepool/nativepool/arbiter"
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -41,7 +42,7 @@ func BenchmarkArbiterAcquireRelease(b *testing.B) {
 			up   func(i int) pool.Upstream
 		}{
 			{"impl=arbiter", func() func(int) pool.Upstream {
-				a := pool.NewExecutorArbiter(1<<40, arbQuiet)
+				a := arbiter.NewExecutorArbiter(1<<40, arbQuiet)
 				return func(i int) pool.Upstream {
 					return a.NewTask(context.Background(), strconv.Itoa(i)).NewConsumer("c", nil)
 				}

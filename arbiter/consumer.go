@@ -1,8 +1,10 @@
-package pool
+package arbiter
 
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/nativepool/nativepool/pool"
 )
 
 // ArbiterConsumer is one memory consumer of an ArbiterTask (Spark's
@@ -19,7 +21,7 @@ type ArbiterConsumer struct {
 	used  int64 // guarded by task.arb.mu
 }
 
-type reclaimerBox struct{ r Reclaimer }
+type reclaimerBox struct{ r pool.Reclaimer }
 
 // Name is the name given to NewConsumer.
 func (c *ArbiterConsumer) Name() string { return c.name }
@@ -27,7 +29,7 @@ func (c *ArbiterConsumer) Name() string { return c.name }
 // SetReclaimer sets (or, with nil, clears) the spill callback. A unified
 // pool needs its Upstream before it exists, so build the consumer first and
 // set the pool as its reclaimer afterwards. Safe to call at any time.
-func (c *ArbiterConsumer) SetReclaimer(r Reclaimer) {
+func (c *ArbiterConsumer) SetReclaimer(r pool.Reclaimer) {
 	if r == nil {
 		c.spill.Store(nil)
 		return
@@ -35,7 +37,7 @@ func (c *ArbiterConsumer) SetReclaimer(r Reclaimer) {
 	c.spill.Store(&reclaimerBox{r: r})
 }
 
-func (c *ArbiterConsumer) reclaimer() Reclaimer {
+func (c *ArbiterConsumer) reclaimer() pool.Reclaimer {
 	if b := c.spill.Load(); b != nil {
 		return b.r
 	}
@@ -61,7 +63,7 @@ func (c *ArbiterConsumer) Used() int64 {
 // grants 0 without error.
 func (c *ArbiterConsumer) Acquire(n int64) (int64, error) {
 	if n < 0 {
-		return 0, fmt.Errorf("pool: Acquire(%d): negative size: %w", n, ErrInvalidSize)
+		return 0, fmt.Errorf("arbiter: Acquire(%d): negative size: %w", n, pool.ErrInvalidSize)
 	}
 	if n == 0 {
 		return 0, nil
@@ -77,7 +79,7 @@ func (c *ArbiterConsumer) Acquire(n int64) (int64, error) {
 // ErrClosed (Close already released everything).
 func (c *ArbiterConsumer) Release(n int64) error {
 	if n < 0 {
-		return fmt.Errorf("pool: Release(%d): negative size: %w", n, ErrInvalidSize)
+		return fmt.Errorf("arbiter: Release(%d): negative size: %w", n, pool.ErrInvalidSize)
 	}
 	if n == 0 {
 		return nil
@@ -88,14 +90,14 @@ func (c *ArbiterConsumer) Release(n int64) error {
 	if t.closed {
 		a.mu.Unlock()
 		a.overReleases.Add(1)
-		a.logger.Debug("pool: release after arbiter task Close ignored",
+		a.logger.Debug("arbiter: release after task Close ignored",
 			"task", t.name, "consumer", c.name, "bytes", n)
-		return fmt.Errorf("pool: arbiter task %q: Release(%d) after task Close: %w", t.name, n, ErrClosed)
+		return fmt.Errorf("arbiter: task %q: Release(%d) after task Close: %w", t.name, n, pool.ErrClosed)
 	}
 	var err error
 	if n > c.used {
-		err = fmt.Errorf("pool: consumer %q of task %q: Release(%d) but it holds %d: %w",
-			c.name, t.name, n, c.used, ErrInvalidSize)
+		err = fmt.Errorf("arbiter: consumer %q of task %q: Release(%d) but it holds %d: %w",
+			c.name, t.name, n, c.used, pool.ErrInvalidSize)
 		n = c.used
 	}
 	c.used -= n
@@ -104,10 +106,10 @@ func (c *ArbiterConsumer) Release(n int64) error {
 	a.mu.Unlock()
 	if err != nil {
 		a.overReleases.Add(1)
-		a.logger.Error("pool: executor arbiter release exceeds what the consumer holds; clamped",
+		a.logger.Error("arbiter: release exceeds what the consumer holds; clamped",
 			"task", t.name, "consumer", c.name, "err", err)
 	}
 	return err
 }
 
-var _ Upstream = (*ArbiterConsumer)(nil)
+var _ pool.Upstream = (*ArbiterConsumer)(nil)
