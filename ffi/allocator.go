@@ -73,7 +73,7 @@ type Allocator struct {
 	stale         atomic.Int64
 
 	live  liveTable
-	xfers ledger
+	xfers crossingMap
 }
 
 // NewAllocator returns an allocator that takes memory from inner and charges

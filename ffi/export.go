@@ -46,7 +46,7 @@ func (a *Allocator) ExportRecordBatch(rb arrow.RecordBatch, out *cdata.CArrowArr
 	return nil
 }
 
-// publish puts a live crossing in the ledger and wraps arr's release. On
+// publish puts a live crossing in the crossing map and wraps arr's release. On
 // failure it releases arr and forgets the crossing.
 func (a *Allocator) publish(x *xfer, arr *cArray) error {
 	x.state.Store(xferLive)

@@ -179,7 +179,7 @@ func TestCopyBatchChargesItsOwnReservationAndLeavesTheHandlesSizeAlone(t *testin
 	s := f.stats(t, res)
 	assert.GreaterOrEqual(t, s[bridge.ArrowStatAllocated], int64(8000))
 	assert.Equal(t, s[bridge.ArrowStatAllocated], s[bridge.ArrowStatReserved], "the Arrow reservation holds the copy")
-	assert.Equal(t, 100+s[bridge.ArrowStatAllocated], f.up.Held(), "Spark holds both ledgers")
+	assert.Equal(t, 100+s[bridge.ArrowStatAllocated], f.up.Held(), "Spark holds both reservations' bytes")
 
 	freed, err := f.b.Free(res)
 	require.NoError(t, err)

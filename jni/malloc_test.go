@@ -122,7 +122,7 @@ func BenchmarkProcessStatsRead(b *testing.B) {
 		name   string
 		malloc func() int64
 	}{{"retained=off", nil}, {"retained=mallinfo2", mallocRetained}} {
-		// classes: the Go runtime split by owner for the ledger (issue 13).
+		// classes: the Go runtime split by owner for the executor memory ledger.
 		for _, classes := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/classes=%v", c.name, classes), func(b *testing.B) {
 				br := bridge.NewBridge(nil, bridge.ArrowRuntime{})

@@ -50,7 +50,10 @@
 // # Exact under races and panics
 //
 // What a pool records, what its reservations hold and what upstream counts
-// stay equal on every path, not only the happy one:
+// stay equal on every path, not only the happy one. A unified pool's record
+// of what it borrowed and where each byte is (reserved, held from upstream,
+// slack, in flight, owed, overcommitted) is the pool's books
+// (unified_books.go):
 //
 //   - Close is atomic with respect to grows and splits. A reservation's size
 //     and its closed state are one atomic word, so a grow the pool has
@@ -113,7 +116,7 @@
 //	pool.go, consumer.go, reservation.go   the contracts; Consumer and Reservation
 //	unbounded.go, greedy.go, fair.go       the standalone pools
 //	unified.go                             both unified pools: constructors, options, stats, the fair rule
-//	unified_ledger.go                      their ledger: figures, invariants, booking, slack policy
+//	unified_books.go                       the pool's books: figures, invariants, booking, slack policy
 //	unified_grow.go                        Grow, TryGrow, Shrink and every upstream call
 //	unified_reclaim.go                     Reclaim (Spark's spill) and Close
 //	track_consumers.go, logging.go         the decorators

@@ -208,12 +208,12 @@ func TestPanickingThresholdCallbackLeavesTheBooksAsBefore(t *testing.T) {
 	}
 }
 
-// A panicking Acquire leaves the ledger as it was before the TryGrow or
+// A panicking Acquire leaves the books as they were before the TryGrow or
 // Grow: the panic reaches the caller unchanged, the bytes it had booked are
 // gone from the pool total and from the consumer's fair share, so the next
 // TryGrow is judged on the true figures (before the fix the share still
 // counted the 600 bytes of the panicked request and refused it).
-func TestPanickingAcquireLeavesTheLedgerAsBefore(t *testing.T) {
+func TestPanickingAcquireLeavesTheBooksAsBefore(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
 			up := fakeupstream.New()
@@ -271,7 +271,7 @@ func TestPanickingReleaseKeepsTheBytesHeldAsOwed(t *testing.T) {
 // spill another consumer of the same pool, whose Spiller panics. The panic
 // reaches the TryGrow's caller; the arbiter gives back what it gathered,
 // and the pool's books and the arbiter's agree afterwards.
-func TestPanickingSpillerInsideAReentrantReclaimLeavesTheLedgerAsBefore(t *testing.T) {
+func TestPanickingSpillerInsideAReentrantReclaimLeavesTheBooksAsBefore(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
 			arb := arbiter.NewExecutorArbiter(1000, arbiter.WithArbiterLogger(quietLogger()))
@@ -413,7 +413,7 @@ func TestLastConsumerLeavingReturnsAllSlack(t *testing.T) {
 	}
 }
 
-// zeroCounters keeps only a stats snapshot's ledger figures.
+// zeroCounters keeps only the figures of the books in a stats snapshot.
 func zeroCounters(s pool.UnifiedStats) pool.UnifiedStats {
 	return pool.UnifiedStats{Reserved: s.Reserved, Held: s.Held, Slack: s.Slack, Overcommit: s.Overcommit,
 		Acquiring: s.Acquiring, Returning: s.Returning, Owed: s.Owed}

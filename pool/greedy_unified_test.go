@@ -477,7 +477,7 @@ func TestUnifiedReclaimReentrantFromInsideAcquireDoesNotDeadlock(t *testing.T) {
 
 // Reclaim from another goroutine while consumers grow, shrink and are
 // spilled: every call returns (no deadlock, checked with a timeout) and the
-// ledger adds up afterwards.
+// books add up afterwards.
 func TestUnifiedReclaimConcurrentWithGrowsAndShrinks(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
@@ -589,13 +589,13 @@ func TestUnifiedConcurrentConsumersHandUpstreamBackExactlyWhatItGranted(t *testi
 			assert.LessOrEqual(t, s.Slack, 2*tc.chunk)
 			require.NoError(t, p.Close())
 			assert.Zero(t, up.Held())
-			assert.Equal(t, pool.UnifiedStats{}, zeroedLedger(p.Stats()))
+			assert.Equal(t, pool.UnifiedStats{}, zeroedBooks(p.Stats()))
 		})
 	}
 }
 
-// zeroedLedger keeps only the ledger figures of s (not counters or peak).
-func zeroedLedger(s pool.UnifiedStats) pool.UnifiedStats {
+// zeroedBooks keeps only the figures of the books in s (not counters or peak).
+func zeroedBooks(s pool.UnifiedStats) pool.UnifiedStats {
 	return pool.UnifiedStats{Reserved: s.Reserved, Held: s.Held, Slack: s.Slack, Overcommit: s.Overcommit}
 }
 

@@ -286,7 +286,8 @@ func TestDecoratorsUnwrapToInnerPool(t *testing.T) {
 }
 
 // PeaksByName keeps the high-water mark of consumers after they leave, so
-// that the ledger can report per-consumer peaks when the pool closes.
+// that the executor memory ledger can report per-consumer peaks when the
+// pool closes.
 func TestPeaksByNameKeepsConsumersThatUnregistered(t *testing.T) {
 	tc := NewTrackConsumers(NewUnbounded(), 5)
 	a := NewConsumer("sort").Register(tc)

@@ -175,7 +175,7 @@ func (p *unifiedPool) growSlow(e *consumerBytes, n, need, now int64) error {
 	p.mu.held += got
 	var rel int64
 	if p.mu.closed {
-		// Close swept the ledger (reporting n as leaked) while we waited:
+		// Close swept the books (reporting n as leaked) while we waited:
 		// the grant goes straight back and the grow counts as late.
 		rel = p.bookReturnLocked(got)
 		p.counters.lateGrows.Add(1)

@@ -55,7 +55,7 @@ func unified(t testing.TB, kind string, up pool.Upstream, size int64, opts ...po
 
 // requireUnifiedInvariants checks, at quiescence (no call in flight):
 //   - nothing is negative: Reserved, Held, Slack, Overcommit ≥ 0;
-//   - Held = Reserved − Overcommit + Slack (the ledger adds up);
+//   - Held = Reserved − Overcommit + Slack (the books add up);
 //   - upstream's view equals the pool's: upHeld = Held;
 //   - overcommit > 0 ⇒ slack = 0 (slack repays the debt first);
 //   - slack ≤ 2·chunk (0 in exact mode);

@@ -90,7 +90,7 @@ type uniUpstream struct {
 // exactly the drop in upstream's figure. At the end it closes the pool
 // (before or after the reservations, at random) and checks that a leak is
 // reported with exactly the model's bytes per consumer, that upstream holds
-// 0 and that the ledger is all 0.
+// 0 and that the books are all 0.
 func runUnifiedModel(t *testing.T, kind string, chunk int64, newUp func() uniUpstream) {
 	const size = 20_000
 	seed := proptest.Seed(t)

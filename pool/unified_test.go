@@ -13,10 +13,10 @@ import (
 	"github.com/nativepool/nativepool/pool"
 )
 
-// The tests in this file port Comet's spark_memory (overcommit ledger)
-// tests to the ledger both unified pools share, in exact mode (chunk 0)
+// The tests in this file port Comet's spark_memory tests (overcommit) to the
+// books both unified pools share (unified_books.go), in exact mode (chunk 0)
 // where the upstream calls are Comet's one for one, and check the chunk
-// policy documented on the ledger.
+// policy documented with the books.
 
 func TestSparkMemoryTryAcquireHandsBackAPartialGrant(t *testing.T) {
 	up := fakeupstream.New()

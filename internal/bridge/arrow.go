@@ -26,8 +26,9 @@ import (
 // NewEmpty): the bytes count for the same consumer in the pool (its share,
 // its spill order, TrackConsumers), but the handle's reservation holds only
 // what Java grew through it, so Java's NativeReservation.size() and Go's
-// Size() are one ledger (issue 10 item 4). The charge follows ffi's rule (ffi/doc.go): the producer pays
-// while the buffers live, the importer only tracks.
+// Size() are one figure, kept once, by Go. The charge follows ffi's rule
+// (ffi/doc.go): the producer pays while the buffers live, the importer only
+// tracks.
 //
 //   - importBatch0 (Java → Go): ffi.ProducerCharges. The Java allocator that
 //     made the buffers keeps its charge until Go releases the batch (its

@@ -42,7 +42,7 @@ type Bridge struct {
 	settings     atomic.Pointer[Settings]
 	arrow        arrowState   // Arrow batches and allocators (arrow.go); zero value ready
 	rts          runtimeState // the process's own memory (goruntime.go)
-	spills       spillLedger  // engines' spill bytes for Spark's task metrics (spills.go)
+	spills       spillTally   // engines' spill bytes for Spark's task metrics (spills.go)
 	leaks        leakBook     // leaks at task end, every kind (leaks.go); zero value ready
 
 	// mu guards the process totals. Lock order: mu, then a pool's own lock

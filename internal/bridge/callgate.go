@@ -6,9 +6,9 @@ import (
 )
 
 // callGate counts the Bridge calls in flight on one task pool, so that the
-// pool's close waits for them instead of closing under them (issue 9, case
-// 8). Closing under a call breaks both sides' accounting: a tryGrow0 waiting
-// in Spark's 1/2N wait has already booked its bytes in the ledger, so the
+// pool's close waits for them instead of closing under them. Closing under
+// a call breaks both sides' accounting: a tryGrow0 waiting in Spark's 1/2N
+// wait has already booked its bytes in the pool's books, so the
 // close would report them as leaked though they were never granted, and the
 // grant Spark hands out afterwards could not go back, because the upstream's
 // global ref is closed with the pool: Spark would hold bytes Go no longer
@@ -24,7 +24,8 @@ import (
 //     Spark; they are admitted and counted while the close waits, so that
 //     their releases reach Spark through the open upstream, and once the
 //     pool is closed they run uncounted as late releases (counted by the
-//     pool, never forwarded; DESIGN.md difference 6).
+//     pool, never forwarded: the pool's close already gave upstream
+//     everything it held).
 //
 // The close (closeAndWait) waits for every counted call, on any goroutine.
 // It must not run on a goroutine that is itself inside a counted call of the

@@ -35,7 +35,7 @@ type ProcessRuntime struct {
 	// (what the runtime holds from the OS), released is the latter.
 	GoMemory func() (mapped, released int64)
 	// GoClasses splits the runtime's mapped bytes by owner (heap in use,
-	// idle heap, stacks, metadata, other) for the memory ledger; ok false
+	// idle heap, stacks, metadata, other) for the executor memory ledger; ok false
 	// when unknown.
 	GoClasses func() (c gomem.Classes, ok bool)
 	// SetMallocMmapThreshold sets glibc's M_MMAP_THRESHOLD to n bytes with

@@ -25,9 +25,9 @@ type SpillBytes struct {
 	Disk   int64 // bytes written to disk by every spill of the engine
 }
 
-// spillLedger holds the SpillBytes per task attempt. The zero value is
+// spillTally holds the SpillBytes per task attempt. The zero value is
 // ready to use; it is safe for concurrent use.
-type spillLedger struct {
+type spillTally struct {
 	mu sync.Mutex
 	// byTask: an entry exists from a task's first report to Java's next
 	// take. Reports need a live handle of the task's pool and the task's

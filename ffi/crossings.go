@@ -55,9 +55,10 @@ type xfer struct {
 	next int64
 }
 
-// ledger holds the live crossings of one allocator, for Snapshot and the
-// leak report. It is safe for concurrent use; call init before use.
-type ledger struct {
+// crossingMap is the crossing map of one allocator: its live C Data
+// crossings (exports, streams, imports) and their counts and bytes, for
+// Snapshot and the leak report. It is safe for concurrent use; call init before use.
+type crossingMap struct {
 	mu sync.Mutex
 	// live is guarded by mu.
 	live map[*xfer]struct{}
@@ -66,10 +67,10 @@ type ledger struct {
 	exported, imported        atomic.Int64 // live bytes
 }
 
-func (l *ledger) init() { l.live = make(map[*xfer]struct{}) }
+func (l *crossingMap) init() { l.live = make(map[*xfer]struct{}) }
 
 // add publishes a live crossing.
-func (l *ledger) add(x *xfer) {
+func (l *crossingMap) add(x *xfer) {
 	l.mu.Lock()
 	l.live[x] = struct{}{}
 	l.mu.Unlock()
@@ -86,7 +87,7 @@ func (l *ledger) add(x *xfer) {
 }
 
 // remove forgets a crossing that add published.
-func (l *ledger) remove(x *xfer) {
+func (l *crossingMap) remove(x *xfer) {
 	l.mu.Lock()
 	delete(l.live, x)
 	l.mu.Unlock()
@@ -103,7 +104,7 @@ func (l *ledger) remove(x *xfer) {
 }
 
 // snapshot copies the live crossings.
-func (l *ledger) snapshot() []*xfer {
+func (l *crossingMap) snapshot() []*xfer {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]*xfer, 0, len(l.live))
@@ -113,9 +114,9 @@ func (l *ledger) snapshot() []*xfer {
 	return out
 }
 
-// settle closes the books of x once its C struct has been released: it
-// leaves the ledger and gives back what it charged. The C wrapper calls it
-// at most once per crossing (bridge.h); a second call is logged and changes
+// settle ends crossing x once its C struct has been released: x leaves the
+// crossing map and gives back what it charged. The C wrapper calls it at
+// most once per crossing (bridge.h); a second call is logged and changes
 // nothing.
 func (a *Allocator) settle(x *xfer) {
 	switch x.state.Swap(xferReleased) {

@@ -10,9 +10,9 @@ import (
 // unifiedPool is both unified pools: Comet's greedy_unified
 // (CometUnifiedMemoryPool) and fair_unified (CometFairMemoryPool, Comet's
 // default), one type made by NewGreedyUnified or NewFairUnified. It keeps
-// the ledger of what it borrowed from its Upstream and is the one place that
+// the books of what it borrowed from its Upstream and is the one place that
 // talks to it; fair_unified adds its admission rule (admitLocked). The
-// files split its work by job: this one holds the ledger, its invariants and
+// files split its work by job: this one holds the books, their invariants and
 // its booking; unified_grow.go the grow and shrink paths; unified_reclaim.go
 // Reclaim and Close; unified.go the constructors and the Pool surface.
 //
@@ -417,7 +417,7 @@ func (p *unifiedPool) bookReturnLocked(n int64) int64 {
 	return n
 }
 
-// Stats implements Unified: a snapshot of the ledger (under mu) and the counters.
+// Stats implements Unified: a snapshot of the books (under mu) and the counters.
 func (p *unifiedPool) Stats() UnifiedStats {
 	p.mu.Lock()
 	s := UnifiedStats{
@@ -446,7 +446,7 @@ func (p *unifiedPool) Stats() UnifiedStats {
 	return s
 }
 
-// describeLocked renders the ledger figures shared by both String forms;
+// describeLocked renders the figures of the books shared by both String forms;
 // "held" is what the pool keeps once its releases in flight have landed.
 // The caller holds p.mu.
 func (p *unifiedPool) describeLocked() string {
