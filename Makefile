@@ -1,6 +1,6 @@
 # nativepool — see README.md. Two commands matter to a newcomer:
 #   make example   runs the main demo
-#   make test      runs every test (Go with -race, the bridge core without cgo, go vet, gofmt check,
+#   make test      runs every test (Go with -race, every cgo-free package without cgo, go vet, gofmt check,
 #                  Java/JUnit against real Spark)
 SHELL := /bin/bash
 GO ?= go
@@ -55,10 +55,24 @@ fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './build/*' -not -path '*/target/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
-## test-go also runs the bridge's pure-Go core without cgo, as issue 10 requires: no JDK, no C.
+## CGO_FREE: the packages that build without cgo, their tests included (every package whose
+## CGO_ENABLED=0 build and test build are complete; jni, ffi and what imports them need cgo).
+## Computed from go list, never written by hand. CGO_FREE_CORE must stay among them: test-go fails
+## if one of them comes to need cgo, so the list cannot shrink silently.
+MODULE := github.com/nativepool/nativepool
+CGO_FREE = $(shell CGO_ENABLED=0 $(GO) list -e -test -f '{{if .ForTest}}{{.ForTest}}{{else}}{{.ImportPath}}{{end}} {{.Incomplete}}' ./... | \
+	awk '$$1 !~ /\.test$$/ { if ($$2 == "true") bad[$$1] = 1; else ok[$$1] = 1 } END { for (p in ok) if (!(p in bad)) print p }' | sort)
+CGO_FREE_CORE := pool arbiter taskshared internal/bridge internal/logsink internal/cdatacheck internal/engineapi internal/sharedref
+
+## test-go: go test -race over everything, then go vet and go test with CGO_ENABLED=0 over CGO_FREE
+## (no JDK, no C compiler).
 test-go: vet fmt-check
 	$(GO) test -race -count=1 ./...
-	CGO_ENABLED=0 $(GO) test -count=1 ./internal/bridge/
+	@pkgs="$(CGO_FREE)"; \
+	echo "test-go: CGO_ENABLED=0 covers $$(echo $$pkgs | wc -w) packages:"; for p in $$pkgs; do echo "  $$p"; done; \
+	for c in $(CGO_FREE_CORE); do case " $$(echo $$pkgs) " in *" $(MODULE)/$$c "*) ;; \
+		*) echo "test-go: $(MODULE)/$$c no longer builds without cgo"; exit 1;; esac; done; \
+	CGO_ENABLED=0 $(GO) vet $$pkgs && CGO_ENABLED=0 $(GO) test -count=1 $$pkgs
 
 ## test-java: every JUnit test of both Maven modules, the plugin's and the demo's.
 test-java: lib

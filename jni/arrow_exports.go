@@ -5,6 +5,7 @@ import "C"
 import (
 	"errors"
 
+	"github.com/nativepool/nativepool/internal/arrowruntime"
 	"github.com/nativepool/nativepool/internal/bridge"
 
 	"github.com/nativepool/nativepool/pool"
@@ -19,7 +20,7 @@ import (
 func Java_org_nativepool_spark_NativeBridge_importBatch0(env *jniEnv, _ jclass, res, arrayAddr, schemaAddr jlong) (h jlong) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
-	id, err := importBatchAt(process, int64(res), uintptr(arrayAddr), uintptr(schemaAddr))
+	id, err := arrowruntime.ImportBatchAt(process, int64(res), uintptr(arrayAddr), uintptr(schemaAddr))
 	return jlong(id)
 }
 
@@ -27,7 +28,7 @@ func Java_org_nativepool_spark_NativeBridge_importBatch0(env *jniEnv, _ jclass, 
 func Java_org_nativepool_spark_NativeBridge_exportBatch0(env *jniEnv, _ jclass, batch, arrayAddr, schemaAddr jlong) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
-	err = exportBatchAt(process, int64(batch), uintptr(arrayAddr), uintptr(schemaAddr))
+	err = arrowruntime.ExportBatchAt(process, int64(batch), uintptr(arrayAddr), uintptr(schemaAddr))
 }
 
 //export Java_org_nativepool_spark_NativeBridge_copyBatch0
@@ -44,7 +45,7 @@ func Java_org_nativepool_spark_NativeBridge_copyBatch0(env *jniEnv, _ jclass, re
 	if err != nil {
 		return 0
 	}
-	id, err := copyBatch(process, int64(res), int64(batch), caller)
+	id, err := arrowruntime.CopyBatch(process, int64(res), int64(batch), caller)
 	var je *bridge.JavaException
 	if err != nil && !errors.As(err, &je) && errors.Is(err, pool.ErrResourcesExhausted) {
 		refusal, err = err.Error(), nil

@@ -49,7 +49,7 @@ import (
 
 // This file holds the JNI helpers of the Arrow natives (arrow_exports.go):
 // the refusal exception. (C Data struct addresses from Java stay uintptrs
-// until arrow_validate.go has accepted them: Bridge.ImportBatchAt.)
+// until internal/cdatacheck has accepted them: arrowruntime.ImportBatchAt.)
 
 // exhaustedClass is the Java class copyBatch0 throws on a refusal. The other
 // copy is spark/src/main/java/org/nativepool/spark/arrow/ArrowMemoryExhaustedException.java

@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Package jni is the cgo half of the bridge between nativepool's pools and
 // Spark's TaskMemoryManager: the natives of org.nativepool.spark.NativeBridge,
 // built into libnativepool.so by the command jni/libnativepool
@@ -12,41 +14,60 @@
 //
 // The exports (exports.go, arrow_exports.go) are
 // Java_org_nativepool_spark_NativeBridge_<name>0. Each one converts its JNI
-// arguments, calls a method of the process Bridge (process.go; a
+// arguments, calls a method of the process Bridge (exports.go; a
 // *bridge.Bridge), and throws what that call returned (endCall): the
 // natives hold no logic of their own.
 //
 // # Layout
 //
+// Every Go file here needs cgo (it says import "C"); what needs neither the
+// JVM nor C lives in packages of its own under internal/, whose tests run
+// with CGO_ENABLED=0 (make test-go lists them).
+//
 //	np.h, np.c        every JNI call, prefix np_ (cgo's -Werror -Wall apply)
 //	cgotypes.go       the C types under Go names: no Go signature says C.
-//	jnienv.go         Go halves of the np_ helpers that take a JNIEnv, and the
-//	                  throw of a bridge.Failure
-//	exports.go        the //export functions of pools and reservations
-//	arrow_exports.go  the //export functions of Arrow batches
-//	process.go        the process registry (the one Bridge) and call settling
+//	jnienv.go         Go halves of the np_ helpers that take a JNIEnv, the
+//	                  throw of a bridge.Failure, and endCall, which settles
+//	                  every native method
+//	exports.go        the process registry (the one Bridge) and the //export
+//	                  functions of pools and reservations
+//	arrow_exports.go  the //export functions of Arrow batches, over
+//	                  internal/arrowruntime
+//	arrow_jni.go      the Arrow natives' JNI helpers (the refusal exception)
+//	leak_exports.go   the //export functions of leaks and live native memory
 //	upstream.go       jvmUpstream: pool.Upstream over NativeUpstream (upcalls)
 //	spiller.go        jvmSpiller: pool.Spiller over NativeSpiller (upcall)
-//	globalref.go      sharedRef: a global ref that upcalls use while it may close
 //	taskowner.go      tells a SparkTaskUpstream candidate the task's owner
-//	arrow.go          ffi's allocator as the registry's ArrowAllocator, and the
-//	                  C Data import, export and copy the registry runs
-//	arrow_jni.go      the Arrow natives' JNI helpers
-//	arrow_validate.go, arrow_probe.go
-//	                  C Data addresses from Java checked before anything
-//	                  dereferences them, read without faulting (process_vm_readv)
-//	engine.go         the Go engine API: JoinTaskPool, EngineCall and HandleTable
-//	                  for engines that link this package into their own library
-//	loghandler.go     the log router: slog records to SLF4J loggers per package,
-//	                  levels, text and task (pure Go, tested with a fake sink)
-//	log.go, np_log.c  the upcall behind it: NativeLog.log through np_log
-//	testexports.go    one extra native for jvm_test.go only (build tag
-//	                  nativepool_jvmtest): an upcall from a goroutine's own thread
+//	engine.go         the Go engine API: JoinTaskPool, ReportSpill,
+//	                  TrackAllocator, EngineCall, JavaString, NewJavaLongArray
+//	                  and HandleTable, for engines that link this package into
+//	                  their own library
+//	log.go, np_log.c  the process's log router and its sink: NativeLog.log
+//	                  through np_log; Logger and TaskAttr for engines
+//	malloc.go         glibc's mallopt and mallinfo2 for the process runtime
+//	testexports.go    extra natives for jvm_test.go only (build tag
+//	                  nativepool_jvmtest): an upcall from a goroutine's own
+//	                  thread, a log record from one, the call floor
 //	libnativepool/    the c-shared main
 //
-// What moved to internal/bridge: the Bridge (pools, reservations, task
-// handles, reclaim, stats tables), the handle tables, the call gate, the
-// failure mapping, JavaException, and the Arrow batch registry.
+// The pure-Go halves:
+//
+//	internal/bridge        the Bridge: pools, reservations, task handles,
+//	                       reclaim, stats tables, failure mapping, JavaException,
+//	                       the Arrow batch registry
+//	internal/logsink       the log router: slog records to SLF4J loggers per
+//	                       package, levels, text and task (tested with a fake
+//	                       sink)
+//	internal/sharedref     a global ref that upcalls use while its owner may
+//	                       close it (a use count, not a lock)
+//	internal/cdatacheck    C Data addresses from Java checked before anything
+//	                       dereferences them, read without faulting
+//	                       (process_vm_readv)
+//	internal/arrowruntime  ffi's allocator as the registry's ArrowAllocator,
+//	                       and the C Data import, export and copy it runs
+//	                       (needs cgo through ffi, but no JVM)
+//	internal/engineapi     the engine API's errors, their Java exceptions, the
+//	                       HandleTable and the join of a task pool
 //
 // jvm_test.go (skipped with -short) builds the library with that tag, loads
 // it into a JVM under -Xcheck:jni and runs testdata/jvm/Smoke.java against
@@ -115,7 +136,7 @@
 //
 // Once the plugin has called configureLog0, every slog record of the
 // process goes to org.nativepool.spark.NativeLog and through SLF4J
-// (loghandler.go): the process Bridge logs through the router, and the
+// (internal/logsink): the process Bridge logs through the router, and the
 // router is slog's default handler (so engines' and ffi's default loggers,
 // and the log package, follow). The logger is named after the Go package
 // of the record's PC (pool → org.nativepool.pool, internal/bridge →
@@ -168,7 +189,7 @@
 // a second). The Bridge reaches all of these through
 // bridge.ProcessRuntime, which tests replace.
 //
-// The process registry (process.go) is the only package-level state: the
+// The process registry (exports.go) is the only package-level state: the
 // handle tables, the task-shared registry, the configure0 settings and the
 // cumulative process counters, all inside one bridge.Bridge, and the log
 // router (processLog), which configureLog0 makes slog's default handler.

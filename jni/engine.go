@@ -1,40 +1,46 @@
 package jni
 
+/*
+#include "np.h"
+*/
+import "C"
+
 import (
-	"errors"
-	"fmt"
 	"unsafe"
 
 	"github.com/nativepool/nativepool/ffi"
-	"github.com/nativepool/nativepool/internal/bridge"
-
+	"github.com/nativepool/nativepool/internal/arrowruntime"
+	"github.com/nativepool/nativepool/internal/engineapi"
 	"github.com/nativepool/nativepool/taskshared"
 )
 
 // The Go engine API: what a query engine written in Go needs when it links
 // nativepool into its own c-shared library instead of loading
 // libnativepool.so beside it (one Go runtime per process, see doc.go). Such
-// a library imports this package, which brings every NativeBridge native
-// and the process registry with it, so the Java module (TaskPool,
-// NativeReservation, the plugin) works unchanged against it; the engine adds
-// natives of its own on its own Java classes. examples/spark/native is one.
+// a library imports this package, which brings every native of
+// org.nativepool.spark.jni.Natives and the process registry with it, so the
+// Java module (TaskPool, NativeReservation, the plugin) works unchanged
+// against it; the engine adds natives of its own on its own Java classes.
+// examples/spark/native is one.
 //
 // The engine's natives live in another Go package, whose cgo types are not
 // this package's: the JNIEnv crosses as an unsafe.Pointer and JNI references
-// as uintptr (cgo represents jobject and its family as uintptr).
+// as uintptr (cgo represents jobject and its family as uintptr). The parts
+// that need no JVM live in internal/engineapi; this file puts them on the
+// process's Bridge and adds what needs the JNIEnv.
 
 // Errors an engine's native method wraps to choose the Java exception its
 // EngineCall.End throws. Without them a plain error becomes
 // RuntimeException; pool.ErrInvalidSize still becomes
 // IllegalArgumentException and pool.ErrClosed IllegalStateException, as for
-// the natives of NativeBridge (jni/API.md).
+// the natives of Natives (jni/API.md).
 var (
 	// ErrIllegalArgument: java.lang.IllegalArgumentException (a bad handle,
 	// size or argument from Java).
-	ErrIllegalArgument = errors.New("illegal argument")
+	ErrIllegalArgument = engineapi.ErrIllegalArgument
 	// ErrIllegalState: java.lang.IllegalStateException (a closed handle, a
 	// call in the wrong phase).
-	ErrIllegalState = errors.New("illegal state")
+	ErrIllegalState = engineapi.ErrIllegalState
 )
 
 // JoinTaskPool returns a new reference to the pool of task taskAttemptID,
@@ -48,9 +54,9 @@ var (
 // exactly like a second openPool0 of the same task: the pool stays open
 // until it and every Java pool handle are closed, and the last of them
 // closes it (everything still reserved goes back to Spark and is reported
-// as a leak). Close it before the task's SparkTaskUpstream closes, that is
-// from a task completion listener registered after the task's TaskPool was
-// opened (listeners run in reverse order), or earlier.
+// as a leak). Close it before the task's owner (the Java TaskOwner) closes,
+// that is from a task completion listener registered after the task's
+// TaskPool was opened (listeners run in reverse order), or earlier.
 //
 // It fails with an error wrapping ErrIllegalState if the task has no open
 // pool; nothing is then created. Safe for concurrent use.
@@ -61,7 +67,7 @@ var (
 // with the last close either share the live pool or fail, never revive a
 // closed one.
 func JoinTaskPool(taskAttemptID int64) (*taskshared.Handle, error) {
-	return joinTaskPool(process, taskAttemptID)
+	return engineapi.JoinTaskPool(process, taskAttemptID)
 }
 
 // ReportSpill tells Spark's task metrics about a spill of the engine on the
@@ -88,26 +94,12 @@ func ReportSpill(h *taskshared.Handle, memory, disk int64) error {
 // after Close; once is enough, more do nothing). The library never closes a:
 // its leak report stays the engine's. Safe for concurrent use.
 func TrackAllocator(consumer string, a *ffi.Allocator) (untrack func()) {
-	return trackAllocator(process, consumer, a)
-}
-
-// trackAllocator is TrackAllocator on b.
-func trackAllocator(b *bridge.Bridge, consumer string, a *ffi.Allocator) (untrack func()) {
-	return b.TrackAllocator(consumer, ffiAllocator{a})
-}
-
-// joinTaskPool is JoinTaskPool on b.
-func joinTaskPool(b *bridge.Bridge, taskAttemptID int64) (*taskshared.Handle, error) {
-	h, err := b.JoinTaskPool(taskAttemptID)
-	if err != nil {
-		return nil, fmt.Errorf("jni: %w: %w", err, ErrIllegalState)
-	}
-	return h, nil
+	return process.TrackAllocator(consumer, arrowruntime.Wrap(a))
 }
 
 // EngineCall is one native method of an engine in progress. Begin it first
 // thing in the export and end it in a deferred function that calls recover
-// directly, exactly as the natives of NativeBridge do:
+// directly, exactly as the natives of Natives do:
 //
 //	//export Java_com_example_Engine_push0
 //	func Java_com_example_Engine_push0(env *C.JNIEnv, _ C.jclass, h C.jlong) {
@@ -117,18 +109,19 @@ func joinTaskPool(b *bridge.Bridge, taskAttemptID int64) (*taskshared.Handle, er
 //		err = push(int64(h))
 //	}
 //
-// End then guarantees what jni/API.md promises for NativeBridge: a Go panic
-// becomes RuntimeException("nativepool: panic: …") and never crosses into
-// the JVM; a Java exception raised by an upcall made during the call
-// (acquireMemory, releaseMemory, a spiller; an InterruptedException when
-// Spark kills the task) is rethrown as the original throwable when it is
-// inside err (return the error of the pool call that raised it: TryGrow,
-// or the reporting forms such as pool.Reservation.GrowReporting and
-// pool.Unified.ReclaimReporting); and err is thrown as the exception it maps to
-// (ErrIllegalArgument, ErrIllegalState, pool.ErrInvalidSize, pool.ErrClosed;
-// else RuntimeException). An EngineCall holds no state (errors travel
-// inside err, nothing is kept per call); it stays a value so that engines'
-// exports keep one shape. The zero EngineCall is ready to use.
+// End then guarantees what jni/API.md promises for the natives of Natives:
+// a Go panic becomes RuntimeException("nativepool: panic: …") and never
+// crosses into the JVM; a Java exception raised by an upcall made during
+// the call (acquireMemory, releaseMemory, a spiller; an
+// InterruptedException when Spark kills the task) is rethrown as the
+// original throwable when it is inside err (return the error of the pool
+// call that raised it: TryGrow, or the reporting forms such as
+// pool.Reservation.GrowReporting and pool.Unified.ReclaimReporting); and
+// err is thrown as the exception it maps to (ErrIllegalArgument,
+// ErrIllegalState, pool.ErrInvalidSize, pool.ErrClosed; else
+// RuntimeException). An EngineCall holds no state (errors travel inside
+// err, nothing is kept per call); it stays a value so that engines' exports
+// keep one shape. The zero EngineCall is ready to use.
 type EngineCall struct{}
 
 // BeginEngineCall starts an engine's native method; it returns the zero
@@ -138,44 +131,22 @@ func BeginEngineCall() EngineCall { return EngineCall{} }
 // End settles the call (see EngineCall) in env, the JNIEnv the export
 // received. It never panics.
 func (EngineCall) End(env unsafe.Pointer, panicked any, err error) {
-	endCall((*jniEnv)(env), panicked, engineError(err))
+	endCall((*C.JNIEnv)(env), panicked, engineapi.BridgeError(err))
 }
-
-// engineError maps the engine sentinels onto the errors classify knows,
-// keeping err's text and everything it wraps (a *JavaException inside err
-// still wins).
-func engineError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, ErrIllegalArgument):
-		return classifiedError{err: err, as: bridge.ErrInvalidArgument}
-	case errors.Is(err, ErrIllegalState):
-		return classifiedError{err: err, as: bridge.ErrStaleHandle}
-	default:
-		return err
-	}
-}
-
-// classifiedError is err, also matching as for errors.Is.
-type classifiedError struct{ err, as error }
-
-func (c classifiedError) Error() string   { return c.err.Error() }
-func (c classifiedError) Unwrap() []error { return []error{c.err, c.as} }
 
 // JavaString copies a java.lang.String argument (a local reference the
 // export received) into a Go string, through UTF-16 (never modified
 // UTF-8). A null reference gives "", false. env is the export's JNIEnv;
 // call it only from that export.
 func JavaString(env unsafe.Pointer, s uintptr) (string, bool, error) {
-	return javaStringToGo((*jniEnv)(env), jstring(s))
+	return javaStringToGo((*C.JNIEnv)(env), C.jstring(s))
 }
 
 // NewJavaLongArray returns a new local reference to a long[] holding v, for
 // the export to return, or 0 with an exception (OutOfMemoryError) pending.
 // env is the export's JNIEnv; call it only from that export.
 func NewJavaLongArray(env unsafe.Pointer, v []int64) uintptr {
-	return uintptr(goLongsToJava((*jniEnv)(env), v))
+	return uintptr(goLongsToJava((*C.JNIEnv)(env), v))
 }
 
 // HandleTable gives an engine's own objects (a sorter, an operator) the
@@ -185,12 +156,9 @@ func NewJavaLongArray(env unsafe.Pointer, v []int64) uintptr {
 // ErrIllegalArgument, a closed one (even after its slot was reused) an error
 // wrapping ErrIllegalState, and neither ever reaches another object.
 // Lookups are lock-free. A HandleTable is safe for concurrent use; build one
-// with NewHandleTable (the zero value is not usable).
-type HandleTable[T any] struct {
-	t      *bridge.HandleTable[T]
-	prefix string // the engine's name, first in every error ("nativesort")
-	name   string // what the handles name ("sorter")
-}
+// with NewHandleTable (the zero value is not usable). Its methods are
+// Insert, Get, Remove, Each and Len.
+type HandleTable[T any] = engineapi.HandleTable[T]
 
 // NewHandleTable returns an empty table whose handles carry tag in their
 // top byte. Errors read "<prefix>: invalid <name> handle 0x…" and
@@ -198,48 +166,5 @@ type HandleTable[T any] struct {
 // jni's own tags ('P' pools, 'R' reservations, 'B' Arrow batches, 'T'
 // tasks).
 func NewHandleTable[T any](tag byte, prefix, name string) *HandleTable[T] {
-	if bridge.OwnTag(bridge.HandleTag(tag)) {
-		panic(fmt.Sprintf("jni: NewHandleTable(tag 0x%02x): the tag is jni's own (%s)", tag, bridge.HandleTag(tag)))
-	}
-	return &HandleTable[T]{t: bridge.NewHandleTable[T](bridge.HandleTag(tag)), prefix: prefix, name: name}
-}
-
-// Insert stores v and returns its new handle. It fails only when 16M
-// handles of the table are live; the table is then unchanged.
-func (h *HandleTable[T]) Insert(v T) (int64, error) { return h.t.Insert(v) }
-
-// Get returns the value of a live handle; see HandleTable for the errors.
-func (h *HandleTable[T]) Get(handle int64) (T, error) {
-	v, err := h.t.Get(handle)
-	return v, h.explain(handle, err)
-}
-
-// Remove removes a live handle and returns its value; exactly one of several
-// concurrent Removes of one handle succeeds, the others fail as for a
-// closed handle.
-func (h *HandleTable[T]) Remove(handle int64) (T, error) {
-	v, err := h.t.Remove(handle)
-	return v, h.explain(handle, err)
-}
-
-// Each calls fn for every live value, in slot order, from a snapshot taken
-// under the table's lock: fn may call back into the table (even Remove).
-func (h *HandleTable[T]) Each(fn func(T)) {
-	for _, v := range h.t.Values() {
-		fn(v)
-	}
-}
-
-// Len is the number of live handles.
-func (h *HandleTable[T]) Len() int { return h.t.Len() }
-
-// explain rewrites a lookup failure in the engine's words.
-func (h *HandleTable[T]) explain(handle int64, err error) error {
-	if err == nil {
-		return nil
-	}
-	if h.t.IsClosed(handle) {
-		return fmt.Errorf("%s: %s handle 0x%x is closed: %w", h.prefix, h.name, uint64(handle), ErrIllegalState)
-	}
-	return fmt.Errorf("%s: invalid %s handle 0x%x: %w", h.prefix, h.name, uint64(handle), ErrIllegalArgument)
+	return engineapi.NewHandleTable[T](tag, prefix, name)
 }

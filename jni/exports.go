@@ -8,21 +8,44 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
+	"github.com/nativepool/nativepool/internal/arrowruntime"
 	"github.com/nativepool/nativepool/internal/bridge"
 
 	"github.com/nativepool/nativepool/pool"
 )
 
-// The natives of org.nativepool.spark.NativeBridge (jni/API.md), and
-// nothing else. Each one converts its JNI arguments, calls the process
+// process is the process registry: the library's one Bridge, holding the
+// pool and reservation handle tables, the task-shared registry
+// (taskshared.Registry), the settings of configure0 and the cumulative
+// process counters behind processStats0. The JVM loads the library once per
+// process (one Go runtime per process, doc.go), so this is the one instance
+// every native method works on. With the log router (processLog, log.go)
+// it is the only package-level state of this package; everything else
+// hangs off it, and tests build their own Bridge with bridge.NewBridge
+// instead of touching it.
+var process = newProcess()
+
+// newProcess builds the process registry on the real process runtime
+// (malloc.go: the Go runtime, glibc's mallopt, /proc), with ffi as its
+// Arrow runtime and the process's log router as its logger.
+func newProcess() *bridge.Bridge {
+	b := bridge.NewBridge(slog.New(processLog.Handler()), arrowruntime.FFI)
+	b.UseProcessRuntime(processRuntime())
+	return b
+}
+
+// The natives of org.nativepool.spark.jni.Natives (jni/API.md) for pools
+// and reservations. Each one converts its JNI arguments, calls the process
 // Bridge, and lets endCall make the outcome pending in env: no panic ever
 // crosses, no Go lock is held when it returns, and nothing is left in
 // goroutine-local storage (none is used here). Returned values are ignored
 // by Java when an exception is pending; they are then 0 or null.
 //
-// The constants shared with Java (pool kinds, stats indices) are in
-// stats.go; their other copy is NativeBridge.java.
+// The constants shared with Java (pool kinds, stats tables, leak kinds, log
+// levels and logger names) are declared in internal/bridge and
+// internal/logsink; their Java copies are generated (internal/javaconsts).
 
 //export Java_org_nativepool_spark_NativeBridge_version0
 func Java_org_nativepool_spark_NativeBridge_version0(env *jniEnv, _ jclass) (v jstring) {
@@ -227,8 +250,8 @@ func Java_org_nativepool_spark_NativeBridge_configureLog0(env *jniEnv, _ jclass,
 		}
 		return
 	}
-	if err = processLog.configure(s); err == nil {
-		processLog.installDefault()
+	if err = processLog.Configure(s); err == nil {
+		processLog.InstallDefault()
 	}
 }
 

@@ -8,6 +8,8 @@ import "C"
 
 import (
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"unicode/utf16"
 	"unsafe"
 
@@ -181,4 +183,42 @@ func describeThrowable(ref uintptr) (class, message string) {
 func newUpcallException(upcall string, ref uintptr) *bridge.JavaException {
 	class, message := describeThrowable(ref)
 	return bridge.NewJavaException(class, message, upcall, ref, deleteGlobalRef)
+}
+
+// endCall settles a native method. Call it from a deferred function that
+// calls recover directly, first thing in every export:
+//
+//	defer func() { endCall(env, recover(), err) }()
+//
+// A recovered panic becomes RuntimeException("nativepool: panic: …") (and
+// any Java exception inside err is discarded); otherwise err is settled
+// (bridge.Settle) and the result is made pending in env. A Java exception
+// raised by an upcall during the call arrives inside err, as the Bridge
+// method returned it: nothing is kept per call or per goroutine. It never
+// panics, so nothing crosses into the JVM but a Java exception.
+func endCall(env *jniEnv, panicked any, err error) {
+	if panicked == nil && err == nil {
+		return // the common case: nothing to throw
+	}
+	finishCall(env, panicked, err)
+}
+
+// finishCall is endCall's slow path: settle, throw.
+func finishCall(env *jniEnv, panicked any, err error) {
+	defer func() {
+		// Last resort: a panic while settling must not cross either.
+		if p := recover(); p != nil && !exceptionPending(env) {
+			throwNew(env, bridge.ThrowRuntime, fmt.Sprintf("nativepool: panic: %v", p))
+		}
+	}()
+	if panicked != nil {
+		for _, e := range bridge.JavaExceptions(err) {
+			e.Discard()
+		}
+		msg := fmt.Sprintf("nativepool: panic: %v", panicked)
+		process.Logger().Error(msg, slog.String("stack", string(debug.Stack())))
+		throwNew(env, bridge.ThrowRuntime, msg)
+		return
+	}
+	throwFailure(env, bridge.Settle(err))
 }

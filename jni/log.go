@@ -12,18 +12,27 @@ import (
 	"unsafe"
 
 	"github.com/nativepool/nativepool/internal/bridge"
+	"github.com/nativepool/nativepool/internal/logsink"
 )
+
+// processLog is the process's log router (internal/logsink), part of the
+// process registry like process, whose logger writes through it: until
+// configureLog0 it passes every record to slog's default handler; from then
+// on it hands them to SLF4J through javaLogSink, and it is slog's default
+// handler too (slog.SetDefault, once per process, never undone). A record is
+// process-wide by nature: there is one slog default and one JVM.
+var processLog = logsink.NewRouter(javaLogSink)
 
 // javaLogSink hands a record to NativeLog.log: one np_log call (GetEnv,
 // attach if needed, the static call, exception cleared), from any
 // goroutine. It holds no Go lock, and NativeLog.log never calls native code,
 // so a record made while a pool's lock is held cannot deadlock on its way.
-func javaLogSink(jr javaRecord) error {
-	logger := utf16Of(jr.logger)
-	text := utf16Of(jr.text)
-	rc := C.np_log(C.jint(jr.level),
+func javaLogSink(jr logsink.Record) error {
+	logger := utf16Of(jr.Logger)
+	text := utf16Of(jr.Text)
+	rc := C.np_log(C.jint(jr.Level),
 		(*C.jchar)(unsafe.Pointer(&logger[0])), C.jsize(len(logger)-1),
-		C.jlong(jr.task),
+		C.jlong(jr.Task),
 		(*C.jchar)(unsafe.Pointer(&text[0])), C.jsize(len(text)-1))
 	switch rc {
 	case npOK:
@@ -48,7 +57,7 @@ func utf16Of(s string) []uint16 {
 // take this one: a logger taken from slog.Default() before the plugin starts
 // keeps slog's original handler, whose output then reaches SLF4J only as a
 // plain text line of the log package (no level, no package, no task).
-func Logger() *slog.Logger { return slog.New(processLog.handler()) }
+func Logger() *slog.Logger { return slog.New(processLog.Handler()) }
 
 // TaskAttr is the attribute that names the task attempt a record is about:
 // add it to an engine's records (or to its logger, with Logger.With) so that

@@ -8,6 +8,7 @@ import "C"
 import (
 	"fmt"
 
+	"github.com/nativepool/nativepool/internal/sharedref"
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -25,7 +26,7 @@ import (
 // flight have returned. A jvmSpiller is safe for concurrent use; the zero
 // value is closed.
 type jvmSpiller struct {
-	ref *sharedRef
+	ref *sharedref.Ref
 }
 
 // newJVMSpiller makes a global ref to spiller, a local ref of the calling
@@ -38,16 +39,16 @@ func newJVMSpiller(env *jniEnv, spiller jobject) (*jvmSpiller, error) {
 	if ref == 0 {
 		return nil, fmt.Errorf("nativepool: NewGlobalRef of the spiller failed")
 	}
-	return &jvmSpiller{ref: newSharedRef(ref, deleteGlobalRef)}, nil
+	return &jvmSpiller{ref: sharedref.New(ref, deleteGlobalRef)}, nil
 }
 
 // Spill implements pool.Spiller: spill(target).
 func (s *jvmSpiller) Spill(target int64) (int64, error) {
-	ref, ok := s.ref.use()
+	ref, ok := s.ref.Use()
 	if !ok {
 		return 0, nil // the reservation was closed: nothing left to spill
 	}
-	defer s.ref.done()
+	defer s.ref.Done()
 	var freed C.jlong
 	var exc C.jthrowable
 	switch rc := C.np_spill(C.jobject(ref), C.jlong(target), &freed, &exc); rc {
@@ -64,6 +65,6 @@ func (s *jvmSpiller) Spill(target int64) (int64, error) {
 }
 
 // Close deletes the global ref once no upcall uses it.
-func (s *jvmSpiller) Close() { s.ref.close() }
+func (s *jvmSpiller) Close() { s.ref.Close() }
 
 var _ pool.Spiller = (*jvmSpiller)(nil)

@@ -22,10 +22,10 @@ func tellRegisteredOwner(env *jniEnv, candidate jobject, h int64) {
 	if !ok {
 		return
 	}
-	ref, ok := ju.ref.use()
+	ref, ok := ju.ref.Use()
 	if !ok {
 		return
 	}
-	defer ju.ref.done()
+	defer ju.ref.Done()
 	C.np_set_registered_owner(env, candidate, C.jobject(ref))
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/nativepool/nativepool/internal/bridge"
+	"github.com/nativepool/nativepool/internal/sharedref"
 
 	"github.com/nativepool/nativepool/pool"
 )
@@ -30,7 +31,7 @@ import (
 // in flight have returned. A jvmUpstream is safe for concurrent use; the
 // zero value is closed.
 type jvmUpstream struct {
-	ref *sharedRef
+	ref *sharedref.Ref
 }
 
 // newJVMUpstream makes a global ref to upstream, a local ref of the calling
@@ -43,16 +44,16 @@ func newJVMUpstream(env *jniEnv, upstream jobject) (*jvmUpstream, error) {
 	if ref == 0 {
 		return nil, fmt.Errorf("nativepool: NewGlobalRef of the upstream failed")
 	}
-	return &jvmUpstream{ref: newSharedRef(ref, deleteGlobalRef)}, nil
+	return &jvmUpstream{ref: sharedref.New(ref, deleteGlobalRef)}, nil
 }
 
 // Acquire implements pool.Upstream: acquireMemory(n).
 func (u *jvmUpstream) Acquire(n int64) (int64, error) {
-	ref, ok := u.ref.use()
+	ref, ok := u.ref.Use()
 	if !ok {
 		return 0, fmt.Errorf("nativepool: acquireMemory(%d) after the task pool closed: %w", n, pool.ErrClosed)
 	}
-	defer u.ref.done()
+	defer u.ref.Done()
 	var granted C.jlong
 	var exc C.jthrowable
 	switch rc := C.np_acquire(C.jobject(ref), C.jlong(n), &granted, &exc); rc {
@@ -69,11 +70,11 @@ func (u *jvmUpstream) Acquire(n int64) (int64, error) {
 // throws has released nothing (API.md), which is what an error from
 // pool.Upstream.Release means: the pool keeps the bytes.
 func (u *jvmUpstream) Release(n int64) error {
-	ref, ok := u.ref.use()
+	ref, ok := u.ref.Use()
 	if !ok {
 		return fmt.Errorf("nativepool: releaseMemory(%d) after the task pool closed: %w", n, pool.ErrClosed)
 	}
-	defer u.ref.done()
+	defer u.ref.Done()
 	var exc C.jthrowable
 	switch rc := C.np_release(C.jobject(ref), C.jlong(n), &exc); rc {
 	case npOK:
@@ -86,6 +87,6 @@ func (u *jvmUpstream) Release(n int64) error {
 }
 
 // Close deletes the global ref once no upcall uses it.
-func (u *jvmUpstream) Close() { u.ref.close() }
+func (u *jvmUpstream) Close() { u.ref.Close() }
 
 var _ pool.Upstream = (*jvmUpstream)(nil)

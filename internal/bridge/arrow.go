@@ -48,7 +48,8 @@ import (
 // both reported and freed.
 
 // ArrowAllocator is a reservation's Arrow allocator as the registry sees
-// it. The library's is an *ffi.Allocator (jni/arrow.go); tests use fakes.
+// it. The library's is an *ffi.Allocator (internal/arrowruntime); tests use
+// fakes.
 type ArrowAllocator interface {
 	// Snapshot returns the allocator's figures.
 	Snapshot() ArrowSnapshot

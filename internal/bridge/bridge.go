@@ -25,7 +25,7 @@ const topConsumers = 10
 // convert JNI values, call a Bridge method, and throw what it returns; a
 // Bridge needs no JVM, so tests drive it with fake upstreams.
 //
-// The library keeps exactly one Bridge, the process registry (jni/process.go):
+// The library keeps exactly one Bridge, the process registry (jni/exports.go):
 // it is the only package-level state of this module besides pool's
 // consumer-ID counter and taskshared's current-task variable.
 //

@@ -7,7 +7,7 @@ import "log/slog"
 // pool logs through a logger carrying it (taskPool.logger), so records made
 // for a task on any goroutine or thread (a spill on an attached Go thread, a
 // release at the pool's close, an Arrow allocator's leak report) name their
-// task. The JNI log handler (jni/loghandler.go) moves it out of the
+// task. The JNI log handler (internal/logsink) moves it out of the
 // attributes and into the "[task …]" prefix of the text that reaches
 // SLF4J; other handlers print it as task=<id>.
 const LogTaskKey = "task"

@@ -1,4 +1,4 @@
-package jni
+package arrowruntime
 
 import (
 	"sync/atomic"
@@ -42,7 +42,7 @@ func TestClosePoolWaitsForACopyBatchWaitingUpstream(t *testing.T) {
 
 	var g errgroup.Group
 	var copyErr error
-	g.Go(func() error { _, copyErr = copyBatch(f.b, res, in, ""); return nil })
+	g.Go(func() error { _, copyErr = CopyBatch(f.b, res, in, ""); return nil })
 	<-entered
 	var closed atomic.Bool
 	g.Go(func() error { defer closed.Store(true); return f.b.ClosePool(f.pool) })
@@ -54,6 +54,6 @@ func TestClosePoolWaitsForACopyBatchWaitingUpstream(t *testing.T) {
 	require.NoError(t, copyErr, "the copy completed in the open pool")
 	assert.Equal(t, int64(0), f.up.Held(), "the close gave the copy's charge back")
 	f.up.requireSane(t)
-	_, err = copyBatch(f.b, res, in, "")
+	_, err = CopyBatch(f.b, res, in, "")
 	require.Error(t, err, "the pool's close closed the batch and the reservation's allocator")
 }

@@ -1,4 +1,4 @@
-package jni
+package arrowruntime
 
 import (
 	"bytes"
@@ -7,18 +7,18 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nativepool/nativepool/internal/bridge"
-
 	"github.com/stretchr/testify/require"
 
+	"github.com/nativepool/nativepool/internal/bridge"
 	"github.com/nativepool/nativepool/internal/fakeupstream"
 )
 
 // fakeUpstream is Spark's TaskMemoryManager as the bridge sees it through
-// NativeUpstream: the one shared fake (internal/fakeupstream) granting up to
-// budget bytes in total, recording misuse (a zero or negative call, an
-// over-return, a call after Close deleted its "global ref") instead of
-// panicking, since the bridge would turn a panic in an upcall into an error.
+// the upcall interface org.nativepool.spark.jni.Upstream: the one shared
+// fake (internal/fakeupstream) granting up to budget bytes in total,
+// recording misuse (a zero or negative call, an over-return, a call after
+// Close deleted its "global ref") instead of panicking, since the bridge
+// would turn a panic in an upcall into an error.
 type fakeUpstream struct{ *fakeupstream.Spark }
 
 func newFakeUpstream(budget int64) *fakeUpstream {
@@ -43,25 +43,6 @@ func (u *fakeUpstream) requireSane(t testing.TB) {
 	t.Helper()
 	require.Empty(t, u.Misuse())
 	require.GreaterOrEqual(t, u.Held(), int64(0))
-}
-
-// refLog records the global refs deleted by JavaException.discard and
-// sharedRef, standing in for np_delete_global.
-type refLog struct {
-	mu      sync.Mutex
-	deleted []uintptr
-}
-
-func (l *refLog) delete(ref uintptr) {
-	l.mu.Lock()
-	l.deleted = append(l.deleted, ref)
-	l.mu.Unlock()
-}
-
-func (l *refLog) list() []uintptr {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]uintptr(nil), l.deleted...)
 }
 
 // logBuffer is a slog logger writing text records to a buffer.
@@ -95,7 +76,7 @@ func (b *logBuffer) lines(substr string) []string {
 func newTestBridge(t testing.TB) (*bridge.Bridge, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	return bridge.NewBridge(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), ffiRuntime), logs
+	return bridge.NewBridge(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), FFI), logs
 }
 
 // mustOpen opens a pool and fails the test on error.

@@ -1,4 +1,4 @@
-package jni
+package logsink
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"log"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -21,31 +20,31 @@ import (
 	"github.com/nativepool/nativepool/taskshared"
 )
 
-// recordingSink is a logSink that keeps every record it is given.
+// recordingSink is a Sink that keeps every record it is given.
 type recordingSink struct {
 	mu   sync.Mutex
-	recs []javaRecord
+	recs []Record
 	err  error // returned by every call when set
 }
 
-func (s *recordingSink) log(jr javaRecord) error {
+func (s *recordingSink) log(jr Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.recs = append(s.recs, jr)
 	return s.err
 }
 
-func (s *recordingSink) records() []javaRecord {
+func (s *recordingSink) records() []Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]javaRecord(nil), s.recs...)
+	return append([]Record(nil), s.recs...)
 }
 
 // byLogger returns the records of one logger.
-func (s *recordingSink) byLogger(name string) []javaRecord {
-	var out []javaRecord
+func (s *recordingSink) byLogger(name string) []Record {
+	var out []Record
 	for _, r := range s.records() {
-		if r.logger == name {
+		if r.Logger == name {
 			out = append(out, r)
 		}
 	}
@@ -54,11 +53,11 @@ func (s *recordingSink) byLogger(name string) []javaRecord {
 
 // newConfiguredRouter returns a router configured with levels, whose sink
 // records.
-func newConfiguredRouter(t testing.TB, levels string) (*logRouter, *recordingSink) {
+func newConfiguredRouter(t testing.TB, levels string) (*Router, *recordingSink) {
 	t.Helper()
 	sink := &recordingSink{}
-	r := newLogRouter(sink.log)
-	require.NoError(t, r.configure(levels))
+	r := NewRouter(sink.log)
+	require.NoError(t, r.Configure(levels))
 	return r, sink
 }
 
@@ -83,19 +82,30 @@ func TestLoggerForFunctionMapsGoPackagesToSLF4JLoggers(t *testing.T) {
 	}
 }
 
-// TestJavaLoggerListMatchesGoLoggerNames pins the other copy of the
-// logger names, NativeLog.GO_LOGGERS: every name Java is asked a level for
-// is one Go logs on (or a parent of engines'), and every module package
-// that logs has its name there.
-func TestJavaLoggerListMatchesGoLoggerNames(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "spark", "src", "main", "java", "org", "nativepool", "spark", "NativeLog.java"))
-	require.NoError(t, err)
-	text := string(src)
-	for _, name := range []string{"pool", "taskshared", "ffi", "bridge", "jni", "engine"} {
-		assert.Contains(t, text, `ROOT + ".`+name+`"`, "NativeLog.GO_LOGGERS lacks org.nativepool.%s", name)
+// TestLoggerNamesAreTheLoggersOfTheModulesPackages pins the list Java is
+// asked levels for (LoggerNames, generated into GoLoggers.NAMES): the root
+// first, then for each package of the module that logs the very name its
+// records get, and the parent of engines' loggers last.
+func TestLoggerNamesAreTheLoggersOfTheModulesPackages(t *testing.T) {
+	want := []string{RootLogger}
+	for _, fn := range []string{
+		"github.com/nativepool/nativepool/pool.(*Reservation).Grow",
+		"github.com/nativepool/nativepool/taskshared.(*Registry).Acquire",
+		"github.com/nativepool/nativepool/ffi.(*Allocator).Close",
+		"github.com/nativepool/nativepool/internal/bridge.(*Bridge).ClosePool",
+		"github.com/nativepool/nativepool/jni.finishCall",
+		"main.run",
+	} {
+		want = append(want, loggerForFunction(fn))
 	}
-	assert.Contains(t, text, `ROOT = "`+rootLogger+`"`)
-	assert.Equal(t, rootLogger+".engine", engineLogger)
+	assert.Equal(t, want, LoggerNames())
+	assert.Equal(t, RootLogger, loggerForFunction(""))
+	assert.Equal(t, RootLogger+".engine", engineLogger)
+	for _, name := range LoggerNames()[1:] {
+		assert.True(t, strings.HasPrefix(name, RootLogger+"."), "%s is below %s", name, RootLogger)
+	}
+	assert.Equal(t, []string{"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF"}, LevelNames())
+	assert.Equal(t, []int32{0, 1, 2, 3, 4, 5}, []int32{LevelTrace, LevelDebug, LevelInfo, LevelWarn, LevelError, LevelOff})
 }
 
 func TestRecordsOfEachGoPackageArriveOnTheirOwnLogger(t *testing.T) {
@@ -113,18 +123,18 @@ func TestRecordsOfEachGoPackageArriveOnTheirOwnLogger(t *testing.T) {
 	require.NoError(t, err)
 	h.Close()
 	h.Close()
-	// jni: this test's own package.
+	// logsink: this test's own package.
 	logger.Info("from the test")
 
 	assert.NotEmpty(t, sink.byLogger("org.nativepool.pool"), "%+v", sink.records())
-	assert.Contains(t, sink.byLogger("org.nativepool.pool")[0].text, "consumer=sorter")
+	assert.Contains(t, sink.byLogger("org.nativepool.pool")[0].Text, "consumer=sorter")
 	tsk := sink.byLogger("org.nativepool.taskshared")
 	require.Len(t, tsk, 1, "%+v", sink.records())
-	assert.Equal(t, int64(7), tsk[0].task, "taskshared's task attribute is the record's task")
-	assert.Equal(t, slf4jDebug, tsk[0].level)
-	jni := sink.byLogger("org.nativepool.jni")
-	require.Len(t, jni, 1)
-	assert.Equal(t, javaRecord{level: slf4jInfo, logger: "org.nativepool.jni", task: -1, text: "from the test"}, jni[0])
+	assert.Equal(t, int64(7), tsk[0].Task, "taskshared's task attribute is the record's task")
+	assert.Equal(t, LevelDebug, tsk[0].Level)
+	own := sink.byLogger("org.nativepool.logsink")
+	require.Len(t, own, 1)
+	assert.Equal(t, Record{Level: LevelInfo, Logger: "org.nativepool.logsink", Task: -1, Text: "from the test"}, own[0])
 }
 
 // TestTaskPoolRecordsCarryTheTaskOnAnyGoroutine: a task pool's threshold
@@ -144,22 +154,22 @@ func TestTaskPoolRecordsCarryTheTaskOnAnyGoroutine(t *testing.T) {
 
 	recs := sink.byLogger("org.nativepool.bridge")
 	require.NotEmpty(t, recs, "%+v", sink.records())
-	assert.Equal(t, int64(4242), recs[0].task)
-	assert.Equal(t, slf4jWarn, recs[0].level)
-	assert.True(t, strings.HasPrefix(recs[0].text, "nativepool: task pool reserved bytes rose to a threshold pool="), recs[0].text)
-	assert.NotContains(t, recs[0].text, "task=", "the task is a field, not an attribute")
+	assert.Equal(t, int64(4242), recs[0].Task)
+	assert.Equal(t, LevelWarn, recs[0].Level)
+	assert.True(t, strings.HasPrefix(recs[0].Text, "nativepool: task pool reserved bytes rose to a threshold pool="), recs[0].Text)
+	assert.NotContains(t, recs[0].Text, "task=", "the task is a field, not an attribute")
 }
 
 func TestADisabledRecordNeverReachesTheSink(t *testing.T) {
-	r, sink := newConfiguredRouter(t, "org.nativepool=WARN, org.nativepool.pool=INFO, org.nativepool.jni=ERROR")
+	r, sink := newConfiguredRouter(t, "org.nativepool=WARN, org.nativepool.pool=INFO, org.nativepool.logsink=ERROR")
 	logger := slog.New(r.handler())
 	ctx := context.Background()
 
 	assert.False(t, logger.Enabled(ctx, slog.LevelDebug), "below every logger's level: Enabled says no")
 	assert.True(t, logger.Enabled(ctx, slog.LevelInfo), "pool takes INFO: Enabled passes INFO")
 	logger.Debug("debug")
-	logger.Info("info, but jni is at ERROR")
-	logger.Warn("warn, but jni is at ERROR")
+	logger.Info("info, but logsink is at ERROR")
+	logger.Warn("warn, but logsink is at ERROR")
 	assert.Empty(t, sink.records(), "disabled records are dropped in Go")
 
 	p := pool.NewLogging(pool.NewGreedy(1<<20), logger)
@@ -169,8 +179,8 @@ func TestADisabledRecordNeverReachesTheSink(t *testing.T) {
 	assert.NotEmpty(t, sink.byLogger("org.nativepool.pool"), "pool's INFO records pass")
 
 	logger.Error("error")
-	require.Len(t, sink.byLogger("org.nativepool.jni"), 1)
-	assert.Equal(t, slf4jError, sink.byLogger("org.nativepool.jni")[0].level)
+	require.Len(t, sink.byLogger("org.nativepool.logsink"), 1)
+	assert.Equal(t, LevelError, sink.byLogger("org.nativepool.logsink")[0].Level)
 }
 
 func TestAnUnlistedLoggerTakesItsClosestListedAncestorsLevel(t *testing.T) {
@@ -188,23 +198,23 @@ func TestLevelsMapToSLF4JAndBack(t *testing.T) {
 		l    slog.Level
 		code int32
 	}{
-		{slog.LevelDebug - 4, slf4jTrace}, {slog.LevelDebug - 1, slf4jTrace},
-		{slog.LevelDebug, slf4jDebug}, {slog.LevelInfo - 1, slf4jDebug},
-		{slog.LevelInfo, slf4jInfo}, {slog.LevelWarn - 1, slf4jInfo},
-		{slog.LevelWarn, slf4jWarn}, {slog.LevelError, slf4jError}, {slog.LevelError + 4, slf4jError},
+		{slog.LevelDebug - 4, LevelTrace}, {slog.LevelDebug - 1, LevelTrace},
+		{slog.LevelDebug, LevelDebug}, {slog.LevelInfo - 1, LevelDebug},
+		{slog.LevelInfo, LevelInfo}, {slog.LevelWarn - 1, LevelInfo},
+		{slog.LevelWarn, LevelWarn}, {slog.LevelError, LevelError}, {slog.LevelError + 4, LevelError},
 	} {
 		assert.Equal(t, tc.code, slf4jCode(tc.l), "%v", tc.l)
-		assert.GreaterOrEqual(t, tc.l, slogThreshold(tc.code), "a %v record passes a logger at %s", tc.l, slf4jLevelNames[tc.code])
-		if tc.code < slf4jError {
-			assert.Less(t, tc.l, slogThreshold(tc.code+1), "a %v record is stopped by a logger at %s", tc.l, slf4jLevelNames[tc.code+1])
+		assert.GreaterOrEqual(t, tc.l, slogThreshold(tc.code), "a %v record passes a logger at %s", tc.l, levelNames[tc.code])
+		if tc.code < LevelError {
+			assert.Less(t, tc.l, slogThreshold(tc.code+1), "a %v record is stopped by a logger at %s", tc.l, levelNames[tc.code+1])
 		}
 	}
 }
 
 func TestConfigureRejectsMalformedLevels(t *testing.T) {
 	for _, s := range []string{"", "org.nativepool.pool=INFO", "org.nativepool=LOUD", "org.nativepool", "=INFO,org.nativepool=INFO"} {
-		r := newLogRouter((&recordingSink{}).log)
-		err := r.configure(s)
+		r := NewRouter((&recordingSink{}).log)
+		err := r.Configure(s)
 		assert.ErrorIs(t, err, bridge.ErrInvalidArgument, "%q", s)
 		assert.Nil(t, r.levels.Load(), "%q: nothing changes", s)
 	}
@@ -216,28 +226,28 @@ func TestRecordTextHasTheAttributesAsKeyValue(t *testing.T) {
 	logger.Warn("refused", "bytes", 1024, "error", errors.New("Failed to allocate"), slog.Group("sub", "a", 1), "empty", "", slog.Group("none"))
 	recs := sink.records()
 	require.Len(t, recs, 1)
-	assert.Equal(t, `refused pool="task 5" chunk=8388608 g.bytes=1024 g.error="Failed to allocate" g.sub.a=1 g.empty=""`, recs[0].text)
-	assert.Equal(t, int64(-1), recs[0].task)
-	assert.Equal(t, "org.nativepool.jni", recs[0].logger)
+	assert.Equal(t, `refused pool="task 5" chunk=8388608 g.bytes=1024 g.error="Failed to allocate" g.sub.a=1 g.empty=""`, recs[0].Text)
+	assert.Equal(t, int64(-1), recs[0].Task)
+	assert.Equal(t, "org.nativepool.logsink", recs[0].Logger)
 }
 
 func TestTaskAttributeBecomesTheRecordsTaskOnlyAtTopLevel(t *testing.T) {
 	r, sink := newConfiguredRouter(t, "org.nativepool=INFO")
 	base := slog.New(r.handler())
 
-	base.With(TaskAttr(12)).Info("from a task logger", "k", "v")
+	base.With(bridge.LogTask(12)).Info("from a task logger", "k", "v")
 	base.Info("from a record", "task", int64(13))
 	base.Info("a task name is no task id", "task", "sorter")
 	base.WithGroup("arbiter").Info("grouped", "task", 14)
-	base.With(TaskAttr(15)).Info("the logger's task wins", "task", 16)
+	base.With(bridge.LogTask(15)).Info("the logger's task wins", "task", 16)
 
 	recs := sink.records()
 	require.Len(t, recs, 5)
-	assert.Equal(t, javaRecord{slf4jInfo, "org.nativepool.jni", 12, "from a task logger k=v"}, recs[0])
-	assert.Equal(t, javaRecord{slf4jInfo, "org.nativepool.jni", 13, "from a record"}, recs[1])
-	assert.Equal(t, javaRecord{slf4jInfo, "org.nativepool.jni", -1, "a task name is no task id task=sorter"}, recs[2])
-	assert.Equal(t, javaRecord{slf4jInfo, "org.nativepool.jni", -1, "grouped arbiter.task=14"}, recs[3])
-	assert.Equal(t, javaRecord{slf4jInfo, "org.nativepool.jni", 15, "the logger's task wins task=16"}, recs[4])
+	assert.Equal(t, Record{LevelInfo, "org.nativepool.logsink", 12, "from a task logger k=v"}, recs[0])
+	assert.Equal(t, Record{LevelInfo, "org.nativepool.logsink", 13, "from a record"}, recs[1])
+	assert.Equal(t, Record{LevelInfo, "org.nativepool.logsink", -1, "a task name is no task id task=sorter"}, recs[2])
+	assert.Equal(t, Record{LevelInfo, "org.nativepool.logsink", -1, "grouped arbiter.task=14"}, recs[3])
+	assert.Equal(t, Record{LevelInfo, "org.nativepool.logsink", 15, "the logger's task wins task=16"}, recs[4])
 }
 
 // TestUnconfiguredRouterWritesToSlogsDefaultHandler: before configureLog0
@@ -251,8 +261,8 @@ func TestUnconfiguredRouterWritesToSlogsDefaultHandler(t *testing.T) {
 	})))
 	defer restore()
 	sink := &recordingSink{}
-	r := newLogRouter(sink.log)
-	logger := slog.New(r.handler()).With(TaskAttr(3)).WithGroup("g")
+	r := NewRouter(sink.log)
+	logger := slog.New(r.handler()).With(bridge.LogTask(3)).WithGroup("g")
 
 	assert.False(t, logger.Enabled(context.Background(), slog.LevelDebug), "the default handler's level applies")
 	logger.Debug("hidden")
@@ -285,19 +295,19 @@ func dropTime(a slog.Attr) slog.Attr {
 }
 
 func TestARecordJavaDidNotTakeIsWrittenToStderr(t *testing.T) {
-	sink := &recordingSink{err: errors.New("NativeLog.log raised an exception (cleared)")}
-	r := newLogRouter(sink.log)
+	sink := &recordingSink{err: errors.New("GoLog.log raised an exception (cleared)")}
+	r := NewRouter(sink.log)
 	f, err := os.CreateTemp(t.TempDir(), "stderr")
 	require.NoError(t, err)
 	defer f.Close()
 	r.stderr = f
-	require.NoError(t, r.configure("org.nativepool=INFO"))
+	require.NoError(t, r.Configure("org.nativepool=INFO"))
 
-	slog.New(r.handler()).With(TaskAttr(9)).Warn("late release", "bytes", 10)
+	slog.New(r.handler()).With(bridge.LogTask(9)).Warn("late release", "bytes", 10)
 	require.NoError(t, f.Sync())
 	out, err := os.ReadFile(f.Name())
 	require.NoError(t, err)
-	assert.Regexp(t, `^\d\d:\d\d:\d\d\.\d{3} WARN org\.nativepool\.jni: \[task 9\] late release bytes=10 \(not logged through SLF4J: NativeLog\.log raised an exception \(cleared\)\)\n$`, string(out))
+	assert.Regexp(t, `^\d\d:\d\d:\d\d\.\d{3} WARN org\.nativepool\.logsink: \[task 9\] late release bytes=10 \(not logged through SLF4J: GoLog\.log raised an exception \(cleared\)\)\n$`, string(out))
 	assert.Equal(t, int64(1), r.sinkFailures.Load())
 }
 
@@ -311,14 +321,14 @@ func TestRouterIsSafeForConcurrentRecordsAndReconfiguration(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l := logger.With(TaskAttr(int64(g)))
+			l := logger.With(bridge.LogTask(int64(g)))
 			for i := range 200 {
 				l.Info("record", "i", i)
 			}
 		}()
 	}
 	for range 50 {
-		require.NoError(t, r.configure("org.nativepool=INFO,org.nativepool.pool=WARN"))
+		require.NoError(t, r.Configure("org.nativepool=INFO,org.nativepool.pool=WARN"))
 	}
 	wg.Wait()
 	assert.Len(t, sink.records(), 8*200)
@@ -331,24 +341,24 @@ func TestRouterIsSafeForConcurrentRecordsAndReconfiguration(t *testing.T) {
 func BenchmarkDisabledRecord(b *testing.B) {
 	r, sink := newConfiguredRouter(b, "org.nativepool=WARN,org.nativepool.pool=INFO")
 	b.Run("router/below-every-level", func(b *testing.B) {
-		logger := slog.New(r.handler()).With(TaskAttr(1))
+		logger := slog.New(r.handler()).With(bridge.LogTask(1))
 		b.ReportAllocs()
 		for range b.N {
 			logger.Debug("spill request found nothing", "freed", 0)
 		}
 	})
 	b.Run("slog-text-handler/below-level", func(b *testing.B) {
-		logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})).With(TaskAttr(1))
+		logger := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})).With(bridge.LogTask(1))
 		b.ReportAllocs()
 		for range b.N {
 			logger.Debug("spill request found nothing", "freed", 0)
 		}
 	})
 	b.Run("router/below-its-loggers-level", func(b *testing.B) {
-		logger := slog.New(r.handler()).With(TaskAttr(1))
+		logger := slog.New(r.handler()).With(bridge.LogTask(1))
 		b.ReportAllocs()
 		for range b.N {
-			logger.Info("spill request found nothing", "freed", 0) // jni is at WARN, pool at INFO
+			logger.Info("spill request found nothing", "freed", 0) // logsink is at WARN, pool at INFO
 		}
 	})
 	if n := len(sink.records()); n != 0 {
@@ -360,11 +370,11 @@ func BenchmarkDisabledRecord(b *testing.B) {
 // configureLog0 is an ErrInvalidArgument naming the part, and nothing
 // changes (the router keeps the levels of the last good call).
 func TestConfigureRefusesABadLevelsStringAndKeepsTheLevelsItHad(t *testing.T) {
-	r := newLogRouter(nil)
-	require.NoError(t, r.configure("org.nativepool=WARN"))
+	r := NewRouter(nil)
+	require.NoError(t, r.Configure("org.nativepool=WARN"))
 	before := r.levels.Load()
 	for _, bad := range []string{"org.nativepool=LOUD", "org.nativepool", "=INFO", "org.nativepool.pool=INFO"} {
-		err := r.configure(bad)
+		err := r.Configure(bad)
 		require.ErrorIs(t, err, bridge.ErrInvalidArgument, bad)
 		assert.Same(t, before, r.levels.Load(), "levels unchanged after %q", bad)
 	}

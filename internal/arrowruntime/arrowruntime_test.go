@@ -1,4 +1,4 @@
-package jni
+package arrowruntime
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/nativepool/nativepool/ffi"
 	"github.com/nativepool/nativepool/internal/bridge"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -132,7 +133,7 @@ func TestCopyBatchChargesTheReservationUntilTheCopyIsReleased(t *testing.T) {
 	arr, sc := p.export(t, 1, 1000)
 	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	cp, err := copyBatch(f.b, res, in, "")
+	cp, err := CopyBatch(f.b, res, in, "")
 	require.NoError(t, err)
 	require.NoError(t, f.b.ReleaseBatch(in))
 	assert.Equal(t, 0, p.mem.CurrentAlloc(), "the copy does not pin the producer's buffers")
@@ -170,7 +171,7 @@ func TestCopyBatchChargesItsOwnReservationAndLeavesTheHandlesSizeAlone(t *testin
 	arr, sc := p.export(t, 1, 1000)
 	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	cp, err := copyBatch(f.b, res, in, "")
+	cp, err := CopyBatch(f.b, res, in, "")
 	require.NoError(t, err)
 
 	size, err := f.b.Size(res)
@@ -206,7 +207,7 @@ func TestReleaseBatchTwiceIsIllegalStateAndReleasesNothingTwice(t *testing.T) {
 	err = f.b.ReleaseBatch(h)
 	require.EqualError(t, err, fmt.Sprintf("nativepool: batch handle 0x%x is closed: stale handle", uint64(h)))
 	assert.Equal(t, bridge.ThrowIllegalState, bridge.Classify(err))
-	_, err = copyBatch(f.b, res, h, "")
+	_, err = CopyBatch(f.b, res, h, "")
 	assert.Equal(t, bridge.ThrowIllegalState, bridge.Classify(err))
 	out, outSchema := cStructs(t)
 	assert.Equal(t, bridge.ThrowIllegalState, bridge.Classify(exportBatch(f.b, h, out, outSchema)))
@@ -242,7 +243,7 @@ func TestACopyThePoolRefusesWrapsResourcesExhaustedAndChargesNothing(t *testing.
 	arr, sc := p.export(t, 0, 1000)
 	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	_, err = copyBatch(f.b, res, in, "")
+	_, err = CopyBatch(f.b, res, in, "")
 	require.ErrorIs(t, err, pool.ErrResourcesExhausted)
 	assert.Regexp(t, `^nativepool: copyBatch into small#\d+: arrow/concat: ffi: Allocate\(8000\) for small#\d+ with 0 bytes allocated: Resources exhausted`, err.Error())
 	s := f.stats(t, res)
@@ -264,21 +265,21 @@ func TestClosingAReservationReportsItsLeakedBatchWithItsCallerNotOurCopyAndRelea
 	arr, sc := p.export(t, 0, 1000)
 	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	cp, err := copyBatch(f.b, res, in, "")
+	cp, err := CopyBatch(f.b, res, in, "")
 	require.NoError(t, err)
 	require.Positive(t, f.up.Held())
 
 	require.NoError(t, f.b.CloseReservation(res))
 	leak := f.logs.lines("ffi: leak at Close")
 	require.Len(t, leak, 1, f.logs.String())
-	// The first frame outside nativepool's own packages: this test (a caller), not jni.copyRecordBatch.
-	assert.Regexp(t, `consumer=leaky#\d+ .*leaked 1 buffers .*1 imported batches .* from github.com/nativepool/nativepool/jni.TestClosingAReservationReportsItsLeakedBatchWithItsCallerNotOurCopyAndReleasesIt `, leak[0])
+	// The first frame outside nativepool's own packages: this test (a caller), not copyRecordBatch.
+	assert.Regexp(t, `consumer=leaky#\d+ .*leaked 1 buffers .*1 imported batches .* from github.com/nativepool/nativepool/internal/arrowruntime.TestClosingAReservationReportsItsLeakedBatchWithItsCallerNotOurCopyAndReleasesIt `, leak[0])
 	assert.NotContains(t, leak[0], "copyRecordBatch")
 	leaks := f.b.RecentLeaks()
 	require.Len(t, leaks, 1)
 	assert.Equal(t, "leaky", leaks[0].Consumer)
 	assert.Equal(t, bridge.LeakArrow, leaks[0].Kind)
-	assert.Contains(t, leaks[0].Site, "jni.TestClosingAReservationReportsItsLeakedBatchWithItsCallerNotOurCopyAndReleasesIt (")
+	assert.Contains(t, leaks[0].Site, "arrowruntime.TestClosingAReservationReportsItsLeakedBatchWithItsCallerNotOurCopyAndReleasesIt (")
 	assert.Equal(t, int64(1), f.b.ProcessStats().Leaks, "counted in the process leaks too")
 	assert.Len(t, f.logs.lines("nativepool: Arrow batches never released; released at allocator close"), 1)
 	assert.Equal(t, int64(0), f.up.Held(), "the charge went back before the reservation closed")
@@ -301,7 +302,7 @@ func TestClosingThePoolClosesTheAllocatorsOfReservationsStillOpen(t *testing.T) 
 	arr, sc := p.export(t, 0, 100)
 	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	cp, err := copyBatch(f.b, res, in, "")
+	cp, err := CopyBatch(f.b, res, in, "")
 	require.NoError(t, err)
 
 	require.NoError(t, f.b.ClosePool(f.pool))
@@ -333,7 +334,7 @@ func TestAnExportUnreleasedAtTaskEndLingersOnTheBooksUntilItsLateReleaseFreesIt(
 	arr, sc := p.export(t, 0, 1000)
 	in, err := importBatch(f.b, res, arr, sc)
 	require.NoError(t, err)
-	cp, err := copyBatch(f.b, res, in, "")
+	cp, err := CopyBatch(f.b, res, in, "")
 	require.NoError(t, err)
 	out, outSchema := cStructs(t)
 	require.NoError(t, exportBatch(f.b, cp, out, outSchema))
@@ -388,7 +389,7 @@ func TestConcurrentImportsCopiesExportsAndReleasesKeepSparkAndTheBooksEqual(t *t
 				if err != nil {
 					return err
 				}
-				cp, err := copyBatch(f.b, res, in, "")
+				cp, err := CopyBatch(f.b, res, in, "")
 				if err != nil {
 					return err
 				}
@@ -435,4 +436,32 @@ func TestProcessArrowStatsSamplesRSS(t *testing.T) {
 	assert.Positive(t, s[bridge.ArrowPStatRSS])
 	assert.Positive(t, s[bridge.ArrowPStatGoRuntime])
 	assert.Equal(t, s[bridge.ArrowPStatRSS]-s[bridge.ArrowPStatGoRuntime]-s[bridge.ArrowPStatAllocated], s[bridge.ArrowPStatUnexplained])
+}
+
+// An engine's own ffi allocator, wrapped by Wrap and tracked by the Bridge
+// (what jni.TrackAllocator does), counts in native.allocated (ALLOCATED)
+// and in LiveNative under its consumer while tracked: the demo's sorter
+// buffers were in no executor memory ledger part before.
+func TestATrackedEngineAllocatorIsNativeAllocatedMemory(t *testing.T) {
+	b, _ := newTestBridge(t)
+	ph := mustOpen(t, b, 12, bridge.KindGreedyUnified, 0, 0, newFakeUpstream(1<<20))
+	h, err := b.JoinTaskPool(12)
+	require.NoError(t, err)
+	res := pool.NewConsumer("engine-sort").Register(h.Pool())
+	a := ffi.NewAllocator(nil, res)
+	buf := a.Allocate(64 << 10)
+	before := b.ProcessArrowStats()[bridge.ArrowPStatAllocated]
+	untrack := b.TrackAllocator("engine-sort", Wrap(a))
+	assert.Equal(t, before+64<<10, b.ProcessArrowStats()[bridge.ArrowPStatAllocated])
+	live := b.LiveNative(5)
+	require.Len(t, live, 1)
+	assert.Equal(t, "engine-sort", live[0].Consumer)
+	assert.Equal(t, int64(64<<10), live[0].Bytes)
+	a.Free(buf)
+	require.NoError(t, a.Close())
+	untrack()
+	assert.Equal(t, before, b.ProcessArrowStats()[bridge.ArrowPStatAllocated])
+	res.Close()
+	h.Close()
+	require.NoError(t, b.ClosePool(ph))
 }

@@ -1,4 +1,4 @@
-package jni
+package cdatacheck
 
 import (
 	"errors"
@@ -11,10 +11,10 @@ import (
 )
 
 // Reading memory at addresses Java hands over without ever faulting
-// (arrow_validate.go uses these). A fault in Go code at a bad address is a
-// fatal error, not a panic, in a c-shared library inside the JVM; so nothing
-// here dereferences an address: the kernel copies (process_vm_readv) and
-// answers EFAULT for an unreadable one. Where a seccomp filter forbids
+// (validate.go uses these). A fault in Go code at a bad address is a fatal
+// error, not a panic, in a c-shared library inside the JVM; so nothing here
+// dereferences an address: the kernel copies (process_vm_readv) and answers
+// EFAULT for an unreadable one. Where a seccomp filter forbids
 // process_vm_readv (ENOSYS, EPERM), write(2) into a pipe does the same job.
 
 const (

@@ -1,4 +1,4 @@
-package jni
+package cdatacheck
 
 import (
 	"errors"
@@ -10,35 +10,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// Validation of C Data Interface addresses from Java (jni/API.md, "Bad C Data
-// addresses"), before anything dereferences them. Java hands importBatch0
-// and exportBatch0 raw addresses; a bad one used to kill the JVM (a fault in
-// Go code is a fatal error, not a panic) or reach arrow-go with lengths that
-// panic. Everything that can be checked is checked here, and a failure is an
-// error wrapping errInvalidArgument (IllegalArgumentException):
-//
-//   - every struct address is 8-byte aligned and readable, and is read
-//     through process_vm_readv (a system call that answers EFAULT instead of
-//     faulting), so an unmapped or unreadable address is an error, not a
-//     signal; the same goes for the buffers and children pointer arrays, the
-//     schema's strings and metadata, and one byte of every page of every
-//     buffer range the array's layout needs;
-//   - release callbacks are set (a live struct), format strings are known
-//     Arrow formats, the top-level schema is a struct ("+s");
-//   - n_buffers and n_children agree with the schema's type, and
-//     n_children with the schema's own n_children; a dictionary is present
-//     exactly when the schema has one;
-//   - length, offset and null_count are non-negative (null_count may be -1)
-//     and do not overflow; a validity buffer is present when null_count > 0;
-//     variable-length offsets are non-negative and non-decreasing over the
-//     range used, and children are long enough for what the parent's
-//     offsets address; every column of a batch has the same row count.
-//
-// What cannot be detected is in jni/API.md: a pointer to mapped memory that
-// is not what it claims to be (a data pointer into the wrong object, a
-// release callback pointing at garbage), and concurrent writes by the
-// producer. Those may still crash the process.
 
 // Bounds on what a struct may claim, far above any real batch, so that a
 // forged count cannot make validation itself run for ever.
@@ -405,9 +376,9 @@ func checkOffsets(where string, addr uintptr, offset, length, width int64) (int6
 	return prev, nil
 }
 
-// validateImport checks the batch importBatch0 is given: a struct schema and
+// ValidateImport checks the batch importBatch0 is given: a struct schema and
 // an array whose columns all have the batch's row count.
-func validateImport(arr, sc uintptr) error {
+func ValidateImport(arr, sc uintptr) error {
 	node, err := validateSchema("schema", sc, 0)
 	if err != nil {
 		return err
@@ -434,10 +405,10 @@ func validateImport(arr, sc uintptr) error {
 	return nil
 }
 
-// validateExportTarget checks an ArrowArray or ArrowSchema address
+// ValidateExportTarget checks an ArrowArray or ArrowSchema address
 // exportBatch0 will write: aligned, readable and writable, and not a live
 // struct (its release callback is NULL, as in a zeroed one).
-func validateExportTarget(what string, addr uintptr, size int) error {
+func ValidateExportTarget(what string, addr uintptr, size int) error {
 	if addr%8 != 0 {
 		return fmt.Errorf("%s at 0x%x: not 8-byte aligned", what, addr)
 	}

@@ -1,4 +1,4 @@
-package jni
+package arrowruntime
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/nativepool/nativepool/internal/bridge"
+	"github.com/nativepool/nativepool/internal/cdatacheck"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -18,14 +19,9 @@ import (
 	"github.com/nativepool/nativepool/pool"
 )
 
-// The cgo half of Arrow batches across the bridge (jni/API.md, "Arrow
-// batches"): ffi's allocator as the registry's ArrowAllocator, and the C
-// Data import, export and copy that the registry (arrow_registry.go) runs
-// inside its calls. The exports are in arrow_exports.go.
-
-// ffiRuntime is the ArrowRuntime of the library: ffi's allocator and its
+// FFI is the ArrowRuntime of the library: ffi's allocator and its
 // resident-set sample.
-var ffiRuntime = bridge.ArrowRuntime{
+var FFI = bridge.ArrowRuntime{
 	NewAllocator: func(res *pool.Reservation, sites bool, logger *slog.Logger) bridge.ArrowAllocator {
 		opts := []ffi.Option{ffi.WithLogger(logger)}
 		if sites {
@@ -38,6 +34,10 @@ var ffiRuntime = bridge.ArrowRuntime{
 		return bridge.Drift{RSS: d.RSS, GoRuntime: d.GoRuntime, Unexplained: d.Unexplained}, err
 	},
 }
+
+// Wrap returns a as the registry's ArrowAllocator: what
+// bridge.Bridge.TrackAllocator takes for an engine's own allocator.
+func Wrap(a *ffi.Allocator) bridge.ArrowAllocator { return ffiAllocator{a} }
 
 // ffiAllocator is an *ffi.Allocator as the registry's ArrowAllocator.
 type ffiAllocator struct{ *ffi.Allocator }
@@ -77,27 +77,27 @@ func (a ffiAllocator) LiveBySite() []bridge.LiveOwner {
 // error the caller still owns whatever arr and sc hold and must release
 // them (a no-op on a released struct).
 func importBatch(b *bridge.Bridge, res int64, arr *cdata.CArrowArray, sc *cdata.CArrowSchema) (int64, error) {
-	return importBatchAt(b, res, uintptr(unsafe.Pointer(arr)), uintptr(unsafe.Pointer(sc)))
+	return ImportBatchAt(b, res, uintptr(unsafe.Pointer(arr)), uintptr(unsafe.Pointer(sc)))
 }
 
-// importBatchAt is importBatch for raw addresses, as importBatch0 gets them
+// ImportBatchAt is importBatch for raw addresses, as importBatch0 gets them
 // from Java: they become Go pointers only once validation has accepted them
 // (a misaligned pointer is invalid Go even before it is dereferenced).
 //
-// Before anything dereferences arr or sc, validateImport reads them and all
-// they point to without faulting (arrow_validate.go): an unreadable or
-// misaligned address, a released struct, n_buffers or n_children that do
-// not match the schema, bad lengths, offsets or null counts, or columns of
-// unequal row counts wrap errInvalidArgument, with nothing read further,
-// nothing written and nothing charged. So does a zero address, or an array
-// arrow-go cannot import.
-func importBatchAt(b *bridge.Bridge, res int64, arrAddr, scAddr uintptr) (int64, error) {
+// Before anything dereferences arr or sc, cdatacheck.ValidateImport reads
+// them and all they point to without faulting: an unreadable or misaligned
+// address, a released struct, n_buffers or n_children that do not match the
+// schema, bad lengths, offsets or null counts, or columns of unequal row
+// counts wrap bridge.ErrInvalidArgument, with nothing read further, nothing
+// written and nothing charged. So does a zero address, or an array arrow-go
+// cannot import.
+func ImportBatchAt(b *bridge.Bridge, res int64, arrAddr, scAddr uintptr) (int64, error) {
 	check := func(consumer string) error {
 		if arrAddr == 0 || scAddr == 0 {
 			return fmt.Errorf("nativepool: importBatch for %s: null ArrowArray or ArrowSchema address: %w", consumer, bridge.ErrInvalidArgument)
 		}
-		// Nothing below may touch memory validation has not read (arrow_validate.go).
-		if err := validateImport(arrAddr, scAddr); err != nil {
+		// Nothing below may touch memory validation has not read.
+		if err := cdatacheck.ValidateImport(arrAddr, scAddr); err != nil {
 			return fmt.Errorf("nativepool: importBatch for %s: %w: %w", consumer, err, bridge.ErrInvalidArgument)
 		}
 		return nil
@@ -123,22 +123,22 @@ func importBatchAt(b *bridge.Bridge, res int64, arrAddr, scAddr uintptr) (int64,
 // outSchema, zero-copy (Bridge.ExportBatch,
 // ffi.Allocator.ExportRecordBatch).
 func exportBatch(b *bridge.Bridge, batch int64, out *cdata.CArrowArray, outSchema *cdata.CArrowSchema) error {
-	return exportBatchAt(b, batch, uintptr(unsafe.Pointer(out)), uintptr(unsafe.Pointer(outSchema)))
+	return ExportBatchAt(b, batch, uintptr(unsafe.Pointer(out)), uintptr(unsafe.Pointer(outSchema)))
 }
 
-// exportBatchAt is exportBatch for raw addresses, as exportBatch0 gets them
+// ExportBatchAt is exportBatch for raw addresses, as exportBatch0 gets them
 // from Java. Both must be non-zero, 8-byte aligned, readable, writable and
-// not hold a live struct (validateExportTarget); otherwise the error wraps
-// errInvalidArgument and nothing is written.
-func exportBatchAt(b *bridge.Bridge, batch int64, outAddr, outSchemaAddr uintptr) error {
+// not hold a live struct (cdatacheck.ValidateExportTarget); otherwise the
+// error wraps bridge.ErrInvalidArgument and nothing is written.
+func ExportBatchAt(b *bridge.Bridge, batch int64, outAddr, outSchemaAddr uintptr) error {
 	check := func() error {
 		if outAddr == 0 || outSchemaAddr == 0 {
 			return fmt.Errorf("nativepool: exportBatch: null ArrowArray or ArrowSchema address: %w", bridge.ErrInvalidArgument)
 		}
-		if err := validateExportTarget("ArrowArray", outAddr, int(unsafe.Sizeof(cdata.CArrowArray{}))); err != nil {
+		if err := cdatacheck.ValidateExportTarget("ArrowArray", outAddr, int(unsafe.Sizeof(cdata.CArrowArray{}))); err != nil {
 			return fmt.Errorf("nativepool: exportBatch: %w: %w", err, bridge.ErrInvalidArgument)
 		}
-		if err := validateExportTarget("ArrowSchema", outSchemaAddr, int(unsafe.Sizeof(cdata.CArrowSchema{}))); err != nil {
+		if err := cdatacheck.ValidateExportTarget("ArrowSchema", outSchemaAddr, int(unsafe.Sizeof(cdata.CArrowSchema{}))); err != nil {
 			return fmt.Errorf("nativepool: exportBatch: %w: %w", err, bridge.ErrInvalidArgument)
 		}
 		return nil
@@ -149,14 +149,14 @@ func exportBatchAt(b *bridge.Bridge, batch int64, outAddr, outSchemaAddr uintptr
 	})
 }
 
-// copyBatch deep-copies a batch into C memory of the allocator of
+// CopyBatch deep-copies a batch into C memory of the allocator of
 // reservation handle res (Bridge.CopyBatch). With allocation sites on, the
 // copy's buffers are recorded with caller, the Java caller of copyBatch0
 // ("" when Java did not capture one): every Go frame of the copy is
 // nativepool's or arrow-go's, so a leak of the copy names the Java method
 // that asked for it (ffi.Allocator.WithCaller). A refusal also wraps an
 // *ffi.AllocationError naming the consumer.
-func copyBatch(b *bridge.Bridge, res, batch int64, caller string) (int64, error) {
+func CopyBatch(b *bridge.Bridge, res, batch int64, caller string) (int64, error) {
 	return b.CopyBatch(res, batch, func(a bridge.ArrowAllocator, src arrow.RecordBatch) (arrow.RecordBatch, error) {
 		return copyRecordBatch(a.(ffiAllocator).WithCaller(caller), src)
 	})

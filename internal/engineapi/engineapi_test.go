@@ -1,16 +1,14 @@
-package jni
+package engineapi
 
 import (
 	"errors"
 	"fmt"
 	"testing"
 
-	"github.com/nativepool/nativepool/ffi"
-	"github.com/nativepool/nativepool/internal/bridge"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/nativepool/nativepool/internal/bridge"
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -19,7 +17,7 @@ func TestJoinTaskPoolSharesTheJavaOpenedPoolAndKeepsItOpenUntilReleased(t *testi
 	up := newFakeUpstream(1 << 20)
 	ph := mustOpen(t, b, 11, bridge.KindFairUnified, 1<<20, 0, up)
 
-	h, err := joinTaskPool(b, 11)
+	h, err := JoinTaskPool(b, 11)
 	require.NoError(t, err)
 	res := pool.NewConsumer("engine-sort").Register(h.Pool())
 	require.NoError(t, res.TryGrow(4096))
@@ -41,10 +39,10 @@ func TestJoinTaskPoolSharesTheJavaOpenedPoolAndKeepsItOpenUntilReleased(t *testi
 
 func TestJoinTaskPoolWithoutAnOpenPoolIsIllegalStateAndCreatesNothing(t *testing.T) {
 	b, _ := newTestBridge(t)
-	_, err := joinTaskPool(b, 5)
+	_, err := JoinTaskPool(b, 5)
 	require.ErrorIs(t, err, ErrIllegalState)
 	assert.Equal(t, "jni: JoinTaskPool(task 5): the task has no open pool (open it from Java with TaskPool first): illegal state", err.Error())
-	assert.Equal(t, bridge.ThrowIllegalState, bridge.Settle(engineError(err)).Kind)
+	assert.Equal(t, bridge.ThrowIllegalState, bridge.Settle(BridgeError(err)).Kind)
 	assert.Zero(t, b.LiveTasks(), "a failed join leaves no entry behind")
 
 	// After the task's last handle closed, a join fails the same way: it
@@ -52,7 +50,7 @@ func TestJoinTaskPoolWithoutAnOpenPoolIsIllegalStateAndCreatesNothing(t *testing
 	up := newFakeUpstream(1 << 20)
 	ph := mustOpen(t, b, 5, bridge.KindGreedyUnified, 0, 0, up)
 	require.NoError(t, b.ClosePool(ph))
-	_, err = joinTaskPool(b, 5)
+	_, err = JoinTaskPool(b, 5)
 	require.ErrorIs(t, err, ErrIllegalState)
 	assert.Equal(t, int64(1), up.Closes())
 	assert.Zero(t, b.LiveTasks())
@@ -73,7 +71,7 @@ func TestSparkSpillOfTheTaskReachesAnEngineConsumersSpiller(t *testing.T) {
 	b, _ := newTestBridge(t)
 	up := newFakeUpstream(1 << 20)
 	ph := mustOpen(t, b, 21, bridge.KindFairUnified, 1<<20, 0, up)
-	h, err := joinTaskPool(b, 21)
+	h, err := JoinTaskPool(b, 21)
 	require.NoError(t, err)
 	defer h.Close()
 	sp := &engineSpiller{}
@@ -109,7 +107,7 @@ func TestEngineErrorsThrowTheirJavaExceptionWithTheErrorText(t *testing.T) {
 		{"java exception wins over the sentinel", fmt.Errorf("sort: %w: %w", ErrIllegalState, java), bridge.ThrowJava, java.Error()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := bridge.Settle(engineError(tc.err))
+			f := bridge.Settle(BridgeError(tc.err))
 			assert.Equal(t, tc.kind, f.Kind)
 			assert.Equal(t, tc.msg, f.Msg)
 		})
@@ -141,31 +139,4 @@ func TestEngineHandleTableTellsClosedFromForgedUnderItsOwnTag(t *testing.T) {
 	require.Equal(t, []string{"b"}, seen)
 	require.Zero(t, tab.Len())
 	require.Panics(t, func() { NewHandleTable[int]('P', "engine", "operator") })
-}
-
-// An engine's own ffi allocator counts in native.allocated (ALLOCATED) and
-// in LiveNative under its consumer while tracked: the demo's sorter buffers
-// were in no ledger part before.
-func TestATrackedEngineAllocatorIsNativeAllocatedMemory(t *testing.T) {
-	b, _ := newTestBridge(t)
-	ph := mustOpen(t, b, 12, bridge.KindGreedyUnified, 0, 0, newFakeUpstream(1<<20))
-	h, err := joinTaskPool(b, 12)
-	require.NoError(t, err)
-	res := pool.NewConsumer("engine-sort").Register(h.Pool())
-	a := ffi.NewAllocator(nil, res)
-	buf := a.Allocate(64 << 10)
-	before := b.ProcessArrowStats()[bridge.ArrowPStatAllocated]
-	untrack := trackAllocator(b, "engine-sort", a)
-	assert.Equal(t, before+64<<10, b.ProcessArrowStats()[bridge.ArrowPStatAllocated])
-	live := b.LiveNative(5)
-	require.Len(t, live, 1)
-	assert.Equal(t, "engine-sort", live[0].Consumer)
-	assert.Equal(t, int64(64<<10), live[0].Bytes)
-	a.Free(buf)
-	require.NoError(t, a.Close())
-	untrack()
-	assert.Equal(t, before, b.ProcessArrowStats()[bridge.ArrowPStatAllocated])
-	res.Close()
-	h.Close()
-	require.NoError(t, b.ClosePool(ph))
 }
