@@ -27,7 +27,7 @@ $(LIB): $(shell find pool taskshared ffi jni internal -name '*.go' -o -name '*.c
 
 ## lib-aarch64: the same library for linux-aarch64, cross-compiled with Debian's
 ## gcc-aarch64-linux-gnu when it is installed (skipped with a message otherwise), then checked
-## with readelf: an AArch64 ELF exporting every NativeBridge native the x86-64 library exports.
+## with readelf: an AArch64 ELF exporting every jni.Natives native the x86-64 library exports.
 LIB_ARM64 := $(BUILD)/lib/linux-aarch64/libnativepool.so
 AARCH64_CC ?= aarch64-linux-gnu-gcc
 lib-aarch64: $(LIB)
@@ -37,10 +37,10 @@ lib-aarch64: $(LIB)
 	mkdir -p $(dir $(LIB_ARM64)) && \
 	CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=$(AARCH64_CC) $(GO) build -buildmode=c-shared -o $(LIB_ARM64) ./jni/libnativepool && \
 	readelf -h $(LIB_ARM64) | grep -q 'Machine: *AArch64' && \
-	want=$$(nm -D --defined-only $(LIB) | grep -c ' T Java_org_nativepool_spark_NativeBridge_') && \
-	got=$$(nm -D --defined-only $(LIB_ARM64) | grep -c ' T Java_org_nativepool_spark_NativeBridge_') && \
-	if [ "$$got" != "$$want" ]; then echo "lib-aarch64: $$got NativeBridge exports, x86-64 has $$want"; exit 1; fi && \
-	echo "lib-aarch64: $(LIB_ARM64): ELF AArch64, $$got NativeBridge exports"
+	want=$$(nm -D --defined-only $(LIB) | grep -c ' T Java_org_nativepool_spark_jni_Natives_') && \
+	got=$$(nm -D --defined-only $(LIB_ARM64) | grep -c ' T Java_org_nativepool_spark_jni_Natives_') && \
+	if [ "$$got" != "$$want" ]; then echo "lib-aarch64: $$got jni.Natives exports, x86-64 has $$want"; exit 1; fi && \
+	echo "lib-aarch64: $(LIB_ARM64): ELF AArch64, $$got jni.Natives exports"
 
 ## jar: the Spark plugin module (Spark itself is 'provided'): spark/target/nativepool-spark-*.jar,
 ## carrying libnativepool.so (linux-x86_64, and linux-aarch64 when lib-aarch64 built it) and

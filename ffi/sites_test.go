@@ -15,13 +15,13 @@ func TestInternalFrameSkipsNativepoolsOwnPackagesButNotExamplesOrTests(t *testin
 	}{
 		{"runtime.cgocallback", "asm_amd64.s", true},
 		{"runtime/cgo.Handle.Value", "handle.go", true},
-		{"_cgoexp_09e1a25afe6a_Java_org_nativepool_spark_NativeBridge_copyBatch0", "_cgo_gotypes.go", true},
+		{"_cgoexp_09e1a25afe6a_Java_org_nativepool_spark_jni_Natives_copyBatch0", "_cgo_gotypes.go", true},
 		{"github.com/apache/arrow-go/v18/arrow/memory.(*Buffer).Reserve", "buffer.go", true},
 		{m + "ffi.(*Allocator).allocate", "allocator.go", true},
 		{m + "ffi/ffitest.AssertNoLeak", "ffitest.go", true},
 		{m + "internal/bridge.(*Bridge).CopyBatch", "arrow.go", true},
 		{m + "jni.copyRecordBatch", "arrow.go", true},
-		{m + "jni.Java_org_nativepool_spark_NativeBridge_copyBatch0", "arrow_exports.go", true},
+		{m + "jni.Java_org_nativepool_spark_jni_Natives_copyBatch0", "arrow_exports.go", true},
 		{m + "pool.(*Reservation).TryGrow", "reservation.go", true},
 		{m + "taskshared.(*Registry).Acquire", "registry.go", true},
 		{m + "examples/sort.(*Sorter).Add", "sorter.go", false},
@@ -40,7 +40,7 @@ func TestAllocatingFunctionFallsBackToTheForeignCallerWhenEveryGoFrameIsInternal
 	internal := []runtime.Frame{
 		{Function: "github.com/apache/arrow-go/v18/arrow/memory.(*Buffer).Reserve", File: "buffer.go", Line: 1},
 		{Function: "github.com/nativepool/nativepool/jni.copyRecordBatch", File: "arrow.go", Line: 2},
-		{Function: "github.com/nativepool/nativepool/jni.Java_org_nativepool_spark_NativeBridge_copyBatch0", File: "arrow_exports.go", Line: 3},
+		{Function: "github.com/nativepool/nativepool/jni.Java_org_nativepool_spark_jni_Natives_copyBatch0", File: "arrow_exports.go", Line: 3},
 	}
 	java := "org.example.Job.run(Job.java:42)"
 	assert.Equal(t, runtime.Frame{Function: "org.example.Job.run", File: "Job.java", Line: 42}, allocatingFunction(internal, java))

@@ -5,13 +5,13 @@ package jni
 #include "np.h"
 
 // npa_throw_exhausted makes a new
-// org.nativepool.spark.arrow.ArrowMemoryExhaustedException(msg) pending in
-// env. FindClass runs inside a NativeBridge native, so it resolves with
-// NativeBridge's class loader. Returns 0 if thrown; 1 if the class or its
+// org.nativepool.spark.jni.ArrowMemoryExhaustedException(msg) pending in
+// env. FindClass runs inside a native of Natives, so it resolves with
+// Natives's class loader. Returns 0 if thrown; 1 if the class or its
 // (String) constructor is missing (nothing pending: the caller throws
 // something else); 2 if the JVM failed building it (an exception pending).
 static int npa_throw_exhausted(JNIEnv *env, const jchar *msg, jsize len) {
-	jclass cls = (*env)->FindClass(env, "org/nativepool/spark/arrow/ArrowMemoryExhaustedException");
+	jclass cls = (*env)->FindClass(env, "org/nativepool/spark/jni/ArrowMemoryExhaustedException");
 	if (cls == NULL) {
 		(*env)->ExceptionClear(env);
 		return 1;
@@ -51,10 +51,10 @@ import (
 // the refusal exception. (C Data struct addresses from Java stay uintptrs
 // until internal/cdatacheck has accepted them: arrowruntime.ImportBatchAt.)
 
-// exhaustedClass is the Java class copyBatch0 throws on a refusal. The other
-// copy is spark/src/main/java/org/nativepool/spark/arrow/ArrowMemoryExhaustedException.java
-// (its (String) constructor is called from npa_throw_exhausted).
-const exhaustedClass = "org.nativepool.spark.arrow.ArrowMemoryExhaustedException"
+// exhaustedClass is the Java class copyBatch0 throws on a refusal (in
+// spark/src/main/java/org/nativepool/spark/jni/); its (String) constructor
+// is called from npa_throw_exhausted.
+const exhaustedClass = "org.nativepool.spark.jni.ArrowMemoryExhaustedException"
 
 // throwExhausted makes an ArrowMemoryExhaustedException with msg pending in
 // env, or a RuntimeException with msg if that class cannot be built (the

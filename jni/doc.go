@@ -1,19 +1,39 @@
 //go:build cgo
 
 // Package jni is the cgo half of the bridge between nativepool's pools and
-// Spark's TaskMemoryManager: the natives of org.nativepool.spark.NativeBridge,
+// Spark's TaskMemoryManager: the natives of org.nativepool.spark.jni.Natives,
 // built into libnativepool.so by the command jni/libnativepool
 // (go build -buildmode=c-shared). The contract with the Java module spark/
 // is jni/API.md. Everything here touches the JVM or C; everything that does
-// not lives in the pure-Go core, internal/bridge, whose tests run with
-// CGO_ENABLED=0 and no JDK. It is not for direct use from Go: Go code uses
-// pool and taskshared, and a Go engine linking the bridge into its own
-// library uses engine.go.
+// not lives in the pure-Go core, internal/bridge, and the packages listed
+// under Layout, whose tests run with CGO_ENABLED=0 and no JDK. It is not for
+// direct use from Go: Go code uses pool and taskshared, and a Go engine
+// linking the bridge into its own library uses engine.go.
+//
+// # The Java side's classes
+//
+// All in package org.nativepool.spark.jni of the Java module:
+//
+//	Natives                          the natives below (static, names ending in 0)
+//	Upstream                         acquireMemory(J)J, releaseMemory(J)V: a task
+//	                                 pool's upstream, called back from Go
+//	Spiller                          spill(J)J: a reservation's spiller, called back
+//	TaskOwner                        the task's owner (abstract, implements Upstream):
+//	                                 Go writes its taskHandle (J) and registeredOwner
+//	                                 (Lorg/nativepool/spark/jni/TaskOwner;) fields
+//	GoLog                            static log(ILjava/lang/String;JLjava/lang/String;)V,
+//	                                 Go's log records
+//	ArrowMemoryExhaustedException    (Ljava/lang/String;)V, thrown by copyBatch0
+//
+// The Java copies of the shared constants in that package (PoolStat,
+// ProcessStat, ArrowStat, ArrowProcessStat, LeakKind, GoLoggers) and
+// config.PoolKind are generated from the Go declarations
+// (internal/javaconsts).
 //
 // # Exported API
 //
-// The exports (exports.go, arrow_exports.go) are
-// Java_org_nativepool_spark_NativeBridge_<name>0. Each one converts its JNI
+// The exports (exports.go, arrow_exports.go, leak_exports.go) are
+// Java_org_nativepool_spark_jni_Natives_<name>0. Each one converts its JNI
 // arguments, calls a method of the process Bridge (exports.go; a
 // *bridge.Bridge), and throws what that call returned (endCall): the
 // natives hold no logic of their own.
@@ -35,14 +55,14 @@
 //	                  internal/arrowruntime
 //	arrow_jni.go      the Arrow natives' JNI helpers (the refusal exception)
 //	leak_exports.go   the //export functions of leaks and live native memory
-//	upstream.go       jvmUpstream: pool.Upstream over NativeUpstream (upcalls)
-//	spiller.go        jvmSpiller: pool.Spiller over NativeSpiller (upcall)
-//	taskowner.go      tells a SparkTaskUpstream candidate the task's owner
+//	upstream.go       jvmUpstream: pool.Upstream over Upstream (upcalls)
+//	spiller.go        jvmSpiller: pool.Spiller over Spiller (upcall)
+//	taskowner.go      tells a TaskOwner candidate the task's owner
 //	engine.go         the Go engine API: JoinTaskPool, ReportSpill,
 //	                  TrackAllocator, EngineCall, JavaString, NewJavaLongArray
 //	                  and HandleTable, for engines that link this package into
 //	                  their own library
-//	log.go, np_log.c  the process's log router and its sink: NativeLog.log
+//	log.go, np_log.c  the process's log router and its sink: GoLog.log
 //	                  through np_log; Logger and TaskAttr for engines
 //	malloc.go         glibc's mallopt and mallinfo2 for the process runtime
 //	testexports.go    extra natives for jvm_test.go only (build tag
@@ -70,14 +90,14 @@
 //	                       HandleTable and the join of a task pool
 //
 // jvm_test.go (skipped with -short) builds the library with that tag, loads
-// it into a JVM under -Xcheck:jni and runs testdata/jvm/Smoke.java against
-// a minimal copy of NativeBridge: the Go side checked in a real JVM without
-// the Java module.
+// it into a JVM under -Xcheck:jni and runs testdata/jvm/.../jni/Smoke.java against
+// minimal copies of the classes above: the Go side checked in a real JVM
+// without the Java module.
 //
 // # The open of a task's pool
 //
 // The open that creates a task's pool is given an owner candidate
-// (SparkTaskUpstream): inside the registry's create, and only there, the
+// (a TaskOwner): inside the registry's create, and only there, the
 // export makes the pool's one global ref to it and stores the pool's task
 // handle in it, so no spill of the task can find the owner without its
 // handle. A join makes no global ref; it only tells its candidate the
@@ -86,7 +106,9 @@
 //
 // # Threads and the JNIEnv
 //
-// Following reference/go-jni.md §3.3 and §4 (measured there):
+// A JNIEnv is valid only on its thread and during the native call that
+// received it, and a goroutine may move between OS threads between two cgo
+// calls; so:
 //
 //   - An export uses the JNIEnv it was given, only on its own goroutine
 //     (cgo keeps it on the calling JVM thread for the whole call).
@@ -98,16 +120,17 @@
 //     LockOSThread is needed and no JNIEnv is ever cached in Go. A
 //     pthread_key destructor detaches such a thread when it exits, so the
 //     JVM keeps no zombie java.lang.Thread.
-//   - Method IDs are taken from the interfaces NativeUpstream and
-//     NativeSpiller; classes are resolved once, in init0, on a JVM thread, by
-//     FindClass inside a NativeBridge native, so with the class loader that
-//     loaded NativeBridge (the application loader), never the system loader
-//     an attached Go thread would get.
+//   - Method IDs are taken from the interfaces Upstream and Spiller; classes
+//     are resolved once, in init0, on a JVM thread, by FindClass inside a
+//     native of Natives, so with the class loader that loaded Natives (the
+//     application loader), never the system loader an attached Go thread
+//     would get.
 //   - No Go lock is held across an upcall: acquireMemory may block in Spark's
 //     1/2N wait and may call spill on the same thread, which re-enters Go
-//     (reclaimTask0, then shrink0 from the Java spiller). Global refs that upcalls
-//     use are guarded by a use count (sharedRef), not a lock, and deleted on
-//     an attached thread when their pool or reservation closes.
+//     (reclaimTask0, then shrink0 from the Java spiller). Global refs that
+//     upcalls use are guarded by a use count (internal/sharedref), not a
+//     lock, and deleted on an attached thread when their pool or reservation
+//     closes.
 //
 // # Exceptions and panics
 //
@@ -135,7 +158,7 @@
 // # Logs
 //
 // Once the plugin has called configureLog0, every slog record of the
-// process goes to org.nativepool.spark.NativeLog and through SLF4J
+// process goes to org.nativepool.spark.jni.GoLog and through SLF4J
 // (internal/logsink): the process Bridge logs through the router, and the
 // router is slog's default handler (so engines' and ffi's default loggers,
 // and the log package, follow). The logger is named after the Go package
@@ -153,7 +176,7 @@
 // level, so a disabled record never makes an upcall. The upcall (np_log)
 // is one C call like the others (GetEnv, attach if needed); it never
 // leaves an exception behind, does not touch the JVM while an exception is
-// pending on the thread, and NativeLog.log never calls native code, so a
+// pending on the thread, and GoLog.log never calls native code, so a
 // record made under a pool's lock cannot deadlock. A record Java did not
 // take is written to stderr. Before configureLog0 records go to slog's
 // default handler, as in a process without a JVM.
@@ -174,7 +197,7 @@
 // between calls.
 //
 // The library sets the process's allocator behaviour itself, never through
-// the user's environment (issue 11): configureRuntime0 calls
+// the user's environment: configureRuntime0 calls
 // mallopt(M_MMAP_THRESHOLD, n) (malloc.go; default 128 KiB from the plugin's
 // spark.nativepool.mallocMmapThreshold), which also stops glibc raising the
 // threshold (and the trim threshold) after large frees, then resets the

@@ -47,16 +47,16 @@ func newProcess() *bridge.Bridge {
 // levels and logger names) are declared in internal/bridge and
 // internal/logsink; their Java copies are generated (internal/javaconsts).
 
-//export Java_org_nativepool_spark_NativeBridge_version0
-func Java_org_nativepool_spark_NativeBridge_version0(env *jniEnv, _ jclass) (v jstring) {
+//export Java_org_nativepool_spark_jni_Natives_version0
+func Java_org_nativepool_spark_jni_Natives_version0(env *jniEnv, _ jclass) (v jstring) {
 	// Needs no init0: the loader compares it with the jar's version before
 	// init0 runs.
 	defer func() { endCall(env, recover(), nil) }()
 	return goStringToJava(env, bridge.Version)
 }
 
-//export Java_org_nativepool_spark_NativeBridge_init0
-func Java_org_nativepool_spark_NativeBridge_init0(env *jniEnv, _ jclass) {
+//export Java_org_nativepool_spark_jni_Natives_init0
+func Java_org_nativepool_spark_jni_Natives_init0(env *jniEnv, _ jclass) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	if rc := C.np_init(env); rc != npOK && !exceptionPending(env) {
@@ -65,8 +65,8 @@ func Java_org_nativepool_spark_NativeBridge_init0(env *jniEnv, _ jclass) {
 	process.MeasureGoBaseline() // the idle runtime's footprint, once
 }
 
-//export Java_org_nativepool_spark_NativeBridge_openPool0
-func Java_org_nativepool_spark_NativeBridge_openPool0(env *jniEnv, _ jclass, taskAttemptID jlong, kind jint, poolSize, chunkSize jlong, owner jobject) (h jlong) {
+//export Java_org_nativepool_spark_jni_Natives_openPool0
+func Java_org_nativepool_spark_jni_Natives_openPool0(env *jniEnv, _ jclass, taskAttemptID jlong, kind jint, poolSize, chunkSize jlong, owner jobject) (h jlong) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	if owner == 0 {
@@ -90,15 +90,15 @@ func Java_org_nativepool_spark_NativeBridge_openPool0(env *jniEnv, _ jclass, tas
 	return jlong(id)
 }
 
-//export Java_org_nativepool_spark_NativeBridge_closePool0
-func Java_org_nativepool_spark_NativeBridge_closePool0(env *jniEnv, _ jclass, poolHandle jlong) {
+//export Java_org_nativepool_spark_jni_Natives_closePool0
+func Java_org_nativepool_spark_jni_Natives_closePool0(env *jniEnv, _ jclass, poolHandle jlong) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	err = process.ClosePool(int64(poolHandle))
 }
 
-//export Java_org_nativepool_spark_NativeBridge_newReservation0
-func Java_org_nativepool_spark_NativeBridge_newReservation0(env *jniEnv, _ jclass, poolHandle jlong, consumerName jstring, canSpill jboolean, spiller jobject) (h jlong) {
+//export Java_org_nativepool_spark_jni_Natives_newReservation0
+func Java_org_nativepool_spark_jni_Natives_newReservation0(env *jniEnv, _ jclass, poolHandle jlong, consumerName jstring, canSpill jboolean, spiller jobject) (h jlong) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	name, ok, err := javaStringToGo(env, consumerName)
@@ -121,8 +121,8 @@ func Java_org_nativepool_spark_NativeBridge_newReservation0(env *jniEnv, _ jclas
 	return jlong(id)
 }
 
-//export Java_org_nativepool_spark_NativeBridge_tryGrow0
-func Java_org_nativepool_spark_NativeBridge_tryGrow0(env *jniEnv, _ jclass, res, n jlong) (refusal jstring) {
+//export Java_org_nativepool_spark_jni_Natives_tryGrow0
+func Java_org_nativepool_spark_jni_Natives_tryGrow0(env *jniEnv, _ jclass, res, n jlong) (refusal jstring) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	err = process.TryGrow(int64(res), int64(n))
@@ -135,61 +135,61 @@ func Java_org_nativepool_spark_NativeBridge_tryGrow0(env *jniEnv, _ jclass, res,
 	return 0
 }
 
-//export Java_org_nativepool_spark_NativeBridge_grow0
-func Java_org_nativepool_spark_NativeBridge_grow0(env *jniEnv, _ jclass, res, n jlong) {
+//export Java_org_nativepool_spark_jni_Natives_grow0
+func Java_org_nativepool_spark_jni_Natives_grow0(env *jniEnv, _ jclass, res, n jlong) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	err = process.Grow(int64(res), int64(n))
 }
 
-//export Java_org_nativepool_spark_NativeBridge_shrink0
-func Java_org_nativepool_spark_NativeBridge_shrink0(env *jniEnv, _ jclass, res, n jlong) {
+//export Java_org_nativepool_spark_jni_Natives_shrink0
+func Java_org_nativepool_spark_jni_Natives_shrink0(env *jniEnv, _ jclass, res, n jlong) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	err = process.Shrink(int64(res), int64(n))
 }
 
-//export Java_org_nativepool_spark_NativeBridge_free0
-func Java_org_nativepool_spark_NativeBridge_free0(env *jniEnv, _ jclass, res jlong) (freed jlong) {
+//export Java_org_nativepool_spark_jni_Natives_free0
+func Java_org_nativepool_spark_jni_Natives_free0(env *jniEnv, _ jclass, res jlong) (freed jlong) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	n, err := process.Free(int64(res))
 	return jlong(n)
 }
 
-//export Java_org_nativepool_spark_NativeBridge_size0
-func Java_org_nativepool_spark_NativeBridge_size0(env *jniEnv, _ jclass, res jlong) (size jlong) {
+//export Java_org_nativepool_spark_jni_Natives_size0
+func Java_org_nativepool_spark_jni_Natives_size0(env *jniEnv, _ jclass, res jlong) (size jlong) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	n, err := process.Size(int64(res))
 	return jlong(n)
 }
 
-//export Java_org_nativepool_spark_NativeBridge_closeReservation0
-func Java_org_nativepool_spark_NativeBridge_closeReservation0(env *jniEnv, _ jclass, res jlong) {
+//export Java_org_nativepool_spark_jni_Natives_closeReservation0
+func Java_org_nativepool_spark_jni_Natives_closeReservation0(env *jniEnv, _ jclass, res jlong) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	err = process.CloseReservation(int64(res))
 }
 
-//export Java_org_nativepool_spark_NativeBridge_reclaim0
-func Java_org_nativepool_spark_NativeBridge_reclaim0(env *jniEnv, _ jclass, poolHandle, target jlong) (freed jlong) {
+//export Java_org_nativepool_spark_jni_Natives_reclaim0
+func Java_org_nativepool_spark_jni_Natives_reclaim0(env *jniEnv, _ jclass, poolHandle, target jlong) (freed jlong) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	n, err := process.Reclaim(int64(poolHandle), int64(target))
 	return jlong(n)
 }
 
-//export Java_org_nativepool_spark_NativeBridge_reclaimTask0
-func Java_org_nativepool_spark_NativeBridge_reclaimTask0(env *jniEnv, _ jclass, task, target jlong) (freed jlong) {
+//export Java_org_nativepool_spark_jni_Natives_reclaimTask0
+func Java_org_nativepool_spark_jni_Natives_reclaimTask0(env *jniEnv, _ jclass, task, target jlong) (freed jlong) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	n, err := process.ReclaimTask(int64(task), int64(target))
 	return jlong(n)
 }
 
-//export Java_org_nativepool_spark_NativeBridge_poolStats0
-func Java_org_nativepool_spark_NativeBridge_poolStats0(env *jniEnv, _ jclass, poolHandle jlong) (stats jlongArray) {
+//export Java_org_nativepool_spark_jni_Natives_poolStats0
+func Java_org_nativepool_spark_jni_Natives_poolStats0(env *jniEnv, _ jclass, poolHandle jlong) (stats jlongArray) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	a, err := process.PoolStats(int64(poolHandle))
@@ -199,8 +199,8 @@ func Java_org_nativepool_spark_NativeBridge_poolStats0(env *jniEnv, _ jclass, po
 	return goLongsToJava(env, a)
 }
 
-//export Java_org_nativepool_spark_NativeBridge_consumerPeaks0
-func Java_org_nativepool_spark_NativeBridge_consumerPeaks0(env *jniEnv, _ jclass, poolHandle jlong) (peaks jstring) {
+//export Java_org_nativepool_spark_jni_Natives_consumerPeaks0
+func Java_org_nativepool_spark_jni_Natives_consumerPeaks0(env *jniEnv, _ jclass, poolHandle jlong) (peaks jstring) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	m, err := process.ConsumerPeaks(int64(poolHandle))
@@ -210,23 +210,23 @@ func Java_org_nativepool_spark_NativeBridge_consumerPeaks0(env *jniEnv, _ jclass
 	return goStringToJava(env, bridge.EncodeConsumerPeaks(m))
 }
 
-//export Java_org_nativepool_spark_NativeBridge_processStats0
-func Java_org_nativepool_spark_NativeBridge_processStats0(env *jniEnv, _ jclass) (stats jlongArray) {
+//export Java_org_nativepool_spark_jni_Natives_processStats0
+func Java_org_nativepool_spark_jni_Natives_processStats0(env *jniEnv, _ jclass) (stats jlongArray) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	return goLongsToJava(env, process.ProcessStats().Array())
 }
 
-//export Java_org_nativepool_spark_NativeBridge_takeSpill0
-func Java_org_nativepool_spark_NativeBridge_takeSpill0(env *jniEnv, _ jclass, taskAttemptID jlong) (spill jlongArray) {
+//export Java_org_nativepool_spark_jni_Natives_takeSpill0
+func Java_org_nativepool_spark_jni_Natives_takeSpill0(env *jniEnv, _ jclass, taskAttemptID jlong) (spill jlongArray) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	s := process.TakeSpill(int64(taskAttemptID))
 	return goLongsToJava(env, []int64{s.Memory, s.Disk})
 }
 
-//export Java_org_nativepool_spark_NativeBridge_configure0
-func Java_org_nativepool_spark_NativeBridge_configure0(env *jniEnv, _ jclass, logging jboolean, thresholds jlongArray) {
+//export Java_org_nativepool_spark_jni_Natives_configure0
+func Java_org_nativepool_spark_jni_Natives_configure0(env *jniEnv, _ jclass, logging jboolean, thresholds jlongArray) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	th, err := javaLongsToGo(env, thresholds)
@@ -236,8 +236,8 @@ func Java_org_nativepool_spark_NativeBridge_configure0(env *jniEnv, _ jclass, lo
 	err = process.Configure(bridge.Settings{Logging: logging != 0, Thresholds: th})
 }
 
-//export Java_org_nativepool_spark_NativeBridge_configureLog0
-func Java_org_nativepool_spark_NativeBridge_configureLog0(env *jniEnv, _ jclass, levels jstring) {
+//export Java_org_nativepool_spark_jni_Natives_configureLog0
+func Java_org_nativepool_spark_jni_Natives_configureLog0(env *jniEnv, _ jclass, levels jstring) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	s, _, err := javaStringToGo(env, levels)
@@ -255,8 +255,8 @@ func Java_org_nativepool_spark_NativeBridge_configureLog0(env *jniEnv, _ jclass,
 	}
 }
 
-//export Java_org_nativepool_spark_NativeBridge_configureRuntime0
-func Java_org_nativepool_spark_NativeBridge_configureRuntime0(env *jniEnv, _ jclass, mallocMmapThreshold, goMemoryLimit, memoryOverhead jlong) {
+//export Java_org_nativepool_spark_jni_Natives_configureRuntime0
+func Java_org_nativepool_spark_jni_Natives_configureRuntime0(env *jniEnv, _ jclass, mallocMmapThreshold, goMemoryLimit, memoryOverhead jlong) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	err = process.ConfigureRuntime(bridge.RuntimeSettings{

@@ -13,7 +13,7 @@ import (
 )
 
 // TestJVMSmoke builds libnativepool.so, loads it into a real JVM under
-// -Xcheck:jni and runs testdata/jvm/Smoke.java: every native of API.md, the
+// -Xcheck:jni and runs testdata/jvm/.../jni/Smoke.java: every native of API.md, the
 // exceptions and messages, the original throwable rethrown from each upcall,
 // re-entrant spill (reclaim0 from inside acquireMemory, shrink0 from inside
 // spill), concurrent and short-lived threads. It fails on any failed check
@@ -37,13 +37,13 @@ func TestJVMSmoke(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
-	srcs, err := filepath.Glob("testdata/jvm/org/nativepool/spark/*.java")
+	srcs, err := filepath.Glob("testdata/jvm/org/nativepool/spark/jni/*.java")
 	require.NoError(t, err)
 	classes := filepath.Join(dir, "classes")
 	out, err = exec.Command(javac, append([]string{"-d", classes}, srcs...)...).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
-	run := exec.Command(java, "-Xcheck:jni", "-cp", classes, "org.nativepool.spark.Smoke", lib)
+	run := exec.Command(java, "-Xcheck:jni", "-cp", classes, "org.nativepool.spark.jni.Smoke", lib)
 	out, err = run.CombinedOutput()
 	text := string(out)
 	checks := 0

@@ -8,13 +8,13 @@ import (
 	"github.com/nativepool/nativepool/internal/bridge"
 )
 
-// The leak and live-memory natives of org.nativepool.spark.NativeBridge
+// The leak and live-memory natives of org.nativepool.spark.jni.Natives
 // (jni/API.md, "Leaks"), and nothing else. They follow exports.go: a
 // deferred recover and endCall settle every outcome, so no panic crosses
 // into the JVM.
 
-//export Java_org_nativepool_spark_NativeBridge_reportLeak0
-func Java_org_nativepool_spark_NativeBridge_reportLeak0(env *jniEnv, _ jclass, taskAttemptID jlong, consumer, kind jstring, bytes, resident jlong, site jstring) {
+//export Java_org_nativepool_spark_jni_Natives_reportLeak0
+func Java_org_nativepool_spark_jni_Natives_reportLeak0(env *jniEnv, _ jclass, taskAttemptID jlong, consumer, kind jstring, bytes, resident jlong, site jstring) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	var l bridge.Leak
@@ -35,22 +35,22 @@ func Java_org_nativepool_spark_NativeBridge_reportLeak0(env *jniEnv, _ jclass, t
 	err = process.RecordLeak(l)
 }
 
-//export Java_org_nativepool_spark_NativeBridge_leakResident0
-func Java_org_nativepool_spark_NativeBridge_leakResident0(env *jniEnv, _ jclass, bytes jlong) {
+//export Java_org_nativepool_spark_jni_Natives_leakResident0
+func Java_org_nativepool_spark_jni_Natives_leakResident0(env *jniEnv, _ jclass, bytes jlong) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	err = process.SetJavaLeakResident(int64(bytes))
 }
 
-//export Java_org_nativepool_spark_NativeBridge_recentLeaks0
-func Java_org_nativepool_spark_NativeBridge_recentLeaks0(env *jniEnv, _ jclass) (leaks jstring) {
+//export Java_org_nativepool_spark_jni_Natives_recentLeaks0
+func Java_org_nativepool_spark_jni_Natives_recentLeaks0(env *jniEnv, _ jclass) (leaks jstring) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	return goStringToJava(env, bridge.FormatLeaks(process.RecentLeaks()))
 }
 
-//export Java_org_nativepool_spark_NativeBridge_liveNative0
-func Java_org_nativepool_spark_NativeBridge_liveNative0(env *jniEnv, _ jclass, max jint) (owners jstring) {
+//export Java_org_nativepool_spark_jni_Natives_liveNative0
+func Java_org_nativepool_spark_jni_Natives_liveNative0(env *jniEnv, _ jclass, max jint) (owners jstring) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	if max < 0 {

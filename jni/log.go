@@ -23,9 +23,9 @@ import (
 // process-wide by nature: there is one slog default and one JVM.
 var processLog = logsink.NewRouter(javaLogSink)
 
-// javaLogSink hands a record to NativeLog.log: one np_log call (GetEnv,
+// javaLogSink hands a record to GoLog.log: one np_log call (GetEnv,
 // attach if needed, the static call, exception cleared), from any
-// goroutine. It holds no Go lock, and NativeLog.log never calls native code,
+// goroutine. It holds no Go lock, and GoLog.log never calls native code,
 // so a record made while a pool's lock is held cannot deadlock on its way.
 func javaLogSink(jr logsink.Record) error {
 	logger := utf16Of(jr.Logger)
@@ -38,9 +38,9 @@ func javaLogSink(jr logsink.Record) error {
 	case npOK:
 		return nil
 	case npException:
-		return errors.New("NativeLog.log raised an exception (cleared), or one was pending on this thread")
+		return errors.New("GoLog.log raised an exception (cleared), or one was pending on this thread")
 	default:
-		return npStatusError("NativeLog.log", rc)
+		return npStatusError("GoLog.log", rc)
 	}
 }
 

@@ -11,16 +11,16 @@
 /* Written once by np_init under np_init_mu, before np_initialized is set
  * (release); read after np_ready() observed it (acquire). */
 static JavaVM *np_vm;
-static jclass np_cls_upstream; /* org.nativepool.spark.NativeUpstream (global ref) */
-static jclass np_cls_spiller;  /* org.nativepool.spark.NativeSpiller (global ref) */
-static jclass np_cls_owner;    /* org.nativepool.spark.SparkTaskUpstream (global ref) */
-static jfieldID np_fid_task_handle; /* SparkTaskUpstream.taskHandle J */
-static jfieldID np_fid_owner;       /* SparkTaskUpstream.registeredOwner LSparkTaskUpstream; */
+static jclass np_cls_upstream; /* org.nativepool.spark.jni.Upstream (global ref) */
+static jclass np_cls_spiller;  /* org.nativepool.spark.jni.Spiller (global ref) */
+static jclass np_cls_owner;    /* org.nativepool.spark.jni.TaskOwner (global ref) */
+static jfieldID np_fid_task_handle; /* TaskOwner.taskHandle J */
+static jfieldID np_fid_owner;       /* TaskOwner.registeredOwner Lorg/nativepool/spark/jni/TaskOwner; */
 static jclass np_cls_exc[3];   /* indexed by NP_ILLEGAL_ARGUMENT.. NP_RUNTIME (global refs) */
 static jmethodID np_exc_ctor[3];
-static jmethodID np_mid_acquire;     /* NativeUpstream.acquireMemory(J)J */
-static jmethodID np_mid_release;     /* NativeUpstream.releaseMemory(J)V */
-static jmethodID np_mid_spill;       /* NativeSpiller.spill(J)J */
+static jmethodID np_mid_acquire;     /* Upstream.acquireMemory(J)J */
+static jmethodID np_mid_release;     /* Upstream.releaseMemory(J)V */
+static jmethodID np_mid_spill;       /* Spiller.spill(J)J */
 static jmethodID np_mid_class_name;  /* java.lang.Class.getName()Ljava/lang/String; */
 static jmethodID np_mid_get_message; /* java.lang.Throwable.getMessage()Ljava/lang/String; */
 static int np_initialized;
@@ -81,19 +81,19 @@ int np_init(JNIEnv *env) {
 		rc = NP_JNI_FAILED;
 		goto out;
 	}
-	if (np_cls_upstream == NULL && (np_cls_upstream = np_global_class(env, "org/nativepool/spark/NativeUpstream")) == NULL) {
+	if (np_cls_upstream == NULL && (np_cls_upstream = np_global_class(env, "org/nativepool/spark/jni/Upstream")) == NULL) {
 		goto out;
 	}
-	if (np_cls_spiller == NULL && (np_cls_spiller = np_global_class(env, "org/nativepool/spark/NativeSpiller")) == NULL) {
+	if (np_cls_spiller == NULL && (np_cls_spiller = np_global_class(env, "org/nativepool/spark/jni/Spiller")) == NULL) {
 		goto out;
 	}
-	if (np_cls_owner == NULL && (np_cls_owner = np_global_class(env, "org/nativepool/spark/SparkTaskUpstream")) == NULL) {
+	if (np_cls_owner == NULL && (np_cls_owner = np_global_class(env, "org/nativepool/spark/jni/TaskOwner")) == NULL) {
 		goto out;
 	}
 	if ((np_fid_task_handle = (*env)->GetFieldID(env, np_cls_owner, "taskHandle", "J")) == NULL) {
 		goto out;
 	}
-	if ((np_fid_owner = (*env)->GetFieldID(env, np_cls_owner, "registeredOwner", "Lorg/nativepool/spark/SparkTaskUpstream;")) == NULL) {
+	if ((np_fid_owner = (*env)->GetFieldID(env, np_cls_owner, "registeredOwner", "Lorg/nativepool/spark/jni/TaskOwner;")) == NULL) {
 		goto out;
 	}
 	for (int i = 0; i < 3; i++) {
@@ -397,8 +397,8 @@ int np_long_array_copy(JNIEnv *env, jlongArray a, jlong **out, jsize *len) {
 	return NP_OK;
 }
 
-/* np_is_owner reports whether obj is a SparkTaskUpstream (np_init has run:
- * the export calling us is a native of NativeBridge after init0). */
+/* np_is_owner reports whether obj is a TaskOwner (np_init has run: the
+ * export calling us is a native of Natives after init0). */
 static int np_is_owner(JNIEnv *env, jobject obj) {
 	return obj != NULL && np_ready() && (*env)->IsInstanceOf(env, obj, np_cls_owner);
 }

@@ -2,7 +2,7 @@
  * np.h: the seam between the Go side of package jni and the JVM.
  *
  * Every JNI call that Go needs goes through one np_ function, so that the
- * rules of go-jni.md hold in one place (see jni/doc.go):
+ * JNI rules of jni/doc.go ("Threads and the JNIEnv") hold in one place:
  *   - JNIEnv is never cached: np_env() does GetEnv on every upcall and, on a
  *     thread the JVM does not know, AttachCurrentThreadAsDaemon; a pthread_key
  *     destructor detaches that thread when it exits (else the JVM keeps a
@@ -10,8 +10,8 @@
  *   - an upcall is ONE C call (env + call + exception check), so the goroutine
  *     cannot migrate to another OS thread between GetEnv and the call;
  *   - classes and method IDs are resolved once, in np_init, on a JVM thread
- *     whose class loader sees org.nativepool.spark; method IDs come from the
- *     interfaces NativeUpstream and NativeSpiller, so CallLongMethod dispatches
+ *     whose class loader sees org.nativepool.spark.jni; method IDs come from
+ *     the interfaces Upstream and Spiller, so CallLongMethod dispatches
  *     virtually to whatever class implements them;
  *   - a Java exception raised by an upcall is taken (ExceptionOccurred),
  *     turned into a global ref, and cleared before the helper returns; the
@@ -46,9 +46,9 @@ enum {
 /*
  * np_init caches the JavaVM, global refs to the classes named in jni/API.md
  * (init0), the method IDs of the upcalls and the field IDs of the task owner
- * (SparkTaskUpstream.taskHandle, .registeredOwner). It must run on a JVM thread
- * inside a native method of NativeBridge (FindClass then uses NativeBridge's
- * class loader). Idempotent and safe to call concurrently. Returns NP_OK, or
+ * (TaskOwner.taskHandle, .registeredOwner). It must run on a JVM thread
+ * inside a native method of Natives (FindClass then uses Natives's class
+ * loader). Idempotent and safe to call concurrently. Returns NP_OK, or
  * NP_EXCEPTION with the JVM's NoClassDefFoundError / NoSuchMethodError still
  * pending in env (it names the missing class or method), or NP_JNI_FAILED.
  */
@@ -149,10 +149,10 @@ jlongArray np_new_long_array(JNIEnv *env, const jlong *v, jsize len);
 int np_long_array_copy(JNIEnv *env, jlongArray a, jlong **out, jsize *len);
 
 /*
- * The task owner (org.nativepool.spark.SparkTaskUpstream, jni/API.md
+ * The task owner (org.nativepool.spark.jni.TaskOwner, jni/API.md
  * "openPool0"): field IDs cached by np_init. Both helpers do nothing when
- * the object is not a SparkTaskUpstream (an upstream of another class, as
- * tests pass to openPool0), and always return NP_OK. env is the JNIEnv of
+ * the object is not a TaskOwner (an upstream of another class, as tests
+ * pass to openPool0), and always return NP_OK. env is the JNIEnv of
  * the calling native method; owner and candidate are local or global refs.
  *
  * np_set_task_handle stores the Go task handle in owner.taskHandle.
@@ -166,18 +166,17 @@ int np_set_registered_owner(JNIEnv *env, jobject candidate, jobject owner);
 int np_exception_pending(JNIEnv *env);
 
 /*
- * Go's log records through SLF4J (np_log.c; jni/log.go, jni/loghandler.go).
+ * Go's log records through SLF4J (np_log.c; jni/log.go, internal/logsink).
  *
- * np_log_init resolves org.nativepool.spark.NativeLog and its static method
+ * np_log_init resolves org.nativepool.spark.jni.GoLog and its static method
  * log(ILjava/lang/String;JLjava/lang/String;)V (a global ref and a method ID,
  * kept for the process). Like np_init it must run inside a native method of
- * NativeBridge (configureLog0), so FindClass uses NativeBridge's class
- * loader. Idempotent. Returns NP_OK, or NP_EXCEPTION with the JVM's
+ * Natives (configureLog0), so FindClass uses Natives's class loader. Idempotent. Returns NP_OK, or NP_EXCEPTION with the JVM's
  * NoClassDefFoundError / NoSuchMethodError pending in env, or NP_JNI_FAILED.
  *
- * np_log calls NativeLog.log(level, logger, task, text) from any thread
+ * np_log calls GoLog.log(level, logger, task, text) from any thread
  * (np_env attaches a Go thread if needed); logger and text are UTF-16,
- * lengths in jchars. It never leaves an exception behind: one NativeLog.log
+ * lengths in jchars. It never leaves an exception behind: one GoLog.log
  * raises is cleared (NP_EXCEPTION). If an exception is already pending on the
  * thread (a record made inside a native method after it threw), the JVM is
  * not called at all (NP_EXCEPTION). Local refs are made in a local frame.

@@ -1,8 +1,8 @@
 /*
  * np_log.c: the upcall that hands Go's log records to
- * org.nativepool.spark.NativeLog (see np.h, "Go's log records through SLF4J",
- * and jni/loghandler.go). Kept apart from np.c: np_init does not need
- * NativeLog, so a JVM without it (jni's own smoke test) still initialises.
+ * org.nativepool.spark.jni.GoLog (see np.h, "Go's log records through SLF4J",
+ * and internal/logsink). Kept apart from np.c: np_init does not need GoLog,
+ * so a JVM without it still initialises.
  */
 #include "np.h"
 
@@ -10,8 +10,8 @@
 
 /* Written once by np_log_init under np_log_mu, before np_log_ready is set
  * (release); read after np_log observed it (acquire). */
-static jclass np_log_cls;      /* org.nativepool.spark.NativeLog (global ref) */
-static jmethodID np_log_mid;   /* static NativeLog.log(ILjava/lang/String;JLjava/lang/String;)V */
+static jclass np_log_cls;      /* org.nativepool.spark.jni.GoLog (global ref) */
+static jmethodID np_log_mid;   /* static GoLog.log(ILjava/lang/String;JLjava/lang/String;)V */
 static int np_log_ready;
 static pthread_mutex_t np_log_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -23,7 +23,7 @@ int np_log_init(JNIEnv *env) {
 	int rc = NP_OK;
 	if (!np_log_ready) {
 		rc = NP_EXCEPTION;
-		jclass local = (*env)->FindClass(env, "org/nativepool/spark/NativeLog");
+		jclass local = (*env)->FindClass(env, "org/nativepool/spark/jni/GoLog");
 		if (local != NULL) {
 			jmethodID mid = (*env)->GetStaticMethodID(env, local, "log", "(ILjava/lang/String;JLjava/lang/String;)V");
 			if (mid != NULL) {

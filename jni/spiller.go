@@ -13,7 +13,7 @@ import (
 )
 
 // jvmSpiller is the pool.Spiller of a reservation opened from Java with a
-// NativeSpiller: Spill is one upcall (np_spill) to spiller.spill(target)
+// org.nativepool.spark.jni.Spiller: Spill is one upcall (np_spill) to spiller.spill(target)
 // through a global ref. It runs on the goroutine running Reclaim (the thread
 // of Spark's spill, inside reclaim0); the Java spiller shrinks its
 // reservation through shrink0 before returning, re-entering Go on the same
@@ -54,7 +54,7 @@ func (s *jvmSpiller) Spill(target int64) (int64, error) {
 	switch rc := C.np_spill(C.jobject(ref), C.jlong(target), &freed, &exc); rc {
 	case npOK:
 		if freed < 0 {
-			return 0, fmt.Errorf("nativepool: NativeSpiller.spill(%d) returned %d", target, int64(freed))
+			return 0, fmt.Errorf("nativepool: Spiller.spill(%d) returned %d", target, int64(freed))
 		}
 		return int64(freed), nil
 	case npException:

@@ -21,19 +21,19 @@ import (
 // This file exists only in the library that jvm_test.go builds (tag
 // nativepool_jvmtest); release builds never contain it. It exports extra
 // natives (goroutineLog0 and logWithPendingException0 drive the log upcall
-// the same way), declared only by testdata/jvm's copy of NativeBridge, to drive an
+// the same way), declared only by testdata/jvm's copy of Natives, to drive an
 // upcall from a goroutine the JVM does not know: the path where np_env
 // attaches the OS thread as a daemon and its pthread_key destructor detaches
 // it when the thread exits.
 
-// Java_org_nativepool_spark_NativeBridge_goroutineTryGrow0 runs TryGrow(res,
+// Java_org_nativepool_spark_jni_Natives_goroutineTryGrow0 runs TryGrow(res,
 // n) on a new goroutine and waits for it. With exitThread the goroutine locks
 // its OS thread and returns without unlocking, so the Go runtime terminates
 // that thread. Returns like tryGrow0; a Java exception raised on the
 // goroutine is rethrown here.
 //
-//export Java_org_nativepool_spark_NativeBridge_goroutineTryGrow0
-func Java_org_nativepool_spark_NativeBridge_goroutineTryGrow0(env *jniEnv, _ jclass, res, n jlong, exitThread jboolean) (refusal jstring) {
+//export Java_org_nativepool_spark_jni_Natives_goroutineTryGrow0
+func Java_org_nativepool_spark_jni_Natives_goroutineTryGrow0(env *jniEnv, _ jclass, res, n jlong, exitThread jboolean) (refusal jstring) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	done := make(chan error)
@@ -55,22 +55,22 @@ func Java_org_nativepool_spark_NativeBridge_goroutineTryGrow0(env *jniEnv, _ jcl
 	return 0
 }
 
-// Java_org_nativepool_spark_NativeBridge_noop0 is the floor of a Java→Go
+// Java_org_nativepool_spark_jni_Natives_noop0 is the floor of a Java→Go
 // call, for testdata/jvm/Bench.java: no guard, no lookup.
 //
-//export Java_org_nativepool_spark_NativeBridge_noop0
-func Java_org_nativepool_spark_NativeBridge_noop0(env *jniEnv, cls jclass, x jlong) jlong {
+//export Java_org_nativepool_spark_jni_Natives_noop0
+func Java_org_nativepool_spark_jni_Natives_noop0(env *jniEnv, cls jclass, x jlong) jlong {
 	return x + 1
 }
 
-// Java_org_nativepool_spark_NativeBridge_goroutineLog0 makes one slog
+// Java_org_nativepool_spark_jni_Natives_goroutineLog0 makes one slog
 // record (level in slog's numbers, with the task attribute unless task < 0)
 // through the process's log router on a new goroutine, and waits for it.
 // With exitThread the goroutine's OS thread exits afterwards, as in
 // goroutineTryGrow0.
 //
-//export Java_org_nativepool_spark_NativeBridge_goroutineLog0
-func Java_org_nativepool_spark_NativeBridge_goroutineLog0(env *jniEnv, _ jclass, task jlong, level jint, message jstring, exitThread jboolean) {
+//export Java_org_nativepool_spark_jni_Natives_goroutineLog0
+func Java_org_nativepool_spark_jni_Natives_goroutineLog0(env *jniEnv, _ jclass, task jlong, level jint, message jstring, exitThread jboolean) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	msg, _, err := javaStringToGo(env, message)
@@ -92,12 +92,12 @@ func Java_org_nativepool_spark_NativeBridge_goroutineLog0(env *jniEnv, _ jclass,
 	<-done
 }
 
-// Java_org_nativepool_spark_NativeBridge_logWithPendingException0 makes an
+// Java_org_nativepool_spark_jni_Natives_logWithPendingException0 makes an
 // IllegalStateException("pending") pending in env, then logs a warning on
 // this thread: np_log must leave the JVM alone.
 //
-//export Java_org_nativepool_spark_NativeBridge_logWithPendingException0
-func Java_org_nativepool_spark_NativeBridge_logWithPendingException0(env *jniEnv, _ jclass, message jstring) {
+//export Java_org_nativepool_spark_jni_Natives_logWithPendingException0
+func Java_org_nativepool_spark_jni_Natives_logWithPendingException0(env *jniEnv, _ jclass, message jstring) {
 	msg, _, err := javaStringToGo(env, message)
 	if err != nil {
 		throwNew(env, bridge.ThrowRuntime, err.Error())

@@ -16,7 +16,7 @@ import (
 
 // jvmUpstream is the pool.Upstream of a task pool opened from Java: every
 // Acquire and Release is one upcall (np_acquire / np_release) to the task's
-// org.nativepool.spark.NativeUpstream through a global ref, on whatever
+// org.nativepool.spark.jni.Upstream through a global ref, on whatever
 // goroutine the pool calls from (np_env attaches a Go thread if needed).
 //
 // Acquire may block in Spark (the 1/2N wait) and may re-enter Go on the same

@@ -19,7 +19,7 @@ import (
 // TrackConsumersPool default in Comet is 10).
 const topConsumers = 10
 
-// Bridge is the pure-Go core behind the natives of NativeBridge: the pool
+// Bridge is the pure-Go core behind the natives of jni.Natives: the pool
 // and reservation handle tables, the task-shared registry, the settings of
 // configure0, and the process-wide counters. The exports in jni/exports.go only
 // convert JNI values, call a Bridge method, and throw what it returns; a

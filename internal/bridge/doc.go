@@ -1,5 +1,5 @@
 // Package bridge is the JNI-facing core of nativepool: everything the natives
-// of org.nativepool.spark.NativeBridge do that needs neither the JVM nor C.
+// of org.nativepool.spark.jni.Natives do that needs neither the JVM nor C.
 // jni/ converts JNI values, makes the upcalls and throws; this package holds
 // the state and the rules, so that its tests run with CGO_ENABLED=0 and no
 // JDK (make test does so). The contract both serve is jni/API.md.

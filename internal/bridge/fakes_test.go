@@ -14,10 +14,11 @@ import (
 )
 
 // fakeUpstream is Spark's TaskMemoryManager as the bridge sees it through
-// NativeUpstream: the one shared fake (internal/fakeupstream) granting up to
-// budget bytes in total, recording misuse (a zero or negative call, an
-// over-return, a call after Close deleted its "global ref") instead of
-// panicking, since the bridge would turn a panic in an upcall into an error.
+// the Java interface Upstream: the one shared fake (internal/fakeupstream)
+// granting up to budget bytes in total, recording misuse (a zero or
+// negative call, an over-return, a call after Close deleted its "global
+// ref") instead of panicking, since the bridge would turn a panic in an
+// upcall into an error.
 type fakeUpstream struct{ *fakeupstream.Spark }
 
 func newFakeUpstream(budget int64) *fakeUpstream {
@@ -47,7 +48,7 @@ func (u *fakeUpstream) requireSane(t testing.TB) {
 	require.GreaterOrEqual(t, u.Held(), int64(0))
 }
 
-// fakeSpiller is a NativeSpiller: Spill calls spill (which shrinks a
+// fakeSpiller is a Java Spiller: Spill calls spill (which shrinks a
 // reservation through the Bridge, like the Java spiller does through
 // shrink0), unless Close was called.
 type fakeSpiller struct {

@@ -12,7 +12,7 @@ import (
 // task's spills in two figures: memoryBytesSpilled (the in-memory size of
 // what was spilled) and diskBytesSpilled (what the spill wrote). The bytes
 // a Spark-requested spill of the task's native consumer releases are
-// counted on the Java side (SparkTaskUpstream.spill). What only an engine
+// counted on the Java side (the task owner's spill). What only an engine
 // knows, the bytes its spills wrote to disk and the memory its own spills
 // freed (a spill it started because a grow was refused), it reports here
 // while it holds a handle of the task's pool; Java takes the sums

@@ -4,6 +4,6 @@ package bridge
 // the Maven project version of the JVM modules (the root pom.xml), and
 // TestVersionMatchesPom keeps the two equal: the plugin jar carries the same
 // string in org/nativepool/native/version.properties, and NativeLoader
-// refuses a library whose NativeBridge.version0 reports another one, before
+// refuses a library whose Natives.version0 reports another one, before
 // calling init0 (jni/API.md).
 const Version = "0.1.0-SNAPSHOT"

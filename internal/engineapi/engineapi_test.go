@@ -79,7 +79,7 @@ func TestSparkSpillOfTheTaskReachesAnEngineConsumersSpiller(t *testing.T) {
 	defer sp.res.Close()
 	require.NoError(t, sp.res.TryGrow(10_000))
 
-	freed, err := b.Reclaim(ph, 10_000) // what SparkTaskUpstream.spill calls
+	freed, err := b.Reclaim(ph, 10_000) // what the task owner's spill calls
 	require.NoError(t, err)
 	assert.Equal(t, int64(10_000), freed)
 	assert.Equal(t, 1, sp.calls)

@@ -38,7 +38,7 @@ import (
 
 // sorts is the library's engine: the sorters of every task in this
 // process. The JVM loads the library once, so this is the one instance the
-// natives work on, as jni's process registry is for NativeBridge; tests
+// natives work on, as jni's process registry is for jni.Natives; tests
 // build their own engine. It logs through jni.Logger: to slog's default
 // handler until the plugin starts, then through log4j.
 var sorts = newEngine(jni.Logger(), joinTaskPool)

@@ -7,7 +7,7 @@
 // engine written in Go uses nativepool inside Spark: the engine links
 // nativepool into its own c-shared library (one Go runtime per process,
 // golang/go#65050), so this library carries every native of
-// org.nativepool.spark.NativeBridge and the process registry, through the
+// org.nativepool.spark.jni.Natives and the process registry, through the
 // import of package jni, and is loaded instead of libnativepool.so
 // (spark.nativepool.library). Its own natives belong to
 // org.nativepool.spark.example.SortBridge: an external sort

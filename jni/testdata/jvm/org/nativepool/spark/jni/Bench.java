@@ -1,4 +1,4 @@
-package org.nativepool.spark;
+package org.nativepool.spark.jni;
 
 /**
  * Run by hand (see bench/RESULTS.md, "JNI bridge, Go side"); needs the library built with the
@@ -8,7 +8,7 @@ package org.nativepool.spark;
  * floor.
  */
 public class Bench {
-  static final class Up implements NativeUpstream {
+  static final class Up implements Upstream {
     long held;
     public long acquireMemory(long n) { held += n; return n; }
     public void releaseMemory(long n) { held -= n; }
@@ -40,24 +40,24 @@ public class Bench {
 
   public static void main(String[] args) {
     System.load(args[0]);
-    NativeBridge.init0();
+    Natives.init0();
     long n = 2_000_000;
-    long pChunk = NativeBridge.openPool0(1, 1, 0, 8 << 20, new Up());
-    long rChunk = NativeBridge.newReservation0(pChunk, "bench", false, null);
-    long pExact = NativeBridge.openPool0(2, 1, 0, 0, new Up());
-    long rExact = NativeBridge.newReservation0(pExact, "bench", false, null);
+    long pChunk = Natives.openPool0(1, 1, 0, 8 << 20, new Up());
+    long rChunk = Natives.newReservation0(pChunk, "bench", false, null);
+    long pExact = Natives.openPool0(2, 1, 0, 0, new Up());
+    long rExact = Natives.newReservation0(pExact, "bench", false, null);
     java.util.concurrent.atomic.AtomicLong a = new java.util.concurrent.atomic.AtomicLong();
     add("java AtomicLong add+sub pair", n * 10, it -> { for (long i = 0; i < it; i++) { a.addAndGet(1024); a.addAndGet(-1024); } });
     long[] sink = new long[1];
-    add("noop0 (bare cgo export, the floor)", n, it -> { long x = 0; for (long i = 0; i < it; i++) x = NativeBridge.noop0(x); sink[0] += x; });
-    add("size0", n, it -> { for (long i = 0; i < it; i++) NativeBridge.size0(rChunk); });
-    add("tryGrow0+shrink0, chunk 8 MiB (no upcall)", n, it -> { for (long i = 0; i < it; i++) { NativeBridge.tryGrow0(rChunk, 1024); NativeBridge.shrink0(rChunk, 1024); } });
-    add("grow0+shrink0, chunk 8 MiB (no upcall)", n, it -> { for (long i = 0; i < it; i++) { NativeBridge.grow0(rChunk, 1024); NativeBridge.shrink0(rChunk, 1024); } });
-    add("tryGrow0+shrink0, chunk 0 (2 upcalls)", n / 2, it -> { for (long i = 0; i < it; i++) { NativeBridge.tryGrow0(rExact, 1024); NativeBridge.shrink0(rExact, 1024); } });
+    add("noop0 (bare cgo export, the floor)", n, it -> { long x = 0; for (long i = 0; i < it; i++) x = Natives.noop0(x); sink[0] += x; });
+    add("size0", n, it -> { for (long i = 0; i < it; i++) Natives.size0(rChunk); });
+    add("tryGrow0+shrink0, chunk 8 MiB (no upcall)", n, it -> { for (long i = 0; i < it; i++) { Natives.tryGrow0(rChunk, 1024); Natives.shrink0(rChunk, 1024); } });
+    add("grow0+shrink0, chunk 8 MiB (no upcall)", n, it -> { for (long i = 0; i < it; i++) { Natives.grow0(rChunk, 1024); Natives.shrink0(rChunk, 1024); } });
+    add("tryGrow0+shrink0, chunk 0 (2 upcalls)", n / 2, it -> { for (long i = 0; i < it; i++) { Natives.tryGrow0(rExact, 1024); Natives.shrink0(rExact, 1024); } });
     runAll(9);
-    NativeBridge.closeReservation0(rChunk);
-    NativeBridge.closeReservation0(rExact);
-    NativeBridge.closePool0(pChunk);
-    NativeBridge.closePool0(pExact);
+    Natives.closeReservation0(rChunk);
+    Natives.closeReservation0(rExact);
+    Natives.closePool0(pChunk);
+    Natives.closePool0(pExact);
   }
 }

@@ -1,5 +1,5 @@
 // Test scaffolding for jni/jvm_test.go, not the real module: a minimal copy of the natives and
 // interfaces of jni/API.md, so that the Go side can be checked in a real JVM without building
-// spark/ (the real classes live in spark/src/main/java/org/nativepool/spark/).
-package org.nativepool.spark;
-public interface NativeSpiller { long spill(long target); }
+// spark/ (the real classes live in spark/src/main/java/org/nativepool/spark/jni/).
+package org.nativepool.spark.jni;
+public interface Spiller { long spill(long target); }

@@ -1,13 +1,13 @@
 // Test scaffolding for jni/jvm_test.go, not the real module: a minimal copy of the natives and
 // interfaces of jni/API.md, so that the Go side can be checked in a real JVM without building
-// spark/ (the real classes live in spark/src/main/java/org/nativepool/spark/).
-package org.nativepool.spark;
-final class NativeBridge {
+// spark/ (the real classes live in spark/src/main/java/org/nativepool/spark/jni/).
+package org.nativepool.spark.jni;
+final class Natives {
   static native String version0();
   static native void init0();
-  static native long openPool0(long taskAttemptId, int kind, long poolSize, long chunkSize, NativeUpstream owner);
+  static native long openPool0(long taskAttemptId, int kind, long poolSize, long chunkSize, Upstream owner);
   static native void closePool0(long pool);
-  static native long newReservation0(long pool, String consumerName, boolean canSpill, NativeSpiller spiller);
+  static native long newReservation0(long pool, String consumerName, boolean canSpill, Spiller spiller);
   static native String tryGrow0(long res, long n);
   static native void grow0(long res, long n);
   static native void shrink0(long res, long n);

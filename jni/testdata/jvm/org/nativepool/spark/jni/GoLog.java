@@ -1,11 +1,11 @@
-// Test scaffolding for jni/jvm_test.go: the shape of the real NativeLog's upcall (jni/API.md),
+// Test scaffolding for jni/jvm_test.go: the shape of the real GoLog's upcall (jni/API.md),
 // recording each record instead of logging it.
-package org.nativepool.spark;
+package org.nativepool.spark.jni;
 
 import java.util.ArrayList;
 import java.util.List;
 
-final class NativeLog {
+final class GoLog {
   static final List<String> records = new ArrayList<>();
   static volatile boolean throwNext;
 
