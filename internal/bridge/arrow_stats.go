@@ -32,22 +32,21 @@ type arrowFigures struct {
 }
 
 // arrowStatFields declares the arrowStats0 array (jni/API.md "Reservation
-// Arrow stats"). The Java copy is the enum
-// spark/src/main/java/org/nativepool/spark/arrow/ArrowStat.java, checked
-// against this table by TestStatTablesMatchJavaEnums.
+// Arrow stats"). The Java enum org.nativepool.spark.jni.ArrowStat is
+// generated from it (go generate ./internal/bridge/).
 var arrowStatFields = [ArrowStatCount]statField[arrowFigures]{
-	ArrowStatAllocated:   {"ALLOCATED", "bytes in live buffers the reservation's allocator made", func(f arrowFigures) int64 { return f.Allocated }},
-	ArrowStatReserved:    {"RESERVED", "the Arrow reservation's size once the allocator exists, else the reservation's", func(f arrowFigures) int64 { return f.Reserved }},
-	ArrowStatForced:      {"FORCED", "bytes charged past a refusal, cumulative", func(f arrowFigures) int64 { return f.Forced }},
-	ArrowStatLiveBuffers: {"LIVE_BUFFERS", "live buffers the allocator made", func(f arrowFigures) int64 { return int64(f.LiveBuffers) }},
-	ArrowStatImported:    {"IMPORTED", "bytes imported from Java that Go still holds (tracked)", func(f arrowFigures) int64 { return f.Imported }},
-	ArrowStatImportsLive: {"IMPORTS_LIVE", "imported batches Go still holds", func(f arrowFigures) int64 { return int64(f.ImportsLive) }},
-	ArrowStatExported:    {"EXPORTED", "bytes exported to Java, not yet released by Java", func(f arrowFigures) int64 { return f.Exported }},
-	ArrowStatExportsLive: {"EXPORTS_LIVE", "exported batches not yet released by Java", func(f arrowFigures) int64 { return int64(f.ExportsLive) }},
-	ArrowStatPeak:        {"PEAK", "highest allocated figure", func(f arrowFigures) int64 { return f.Peak }},
-	ArrowStatRefusals:    {"REFUSALS", "allocations the pool refused, cumulative", func(f arrowFigures) int64 { return f.Refusals }},
-	ArrowStatBatches:     {"BATCHES", "batch handles of the reservation not yet released", func(f arrowFigures) int64 { return f.batches }},
-	ArrowStatClosed:      {"CLOSED", "1 once the allocator is closed", func(f arrowFigures) int64 { return b2i(f.closed) }},
+	ArrowStatAllocated:   {"ALLOCATED", "", "Bytes in live buffers the Go allocator made (Go-charged).", func(f arrowFigures) int64 { return f.Allocated }},
+	ArrowStatReserved:    {"RESERVED", "", "The size of the Go reservation that pays for the Arrow allocator (a sibling of the reservation, of the same consumer) once the allocator exists; before, the reservation's own.", func(f arrowFigures) int64 { return f.Reserved }},
+	ArrowStatForced:      {"FORCED", "", "Bytes charged past a refusal (imports that existed), cumulative.", func(f arrowFigures) int64 { return f.Forced }},
+	ArrowStatLiveBuffers: {"LIVE_BUFFERS", "", "Live buffers the Go allocator made.", func(f arrowFigures) int64 { return int64(f.LiveBuffers) }},
+	ArrowStatImported:    {"IMPORTED", "", "Bytes imported from Java that Go holds: tracked, charged to Java's allocator, not here.", func(f arrowFigures) int64 { return f.Imported }},
+	ArrowStatImportsLive: {"IMPORTS_LIVE", "", "Imported batches Go holds.", func(f arrowFigures) int64 { return int64(f.ImportsLive) }},
+	ArrowStatExported:    {"EXPORTED", "", "Bytes exported to Java and not yet released by Java.", func(f arrowFigures) int64 { return f.Exported }},
+	ArrowStatExportsLive: {"EXPORTS_LIVE", "", "Exported batches Java has not released.", func(f arrowFigures) int64 { return int64(f.ExportsLive) }},
+	ArrowStatPeak:        {"PEAK", "", "The highest ALLOCATED so far.", func(f arrowFigures) int64 { return f.Peak }},
+	ArrowStatRefusals:    {"REFUSALS", "", "Allocations the pool refused, cumulative.", func(f arrowFigures) int64 { return f.Refusals }},
+	ArrowStatBatches:     {"BATCHES", "", "Batch handles of the reservation not yet released.", func(f arrowFigures) int64 { return f.batches }},
+	ArrowStatClosed:      {"CLOSED", "", "1 once the allocator is closed (explicitly, or with its reservation or task), else 0.", func(f arrowFigures) int64 { return b2i(f.closed) }},
 }
 
 // Indices of the processArrowStats0 array, in the order of
@@ -76,22 +75,23 @@ type processArrowFigures struct {
 }
 
 // processArrowStatFields declares the processArrowStats0 array (jni/API.md
-// "Process Arrow stats"). The Java copy is the enum
-// spark/src/main/java/org/nativepool/spark/arrow/ArrowProcessStat.java,
-// checked against this table by TestStatTablesMatchJavaEnums.
+// "Process Arrow stats"). The Java enum
+// org.nativepool.spark.jni.ArrowProcessStat is generated from it (go
+// generate ./internal/bridge/); a row's gauge is the name of its gauge in
+// the plugin, "" for none.
 var processArrowStatFields = [ArrowPStatCount]statField[processArrowFigures]{
-	ArrowPStatAllocated:      {"ALLOCATED", "bytes in live buffers of every open allocator (the reservations' and those engines track)", func(f processArrowFigures) int64 { return f.allocated }},
-	ArrowPStatLiveAllocators: {"LIVE_ALLOCATORS", "open allocators", func(f processArrowFigures) int64 { return f.liveAllocators }},
-	ArrowPStatLiveBatches:    {"LIVE_BATCHES", "batch handles not yet released", func(f processArrowFigures) int64 { return f.liveBatches }},
-	ArrowPStatExported:       {"EXPORTED", "bytes exported to Java, not yet released by Java", func(f processArrowFigures) int64 { return f.exported }},
-	ArrowPStatImported:       {"IMPORTED", "bytes imported from Java that Go still holds", func(f processArrowFigures) int64 { return f.imported }},
-	ArrowPStatRSS:            {"RSS", "resident set of the process (-1 if unreadable)", func(f processArrowFigures) int64 { return f.drift.RSS }},
-	ArrowPStatGoRuntime:      {"GO_RUNTIME", "what the Go runtime holds mapped", func(f processArrowFigures) int64 { return f.drift.GoRuntime }},
-	ArrowPStatUnexplained:    {"UNEXPLAINED", "RSS - GoRuntime - Allocated", func(f processArrowFigures) int64 { return f.drift.Unexplained }},
-	ArrowPStatLeaks:          {"LEAKS", "allocators closed with something held, cumulative", func(f processArrowFigures) int64 { return f.leaks }},
-	ArrowPStatLeakedBytes:    {"LEAKED_BYTES", "bytes those allocators held, cumulative", func(f processArrowFigures) int64 { return f.leakedBytes }},
-	ArrowPStatLingering:      {"LINGERING", "bytes closed allocators still hold (outlived their task)", func(f processArrowFigures) int64 { return f.lingering }},
-	ArrowPStatLingeringAlloc: {"LINGERING_ALLOCATORS", "closed allocators that still hold something", func(f processArrowFigures) int64 { return f.lingeringAllocators }},
+	ArrowPStatAllocated:      {"ALLOCATED", "nativeAllocated", "Bytes in live buffers of every open Go allocator (the reservations' and those engines track).", func(f processArrowFigures) int64 { return f.allocated }},
+	ArrowPStatLiveAllocators: {"LIVE_ALLOCATORS", "arrowLiveAllocators", "Open Go allocators: one per reservation that used Arrow, and those engines track.", func(f processArrowFigures) int64 { return f.liveAllocators }},
+	ArrowPStatLiveBatches:    {"LIVE_BATCHES", "", "Batch handles not yet released.", func(f processArrowFigures) int64 { return f.liveBatches }},
+	ArrowPStatExported:       {"EXPORTED", "", "Bytes exported to Java, not yet released by Java.", func(f processArrowFigures) int64 { return f.exported }},
+	ArrowPStatImported:       {"IMPORTED", "", "Bytes imported from Java that Go still holds.", func(f processArrowFigures) int64 { return f.imported }},
+	ArrowPStatRSS:            {"RSS", "rssBytes", "The process's resident set in bytes (/proc/self/statm), or -1 if it could not be read. A check to watch, never a gate: it lags allocation, counts pages, and in an executor includes the JVM (Comet #5983).", func(f processArrowFigures) int64 { return f.drift.RSS }},
+	ArrowPStatGoRuntime:      {"GO_RUNTIME", "", "What the Go runtime holds mapped (heap, stacks, metadata; runtime/metrics: mapped minus released); -1 with RSS.", func(f processArrowFigures) int64 { return f.drift.GoRuntime }},
+	ArrowPStatUnexplained:    {"UNEXPLAINED", "", "RSS - GO_RUNTIME - ALLOCATED, a trend to watch; -1 with RSS.", func(f processArrowFigures) int64 { return f.drift.Unexplained }},
+	ArrowPStatLeaks:          {"LEAKS", "", "Allocators closed with something still held, cumulative.", func(f processArrowFigures) int64 { return f.leaks }},
+	ArrowPStatLeakedBytes:    {"LEAKED_BYTES", "", "Bytes those allocators still held, cumulative.", func(f processArrowFigures) int64 { return f.leakedBytes }},
+	ArrowPStatLingering:      {"LINGERING", "", "Bytes Go allocators that closed with their task still hold (exports Java has not released), until they are freed; LINGERING_ALLOCATORS of them.", func(f processArrowFigures) int64 { return f.lingering }},
+	ArrowPStatLingeringAlloc: {"LINGERING_ALLOCATORS", "", "Closed Go allocators that still hold something; see LINGERING.", func(f processArrowFigures) int64 { return f.lingeringAllocators }},
 }
 
 // b2i is 1 for true and 0 for false.
@@ -108,9 +108,8 @@ func holds(sn ArrowSnapshot) bool {
 	return sn.Allocated > 0 || sn.ExportsLive > 0 || sn.ImportsLive > 0
 }
 
-// linger keeps the closed allocator a of rh on the books until what it still
-// holds is freed (DESIGN.md difference 10: bytes still resident stay on the
-// books until freed).
+// linger keeps the closed allocator a of rh, with its owner, on the books
+// until what it still holds is freed.
 func (s *arrowState) linger(rh *reservationHandle, a ArrowAllocator) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

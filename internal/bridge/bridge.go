@@ -116,18 +116,6 @@ func NewBridge(logger *slog.Logger, arrow ArrowRuntime) *Bridge {
 	return b
 }
 
-// kindName is the pool kind as taskshared.Spec and the logs name it.
-func kindName(kind int32) string {
-	switch kind {
-	case KindFairUnified:
-		return "fair_unified"
-	case KindGreedyUnified:
-		return "greedy_unified"
-	default:
-		return fmt.Sprintf("kind %d", kind)
-	}
-}
-
 // OwnedUpstream is a pool.Upstream holding a resource (a JVM global ref)
 // that Close frees once the pool no longer calls it.
 type OwnedUpstream interface {

@@ -14,8 +14,14 @@
 //	callgate.go    callGate: the calls in flight on a task pool, which its close
 //	               waits for
 //	handles.go     HandleTable: generation-checked, tagged 64-bit handles
-//	stats.go       the tables of poolStats0 and processStats0 (name, doc,
-//	               getter), checked against the Java enums and API.md
+//	stats.go       the tables of poolStats0 and processStats0 (name, gauge,
+//	               doc, getter), StatTables; the go:generate directive that
+//	               writes their Java enums (internal/javaconsts)
+//	kinds.go       the pool kinds (codes, configuration names) and the leak
+//	               kinds, from which Java's PoolKind and LeakKind are generated
+//	leaks.go       the leak book: every leak at task end, once, and the recent
+//	               ones
+//	spills.go      what engines report of their spills, for Spark's metrics
 //	failure.go     Settle and Classify: which Java exception an error becomes
 //	exception.go   JavaException: a Java throwable as a Go error, its global ref
 //	               taken once or deleted
@@ -25,6 +31,10 @@
 //	               jni hands them inside the call
 //	arrow_stats.go the tables of arrowStats0 and processArrowStats0, and the
 //	               lingering allocators
+//	goruntime.go,  the process's own memory (below): the runtime policy, Go
+//	procpeak.go    and process figures, peaks
+//	logtask.go     LogTaskKey and LogTask: the attribute naming a record's task
+//	version.go     Version, which version0 reports
 //
 // The pictures of the data path and the spill path are in the README's
 // "Architecture" section.

@@ -40,8 +40,8 @@ import (
 // still holds), Java producer buffers never released — is resident: its
 // bytes stay in ProcessStats.LeakedResident until they are freed.
 
-// Kinds of Leak.Kind. The other copy is NativeLeaks.Kind in
-// spark/src/main/java/org/nativepool/spark/NativeLeaks.java.
+// Kinds of Leak.Kind, declared with their docs in leakKinds (kinds.go),
+// from which Java's org.nativepool.spark.jni.LeakKind is generated.
 const (
 	LeakReservation = "reservation" // a reservation still holding bytes at its task's end
 	LeakArrow       = "arrow"       // a Go Arrow allocator closed with buffers or imports held
@@ -101,9 +101,7 @@ const unnamedConsumer = "(unnamed consumer)"
 // Bridge records the leaks it finds itself with record, which refuses
 // nothing.
 func (b *Bridge) RecordLeak(l Leak) error {
-	switch l.Kind {
-	case LeakReservation, LeakArrow, LeakExport, LeakJavaArrow:
-	default:
+	if !knownLeakKind(l.Kind) {
 		return fmt.Errorf("nativepool: reportLeak: unknown leak kind %q: %w", l.Kind, ErrInvalidArgument)
 	}
 	if l.Bytes < 0 || l.Resident < 0 {

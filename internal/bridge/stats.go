@@ -2,24 +2,79 @@ package bridge
 
 import "github.com/nativepool/nativepool/pool"
 
-// Pool kinds of openPool0. The other copy is
-// spark/src/main/java/org/nativepool/spark/NativeBridge.java (KIND_*).
-const (
-	KindFairUnified   = 0 // pool.NewFairUnified
-	KindGreedyUnified = 1 // pool.NewGreedyUnified
-)
+//go:generate go run ../javaconsts/cmd/javaconsts -root ../..
 
 // A statField is one figure of a stats array that the bridge hands to Java:
 // its name (upper snake case, as in jni/API.md and the Java enum constant),
-// what it counts, and how it is read from the Go value the array is built
-// from. A table of statFields indexed by the Stat* constants is the one
-// declaration of an array: the builder (statsArray), jni/API.md and the Java
-// enum (checked by TestStatTablesMatchJavaEnums and
-// TestStatTablesMatchAPIMD) all follow it.
+// the name of the plugin's Dropwizard gauge that shows it ("" for none;
+// only the process-wide tables have gauges), what it counts (a sentence:
+// it becomes the Java constant's Javadoc), and how it is read from the Go
+// value the array is built from. A table of statFields indexed by the
+// Stat* constants is the one declaration of an array: the builder
+// (statsArray) and jni/API.md (TestStatTablesMatchAPIMD) follow it, and its
+// Java enum is generated from it (internal/javaconsts; go generate
+// ./internal/bridge/).
 type statField[S any] struct {
-	name string
-	doc  string
-	get  func(S) int64
+	name  string
+	gauge string
+	doc   string
+	get   func(S) int64
+}
+
+// A StatTable is one stats array as code generation and documentation see
+// it: the native that returns it, its Java enum, and its rows in index
+// order. StatTables returns them.
+type StatTable struct {
+	Native string    // the JNI native that returns the array, e.g. "poolStats0"
+	Enum   string    // the Java enum of package org.nativepool.spark.jni, e.g. "PoolStat"
+	Doc    string    // what the array holds: the enum's Javadoc, a sentence or more
+	Source string    // the Go declaration, e.g. "poolStatFields in internal/bridge/stats.go"
+	Gauges bool      // whether the rows carry gauge names (the enum's gaugeName())
+	Rows   []StatRow // index order: the enum's ordinal is the array index
+}
+
+// A StatRow is one element of a stats array.
+type StatRow struct {
+	Name  string // upper snake case: the Java enum constant
+	Gauge string // the plugin's gauge name, "" for none (Java: null)
+	Doc   string // what it counts, a sentence
+}
+
+// statRows returns the rows of a table of statFields.
+func statRows[S any](fields []statField[S]) []StatRow {
+	rows := make([]StatRow, len(fields))
+	for i, f := range fields {
+		rows[i] = StatRow{Name: f.name, Gauge: f.gauge, Doc: f.doc}
+	}
+	return rows
+}
+
+// StatTables returns the four stats arrays the natives return, in the order
+// of jni/API.md: poolStats0, processStats0, arrowStats0, processArrowStats0.
+// The result is freshly built; callers may keep or change it.
+func StatTables() []StatTable {
+	return []StatTable{
+		{
+			Native: "poolStats0", Enum: "PoolStat", Source: "poolStatFields in internal/bridge/stats.go",
+			Doc:  "The figures of one task pool, as poolStats0 returns them: the ordinal is the index in the array.",
+			Rows: statRows(poolStatFields[:]),
+		},
+		{
+			Native: "processStats0", Enum: "ProcessStat", Source: "processStatFields in internal/bridge/stats.go", Gauges: true,
+			Doc:  "The process-wide figures of the Go side, as processStats0 returns them: the ordinal is the index in the array. Each is also a Dropwizard gauge of the plugin's metric source, named by gaugeName().",
+			Rows: statRows(processStatFields[:]),
+		},
+		{
+			Native: "arrowStats0", Enum: "ArrowStat", Source: "arrowStatFields in internal/bridge/arrow_stats.go",
+			Doc:  "The Arrow figures of one reservation's Go allocator, as arrowStats0 returns them: the ordinal is the index in the array.",
+			Rows: statRows(arrowStatFields[:]),
+		},
+		{
+			Native: "processArrowStats0", Enum: "ArrowProcessStat", Source: "processArrowStatFields in internal/bridge/arrow_stats.go", Gauges: true,
+			Doc:  "The Go side's Arrow figures over the whole process, as processArrowStats0 returns them: the ordinal is the index in the array. Those with a gaugeName() are Dropwizard gauges of the plugin's metric source.",
+			Rows: statRows(processArrowStatFields[:]),
+		},
+	}
 }
 
 // statsArray lays s out as the table says: element i is fields[i].get(s).
@@ -50,23 +105,21 @@ const (
 )
 
 // poolStatFields declares the poolStats0 array (jni/API.md "Pool stats").
-// The Java copy is the enum
-// spark/src/main/java/org/nativepool/spark/PoolStat.java, checked against
-// this table by TestStatTablesMatchJavaEnums.
+// The Java enum org.nativepool.spark.jni.PoolStat is generated from it.
 var poolStatFields = [StatCount]statField[pool.UnifiedStats]{
-	StatReserved:        {"RESERVED", "bytes reserved by the pool's consumers", func(s pool.UnifiedStats) int64 { return s.Reserved }},
-	StatHeld:            {"HELD", "bytes held from Spark (granted, not yet released)", func(s pool.UnifiedStats) int64 { return s.Held }},
-	StatSlack:           {"SLACK", "bytes held and not reserved (chunk remainder)", func(s pool.UnifiedStats) int64 { return s.Slack }},
-	StatOvercommit:      {"OVERCOMMIT", "bytes reserved that Spark did not grant", func(s pool.UnifiedStats) int64 { return s.Overcommit }},
-	StatPeak:            {"PEAK", "high-water mark of reserved", func(s pool.UnifiedStats) int64 { return s.Peak }},
-	StatAcquireCalls:    {"ACQUIRE_CALLS", "acquireMemory upcalls", func(s pool.UnifiedStats) int64 { return s.AcquireCalls }},
-	StatReleaseCalls:    {"RELEASE_CALLS", "releaseMemory upcalls", func(s pool.UnifiedStats) int64 { return s.ReleaseCalls }},
-	StatShortGrants:     {"SHORT_GRANTS", "acquires granted less than asked", func(s pool.UnifiedStats) int64 { return s.ShortGrants }},
-	StatSpillRequests:   {"SPILL_REQUESTS", "reclaim calls (Spark's spill requests)", func(s pool.UnifiedStats) int64 { return s.ReclaimRequests }},
-	StatSpillBytesFreed: {"SPILL_BYTES_FREED", "bytes released to Spark by reclaim calls", func(s pool.UnifiedStats) int64 { return s.ReclaimedBytes }},
-	StatSpillerFailures: {"SPILLER_FAILURES", "spillers that threw, failed or freed nothing", func(s pool.UnifiedStats) int64 { return s.SpillerFailures }},
-	StatLateReleases:    {"LATE_RELEASES", "shrinks after the pool closed (counted, not forwarded)", func(s pool.UnifiedStats) int64 { return s.LateReleases }},
-	StatSpillReentries:  {"SPILL_REENTRIES", "spill requests refused because the pool's spill was already running on the thread (a spiller growing its own pool); answered 0", func(s pool.UnifiedStats) int64 { return s.ReclaimReentries }},
+	StatReserved:        {"RESERVED", "", "Bytes reserved by the pool's consumers.", func(s pool.UnifiedStats) int64 { return s.Reserved }},
+	StatHeld:            {"HELD", "", "Bytes held from Spark (granted and not yet released).", func(s pool.UnifiedStats) int64 { return s.Held }},
+	StatSlack:           {"SLACK", "", "Bytes held from Spark and not reserved (chunk remainders).", func(s pool.UnifiedStats) int64 { return s.Slack }},
+	StatOvercommit:      {"OVERCOMMIT", "", "Bytes reserved that Spark did not grant.", func(s pool.UnifiedStats) int64 { return s.Overcommit }},
+	StatPeak:            {"PEAK", "", "The highest reserved figure so far.", func(s pool.UnifiedStats) int64 { return s.Peak }},
+	StatAcquireCalls:    {"ACQUIRE_CALLS", "", "Upcalls to Upstream.acquireMemory.", func(s pool.UnifiedStats) int64 { return s.AcquireCalls }},
+	StatReleaseCalls:    {"RELEASE_CALLS", "", "Upcalls to Upstream.releaseMemory.", func(s pool.UnifiedStats) int64 { return s.ReleaseCalls }},
+	StatShortGrants:     {"SHORT_GRANTS", "", "Acquires Spark answered with less than asked.", func(s pool.UnifiedStats) int64 { return s.ShortGrants }},
+	StatSpillRequests:   {"SPILL_REQUESTS", "", "Reclaim calls (Spark's spill requests).", func(s pool.UnifiedStats) int64 { return s.ReclaimRequests }},
+	StatSpillBytesFreed: {"SPILL_BYTES_FREED", "", "Bytes released to Spark by reclaim calls.", func(s pool.UnifiedStats) int64 { return s.ReclaimedBytes }},
+	StatSpillerFailures: {"SPILLER_FAILURES", "", "Spillers that threw, failed or freed nothing.", func(s pool.UnifiedStats) int64 { return s.SpillerFailures }},
+	StatLateReleases:    {"LATE_RELEASES", "", "Releases after the task's pool was closed (counted, not forwarded).", func(s pool.UnifiedStats) int64 { return s.LateReleases }},
+	StatSpillReentries:  {"SPILL_REENTRIES", "", "Spill requests answered with 0 at once because the pool's spill was already running on the calling thread (a spiller growing its own pool).", func(s pool.UnifiedStats) int64 { return s.ReclaimReentries }},
 }
 
 // Indices of the processStats0 array, in the order of processStatFields.
@@ -104,40 +157,39 @@ const (
 )
 
 // processStatFields declares the processStats0 array (jni/API.md "Process
-// stats"). The Java copy is the enum
-// spark/src/main/java/org/nativepool/spark/ProcessStat.java, checked against
-// this table by TestStatTablesMatchJavaEnums.
+// stats"). The Java enum org.nativepool.spark.jni.ProcessStat is generated
+// from it; each row's gauge is the name of its gauge in the plugin.
 var processStatFields = [PStatCount]statField[ProcessStats]{
-	PStatLiveTasks:       {"LIVE_TASKS", "task pools open now", func(s ProcessStats) int64 { return s.LiveTasks }},
-	PStatReserved:        {"RESERVED", "bytes reserved, open pools", func(s ProcessStats) int64 { return s.Reserved }},
-	PStatHeld:            {"HELD", "bytes held from Spark, open pools", func(s ProcessStats) int64 { return s.Held }},
-	PStatSlack:           {"SLACK", "slack, open pools", func(s ProcessStats) int64 { return s.Slack }},
-	PStatOvercommit:      {"OVERCOMMIT", "overcommit, open pools", func(s ProcessStats) int64 { return s.Overcommit }},
-	PStatPeak:            {"PEAK", "highest reserved figure of any pool, ever", func(s ProcessStats) int64 { return s.Peak }},
-	PStatUpstreamCalls:   {"UPSTREAM_CALLS", "acquire + release upcalls, cumulative", func(s ProcessStats) int64 { return s.UpstreamCalls }},
-	PStatSpillRequests:   {"SPILL_REQUESTS", "reclaim calls, cumulative", func(s ProcessStats) int64 { return s.SpillRequests }},
-	PStatSpillBytesFreed: {"SPILL_BYTES_FREED", "bytes released to Spark by reclaim calls, cumulative", func(s ProcessStats) int64 { return s.SpillBytesFreed }},
-	PStatLateReleases:    {"LATE_RELEASES", "late releases, cumulative", func(s ProcessStats) int64 { return s.LateReleases }},
-	PStatLeaks:           {"LEAKS", "pools closed with bytes reserved, cumulative", func(s ProcessStats) int64 { return s.Leaks }},
-	PStatLeakedBytes:     {"LEAKED_BYTES", "bytes those pools still had reserved, cumulative", func(s ProcessStats) int64 { return s.LeakedBytes }},
+	PStatLiveTasks:       {"LIVE_TASKS", "liveTasks", "Task pools open now.", func(s ProcessStats) int64 { return s.LiveTasks }},
+	PStatReserved:        {"RESERVED", "reserved", "Bytes reserved, open pools.", func(s ProcessStats) int64 { return s.Reserved }},
+	PStatHeld:            {"HELD", "heldFromSpark", "Bytes held from Spark, open pools.", func(s ProcessStats) int64 { return s.Held }},
+	PStatSlack:           {"SLACK", "slack", "Slack, open pools.", func(s ProcessStats) int64 { return s.Slack }},
+	PStatOvercommit:      {"OVERCOMMIT", "overcommit", "Overcommit, open pools.", func(s ProcessStats) int64 { return s.Overcommit }},
+	PStatPeak:            {"PEAK", "peak", "The highest reserved figure of any pool, ever.", func(s ProcessStats) int64 { return s.Peak }},
+	PStatUpstreamCalls:   {"UPSTREAM_CALLS", "upstreamCalls", "Acquire plus release upcalls, cumulative.", func(s ProcessStats) int64 { return s.UpstreamCalls }},
+	PStatSpillRequests:   {"SPILL_REQUESTS", "sparkSpillRequests", "Reclaim calls (Spark's spill requests), cumulative.", func(s ProcessStats) int64 { return s.SpillRequests }},
+	PStatSpillBytesFreed: {"SPILL_BYTES_FREED", "sparkSpillBytesFreed", "Bytes released to Spark by reclaim calls, cumulative.", func(s ProcessStats) int64 { return s.SpillBytesFreed }},
+	PStatLateReleases:    {"LATE_RELEASES", "lateReleases", "Releases after a pool closed, cumulative.", func(s ProcessStats) int64 { return s.LateReleases }},
+	PStatLeaks:           {"LEAKS", "leaks", "Leaks at task end, cumulative: every kind, one per owner (an unclosed reservation, a Go Arrow allocator with buffers, exports Java still held, Java Arrow buffers); see LeakKind.", func(s ProcessStats) int64 { return s.Leaks }},
+	PStatLeakedBytes:     {"LEAKED_BYTES", "leakedBytes", "Bytes those owners still held at their task's end, cumulative.", func(s ProcessStats) int64 { return s.LeakedBytes }},
 
-	PStatGoMemoryLimit:       {"GO_MEMORY_LIMIT", "the Go runtime's soft memory limit (debug.SetMemoryLimit); 0 = none", func(s ProcessStats) int64 { return s.GoMemoryLimit }},
-	PStatGoBaseline:          {"GO_BASELINE", "the idle Go runtime's mapped bytes, measured once after init (-1 = not yet)", func(s ProcessStats) int64 { return s.GoBaseline }},
-	PStatGoMapped:            {"GO_MAPPED", "the Go runtime's mapped bytes now: runtime/metrics total minus heap released", func(s ProcessStats) int64 { return s.GoMapped }},
-	PStatGoPeak:              {"GO_PEAK", "high-water mark of GO_MAPPED, sampled at each stats read and spill request", func(s ProcessStats) int64 { return s.GoPeak }},
-	PStatGoHeapReturns:       {"GO_HEAP_RETURNS", "FreeOSMemory calls made by spill requests that found nothing to spill, cumulative", func(s ProcessStats) int64 { return s.GoHeapReturns }},
-	PStatGoHeapReturnedBytes: {"GO_HEAP_RETURNED_BYTES", "idle Go heap those calls returned to the OS, cumulative", func(s ProcessStats) int64 { return s.GoHeapReturnedBytes }},
-	PStatVmHWM:               {"VM_HWM", "the process's peak resident set (VmHWM of /proc/self/status); -1 = unreadable", func(s ProcessStats) int64 { return s.VmHWM }},
-	PStatCgroupPeak:          {"CGROUP_PEAK", "peak usage of the process's memory cgroup (v1 memory.max_usage_in_bytes, v2 memory.peak); -1 = none", func(s ProcessStats) int64 { return s.CgroupPeak }},
-	PStatMallocMmapThreshold: {"MALLOC_MMAP_THRESHOLD", "glibc M_MMAP_THRESHOLD the library set with mallopt; 0 = left to glibc", func(s ProcessStats) int64 { return s.MallocMmapThreshold }},
-	PStatMallocRetained:      {"MALLOC_RETAINED", "free bytes glibc's malloc keeps in its arenas for reuse (mallinfo2 fordblks): memory freed by C code but possibly still resident; -1 = unknown", func(s ProcessStats) int64 { return s.MallocRetained }},
-	PStatGoHeapInUse:         {"GO_HEAP_IN_USE", "Go heap in spans holding objects (runtime/metrics heap/objects + heap/unused); -1 = unknown", func(s ProcessStats) int64 { return s.GoHeapInUse }},
-	PStatGoHeapIdle:          {"GO_HEAP_IDLE", "free Go heap not yet returned to the OS (heap/free); -1 = unknown", func(s ProcessStats) int64 { return s.GoHeapIdle }},
-	PStatGoStacks:            {"GO_STACKS", "goroutine and runtime thread stacks (heap/stacks + os-stacks); -1 = unknown", func(s ProcessStats) int64 { return s.GoStacks }},
-	PStatGoGCMeta:            {"GO_GC_META", "the Go runtime's GC and allocator metadata (metadata/*); -1 = unknown", func(s ProcessStats) int64 { return s.GoGCMeta }},
-	PStatGoOther:             {"GO_OTHER", "the rest of the Go runtime's memory (profiling buckets, other); -1 = unknown", func(s ProcessStats) int64 { return s.GoOther }},
-	PStatLeakedResident:      {"LEAKED_RESIDENT", "bytes of leaks still allocated after their task (lingering Go exports and buffers, Java leaked Arrow buffers), until freed", func(s ProcessStats) int64 { return s.LeakedResident }},
-	PStatSpillReentries:      {"SPILL_REENTRIES", "spill requests refused because the pool's spill was already running on the thread, cumulative", func(s ProcessStats) int64 { return s.SpillReentries }},
+	PStatGoMemoryLimit:       {"GO_MEMORY_LIMIT", "goMemoryLimit", "The Go runtime's soft memory limit (debug.SetMemoryLimit, from spark.nativepool.goMemoryLimit); 0 = none.", func(s ProcessStats) int64 { return s.GoMemoryLimit }},
+	PStatGoBaseline:          {"GO_BASELINE", "goBaseline", "The idle Go runtime's mapped bytes, measured once when the library loaded; -1 = not yet.", func(s ProcessStats) int64 { return s.GoBaseline }},
+	PStatGoMapped:            {"GO_MAPPED", "goMapped", "The Go runtime's mapped bytes now (runtime/metrics: total minus heap released).", func(s ProcessStats) int64 { return s.GoMapped }},
+	PStatGoPeak:              {"GO_PEAK", "goPeak", "High-water mark of GO_MAPPED, sampled at each stats read and each spill request.", func(s ProcessStats) int64 { return s.GoPeak }},
+	PStatGoHeapReturns:       {"GO_HEAP_RETURNS", "goHeapReturns", "FreeOSMemory calls made by spill requests that found nothing to spill, cumulative.", func(s ProcessStats) int64 { return s.GoHeapReturns }},
+	PStatGoHeapReturnedBytes: {"GO_HEAP_RETURNED_BYTES", "goHeapReturnedBytes", "Idle Go heap those calls returned to the OS, cumulative bytes.", func(s ProcessStats) int64 { return s.GoHeapReturnedBytes }},
+	PStatVmHWM:               {"VM_HWM", "vmHWM", "The process's peak resident set (VmHWM of /proc/self/status); -1 = unreadable.", func(s ProcessStats) int64 { return s.VmHWM }},
+	PStatCgroupPeak:          {"CGROUP_PEAK", "cgroupPeak", "Peak usage of the process's memory cgroup (v1 memory.max_usage_in_bytes, v2 memory.peak); -1 = not in one.", func(s ProcessStats) int64 { return s.CgroupPeak }},
+	PStatMallocMmapThreshold: {"MALLOC_MMAP_THRESHOLD", "mallocMmapThreshold", "The glibc M_MMAP_THRESHOLD the library set with mallopt (from spark.nativepool.mallocMmapThreshold); 0 = left to glibc.", func(s ProcessStats) int64 { return s.MallocMmapThreshold }},
+	PStatMallocRetained:      {"MALLOC_RETAINED", "mallocRetained", "Free bytes glibc's malloc keeps in its arenas for reuse (mallinfo2 fordblks): memory C code freed that was not returned to the OS and may still be resident; -1 = unknown.", func(s ProcessStats) int64 { return s.MallocRetained }},
+	PStatGoHeapInUse:         {"GO_HEAP_IN_USE", "goHeapInUse", "Go heap in spans that hold objects: live objects, dead ones not yet swept, and the unused tails of those spans (runtime/metrics heap/objects + heap/unused); -1 = unknown.", func(s ProcessStats) int64 { return s.GoHeapInUse }},
+	PStatGoHeapIdle:          {"GO_HEAP_IDLE", "goHeapIdle", "Free Go heap the runtime has not returned to the OS yet (heap/free); -1 = unknown.", func(s ProcessStats) int64 { return s.GoHeapIdle }},
+	PStatGoStacks:            {"GO_STACKS", "goStacks", "Goroutine stacks and the Go runtime's own thread stacks (heap/stacks + os-stacks); -1 = unknown.", func(s ProcessStats) int64 { return s.GoStacks }},
+	PStatGoGCMeta:            {"GO_GC_META", "goGcMeta", "The Go runtime's GC and allocator metadata (metadata/*); -1 = unknown.", func(s ProcessStats) int64 { return s.GoGCMeta }},
+	PStatGoOther:             {"GO_OTHER", "goOther", "The rest of the Go runtime's memory (profiling buckets, other); -1 = unknown.", func(s ProcessStats) int64 { return s.GoOther }},
+	PStatLeakedResident:      {"LEAKED_RESIDENT", "leakedResident", "Bytes of leaks still allocated after their task (Go exports Java still holds, Go buffers they pin, Java Arrow buffers never released), going down as they are freed. Reservation leaks are accounting only and never count here.", func(s ProcessStats) int64 { return s.LeakedResident }},
+	PStatSpillReentries:      {"SPILL_REENTRIES", "sparkSpillReentries", "Spark spill requests a pool answered with 0 at once, cumulative: its own spill was already running on the calling thread (an engine's spiller grew its own pool, and Spark spilled the pool again from inside that grow). Each pool logs its first one at WARN.", func(s ProcessStats) int64 { return s.SpillReentries }},
 }
 
 // poolStatsArray lays out a unified pool's snapshot as poolStats0 returns it.

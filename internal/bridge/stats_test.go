@@ -36,59 +36,66 @@ func TestProcessStatsArrayLayoutMatchesAPIMD(t *testing.T) {
 	assert.Len(t, got, PStatCount)
 }
 
-// TestSharedConstantsMatchNativeBridgeJava reads the other copy of the
-// constants (NativeBridge.java) and checks every one against ours, so that
-// the two sides cannot drift apart silently.
-func TestSharedConstantsMatchNativeBridgeJava(t *testing.T) {
-	src, err := os.ReadFile("../../spark/src/main/java/org/nativepool/spark/NativeBridge.java")
-	if os.IsNotExist(err) {
-		t.Skip("spark/ (the Java module) not present")
-	}
-	require.NoError(t, err)
-	java := map[string]int{}
-	for _, m := range regexp.MustCompile(`static final int ([A-Z][A-Z_]+) = (\d+);`).FindAllStringSubmatch(string(src), -1) {
-		v, err := strconv.Atoi(m[2])
-		require.NoError(t, err)
-		java[m[1]] = v
-	}
-	ours := map[string]int{"KIND_FAIR_UNIFIED": KindFairUnified, "KIND_GREEDY_UNIFIED": KindGreedyUnified}
-	assert.Equal(t, ours, java, "NativeBridge.java declares the pool kinds and no other int constant")
+// apiMDIntro is the line of jni/API.md that introduces each stats array's
+// list.
+var apiMDIntro = map[string]string{
+	"poolStats0":         "Pool stats (`poolStats0`)",
+	"processStats0":      "Process stats (`processStats0`)",
+	"arrowStats0":        "Reservation Arrow stats (`arrowStats0`)",
+	"processArrowStats0": "Process Arrow stats (`processArrowStats0`)",
 }
 
-// statTable is one stats array's declaration as the checks below see it.
-type statTable struct {
-	native string   // the JNI native that returns the array
-	names  []string // the table's names, in index order
-	java   string   // the Java enum that mirrors the table
-	apiMD  string   // the line of jni/API.md that introduces its list
-}
-
-func names[S any](fields []statField[S]) []string {
-	out := make([]string, len(fields))
-	for i, f := range fields {
-		out[i] = f.name
+// names returns the names of a table's rows, in index order.
+func names(t StatTable) []string {
+	out := make([]string, len(t.Rows))
+	for i, r := range t.Rows {
+		out[i] = r.Name
 	}
 	return out
 }
 
-func statTables() []statTable {
-	const dir = "../../spark/src/main/java/org/nativepool/spark/"
-	return []statTable{
-		{"poolStats0", names(poolStatFields[:]), dir + "PoolStat.java", "Pool stats (`poolStats0`)"},
-		{"processStats0", names(processStatFields[:]), dir + "ProcessStat.java", "Process stats (`processStats0`)"},
-		{"arrowStats0", names(arrowStatFields[:]), dir + "arrow/ArrowStat.java", "Reservation Arrow stats (`arrowStats0`)"},
-		{"processArrowStats0", names(processArrowStatFields[:]), dir + "arrow/ArrowProcessStat.java", "Process Arrow stats (`processArrowStats0`)"},
+// TestStatTablesDescribeTheArraysTheNativesReturn: StatTables, which the
+// Java enums are generated from, has each array's rows in index order,
+// with the gauges where the plugin has them.
+func TestStatTablesDescribeTheArraysTheNativesReturn(t *testing.T) {
+	tabs := StatTables()
+	require.Len(t, tabs, 4)
+	lengths := []int{StatCount, PStatCount, ArrowStatCount, ArrowPStatCount}
+	for i, tab := range tabs {
+		assert.Len(t, tab.Rows, lengths[i], tab.Native)
+		assert.Regexp(t, `^[A-Z][A-Za-z]*Stat$`, tab.Enum)
+		assert.Regexp(t, `^[a-zA-Z]+Fields in internal/bridge/[a-z_]+\.go$`, tab.Source)
+		for _, r := range tab.Rows {
+			if tab.Gauges {
+				continue
+			}
+			assert.Empty(t, r.Gauge, "%s.%s: only tables with gauges name them", tab.Enum, r.Name)
+		}
 	}
+	assert.Equal(t, []string{"poolStats0", "processStats0", "arrowStats0", "processArrowStats0"},
+		[]string{tabs[0].Native, tabs[1].Native, tabs[2].Native, tabs[3].Native})
+	assert.Equal(t, "RESERVED", tabs[0].Rows[StatReserved].Name)
+	assert.Equal(t, StatRow{Name: "HELD", Gauge: "heldFromSpark", Doc: "Bytes held from Spark, open pools."}, tabs[1].Rows[PStatHeld])
+	assert.Equal(t, "sparkSpillRequests", tabs[1].Rows[PStatSpillRequests].Gauge)
+	assert.Equal(t, "nativeAllocated", tabs[3].Rows[ArrowPStatAllocated].Gauge)
+	assert.Equal(t, "rssBytes", tabs[3].Rows[ArrowPStatRSS].Gauge)
+	assert.Empty(t, tabs[3].Rows[ArrowPStatGoRuntime].Gauge)
+	for _, r := range tabs[1].Rows {
+		assert.NotEmpty(t, r.Gauge, "every process figure is a gauge: %s", r.Name)
+	}
+	tabs[0].Rows[0].Name = "CHANGED"
+	assert.Equal(t, "RESERVED", StatTables()[0].Rows[0].Name, "a copy each time")
 }
 
 func TestStatTablesHaveEveryRowFilled(t *testing.T) {
 	check := func(name string, i int, doc string, get bool) {
 		assert.Regexp(t, `^[A-Z][A-Z0-9_]*$`, name, "row %d", i)
-		assert.NotEmpty(t, doc, "row %d (%s) has no doc", i, name)
+		assert.Regexp(t, `^[A-Z0-9].*\.$`, doc, "row %d (%s): its doc is a sentence (the Java constant's Javadoc)", i, name)
 		assert.True(t, get, "row %d (%s) has no getter", i, name)
 	}
 	for i, f := range poolStatFields {
 		check(f.name, i, f.doc, f.get != nil)
+		assert.Empty(t, f.gauge, f.name)
 	}
 	for i, f := range processStatFields {
 		check(f.name, i, f.doc, f.get != nil)
@@ -101,30 +108,6 @@ func TestStatTablesHaveEveryRowFilled(t *testing.T) {
 	}
 }
 
-// javaEnumConstant matches a constant of the stats enums: two spaces of
-// indent, the name, optional constructor arguments, then ',' or ';'.
-var javaEnumConstant = regexp.MustCompile(`(?m)^  ([A-Z][A-Z0-9_]*)(?:\(.*\))?[,;]$`)
-
-// TestStatTablesMatchJavaEnums reads each Java stats enum and checks its
-// constants, in order, against the Go table: the enum's ordinal is the
-// array index.
-func TestStatTablesMatchJavaEnums(t *testing.T) {
-	for _, tab := range statTables() {
-		t.Run(tab.native, func(t *testing.T) {
-			src, err := os.ReadFile(tab.java)
-			if os.IsNotExist(err) {
-				t.Skip("spark/ (the Java module) not present")
-			}
-			require.NoError(t, err)
-			var java []string
-			for _, m := range javaEnumConstant.FindAllStringSubmatch(string(src), -1) {
-				java = append(java, m[1])
-			}
-			assert.Equal(t, tab.names, java, tab.java)
-		})
-	}
-}
-
 // TestStatTablesMatchAPIMD checks the lists of jni/API.md ("0 RESERVED, 1
 // HELD (from Spark), …; length 12.") against the Go tables.
 func TestStatTablesMatchAPIMD(t *testing.T) {
@@ -133,10 +116,11 @@ func TestStatTablesMatchAPIMD(t *testing.T) {
 	doc := string(src)
 	item := regexp.MustCompile("(?:`|, )(\\d+) ([A-Z][A-Z0-9_]*)")
 	length := regexp.MustCompile("`; length (\\d+)")
-	for _, tab := range statTables() {
-		t.Run(tab.native, func(t *testing.T) {
-			i := strings.Index(doc, tab.apiMD)
-			require.GreaterOrEqual(t, i, 0, "API.md has no %q", tab.apiMD)
+	for _, tab := range StatTables() {
+		t.Run(tab.Native, func(t *testing.T) {
+			intro := apiMDIntro[tab.Native]
+			i := strings.Index(doc, intro)
+			require.GreaterOrEqual(t, i, 0, "API.md has no %q", intro)
 			para := doc[i:]
 			para = para[:strings.Index(para, "\n\n")]
 			var got []string
@@ -144,10 +128,10 @@ func TestStatTablesMatchAPIMD(t *testing.T) {
 				assert.Equal(t, strconv.Itoa(j), m[1], "index of %s", m[2])
 				got = append(got, m[2])
 			}
-			assert.Equal(t, tab.names, got)
+			assert.Equal(t, names(tab), got)
 			n := length.FindStringSubmatch(para)
 			require.NotNil(t, n, "no length in %q", para)
-			assert.Equal(t, strconv.Itoa(len(tab.names)), n[1])
+			assert.Equal(t, strconv.Itoa(len(tab.Rows)), n[1])
 		})
 	}
 }
