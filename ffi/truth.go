@@ -121,10 +121,11 @@ type Drift struct {
 	// Drift is RSS - Reserved: how far the process is above (or below) what
 	// the pools were told.
 	Drift int64
-	// Unexplained is RSS - GoRuntime - Allocated: resident bytes that are
-	// neither the Go runtime's nor in an accounted buffer (libc's free
-	// lists and padding, untracked C memory, the JVM when embedded).
-	Unexplained int64
+	// RSSOther is RSS - GoRuntime - Allocated: everything resident that is
+	// neither the Go runtime nor an accounted buffer (libc's free lists and
+	// padding, untracked C memory, the JVM when embedded). A trend, never a
+	// gate.
+	RSSOther int64
 }
 
 // ReadRSS returns the resident set size of this process in bytes, from
@@ -159,12 +160,12 @@ func MeasureDrift(reserved, allocated int64) (Drift, error) {
 		goRuntime = mapped - released
 	}
 	return Drift{
-		RSS:         rss,
-		GoRuntime:   goRuntime,
-		Reserved:    reserved,
-		Allocated:   allocated,
-		Drift:       rss - reserved,
-		Unexplained: rss - goRuntime - allocated,
+		RSS:       rss,
+		GoRuntime: goRuntime,
+		Reserved:  reserved,
+		Allocated: allocated,
+		Drift:     rss - reserved,
+		RSSOther:  rss - goRuntime - allocated,
 	}, nil
 }
 

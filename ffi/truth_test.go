@@ -59,7 +59,7 @@ func TestMeasureDriftSeesResidentMemoryGrowWithTouchedBuffers(t *testing.T) {
 	assert.Equal(t, int64(size), after.Allocated)
 	assert.Equal(t, res.Size(), after.Reserved)
 	assert.Equal(t, after.RSS-after.Reserved, after.Drift)
-	assert.Equal(t, after.RSS-after.GoRuntime-after.Allocated, after.Unexplained)
+	assert.Equal(t, after.RSS-after.GoRuntime-after.Allocated, after.RSSOther)
 	assert.Greater(t, after.RSS-before.RSS, int64(size/2), "RSS follows the touched buffer")
 	a.Free(b)
 }

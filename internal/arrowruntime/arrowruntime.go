@@ -31,7 +31,7 @@ var FFI = bridge.ArrowRuntime{
 	},
 	MeasureDrift: func(reserved, allocated int64) (bridge.Drift, error) {
 		d, err := ffi.MeasureDrift(reserved, allocated)
-		return bridge.Drift{RSS: d.RSS, GoRuntime: d.GoRuntime, Unexplained: d.Unexplained}, err
+		return bridge.Drift{RSS: d.RSS, GoRuntime: d.GoRuntime, RSSOther: d.RSSOther}, err
 	},
 }
 

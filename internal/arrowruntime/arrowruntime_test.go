@@ -435,7 +435,7 @@ func TestProcessArrowStatsSamplesRSS(t *testing.T) {
 	require.Len(t, s, bridge.ArrowPStatCount)
 	assert.Positive(t, s[bridge.ArrowPStatRSS])
 	assert.Positive(t, s[bridge.ArrowPStatGoRuntime])
-	assert.Equal(t, s[bridge.ArrowPStatRSS]-s[bridge.ArrowPStatGoRuntime]-s[bridge.ArrowPStatAllocated], s[bridge.ArrowPStatUnexplained])
+	assert.Equal(t, s[bridge.ArrowPStatRSS]-s[bridge.ArrowPStatGoRuntime]-s[bridge.ArrowPStatAllocated], s[bridge.ArrowPStatRSSOther])
 }
 
 // An engine's own ffi allocator, wrapped by Wrap and tracked by the Bridge

@@ -85,7 +85,7 @@ type ArrowLeak struct {
 // Drift is one sample of the process's resident set against what the Go
 // runtime holds and the Arrow allocators made (ffi.Drift); -1 each when
 // it cannot be read.
-type Drift struct{ RSS, GoRuntime, Unexplained int64 }
+type Drift struct{ RSS, GoRuntime, RSSOther int64 }
 
 // ArrowRuntime is what the registry needs from the cgo side: a new
 // allocator charging res (recording allocation sites if sites is set), and
@@ -157,8 +157,8 @@ func (s *arrowState) addLive(rh *reservationHandle, a ArrowAllocator) {
 // LiveNative under consumer, until the returned untrack is called (once,
 // before or after the engine closes it; later calls do nothing). The Bridge
 // never closes it: its leak checks stay the engine's. Without it, the
-// memory of an engine's own allocators shows in no ledger part, only in the
-// unexplained remainder.
+// memory of an engine's own allocators shows in no part of the executor
+// memory ledger, only in its unexplained remainder.
 func (b *Bridge) TrackAllocator(consumer string, a ArrowAllocator) (untrack func()) {
 	e := &ownedAllocator{consumer: consumer, a: a}
 	s := &b.arrow

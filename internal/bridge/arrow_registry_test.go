@@ -48,7 +48,7 @@ func (r *fakeArrowRuntime) runtime() ArrowRuntime {
 			r.made = append(r.made, a)
 			return a
 		},
-		MeasureDrift: func(int64, int64) (Drift, error) { return Drift{RSS: 1, GoRuntime: 2, Unexplained: 3}, nil },
+		MeasureDrift: func(int64, int64) (Drift, error) { return Drift{RSS: 1, GoRuntime: 2, RSSOther: 3}, nil },
 	}
 }
 

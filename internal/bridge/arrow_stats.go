@@ -59,7 +59,7 @@ const (
 	ArrowPStatImported
 	ArrowPStatRSS
 	ArrowPStatGoRuntime
-	ArrowPStatUnexplained
+	ArrowPStatRSSOther
 	ArrowPStatLeaks
 	ArrowPStatLeakedBytes
 	ArrowPStatLingering
@@ -87,7 +87,7 @@ var processArrowStatFields = [ArrowPStatCount]statField[processArrowFigures]{
 	ArrowPStatImported:       {"IMPORTED", "", "Bytes imported from Java that Go still holds.", func(f processArrowFigures) int64 { return f.imported }},
 	ArrowPStatRSS:            {"RSS", "rssBytes", "The process's resident set in bytes (/proc/self/statm), or -1 if it could not be read. A check to watch, never a gate: it lags allocation, counts pages, and in an executor includes the JVM (Comet #5983).", func(f processArrowFigures) int64 { return f.drift.RSS }},
 	ArrowPStatGoRuntime:      {"GO_RUNTIME", "", "What the Go runtime holds mapped (heap, stacks, metadata; runtime/metrics: mapped minus released); -1 with RSS.", func(f processArrowFigures) int64 { return f.drift.GoRuntime }},
-	ArrowPStatUnexplained:    {"UNEXPLAINED", "", "RSS - GO_RUNTIME - ALLOCATED, a trend to watch; -1 with RSS.", func(f processArrowFigures) int64 { return f.drift.Unexplained }},
+	ArrowPStatRSSOther:       {"RSS_OTHER", "", "Everything resident that is neither the Go runtime nor a Go Arrow buffer, the JVM included (RSS minus GO_RUNTIME minus ALLOCATED); -1 with RSS. A trend to watch, never a gate.", func(f processArrowFigures) int64 { return f.drift.RSSOther }},
 	ArrowPStatLeaks:          {"LEAKS", "", "Allocators closed with something still held, cumulative.", func(f processArrowFigures) int64 { return f.leaks }},
 	ArrowPStatLeakedBytes:    {"LEAKED_BYTES", "", "Bytes those allocators still held, cumulative.", func(f processArrowFigures) int64 { return f.leakedBytes }},
 	ArrowPStatLingering:      {"LINGERING", "", "Bytes Go allocators that closed with their task still hold (exports Java has not released), until they are freed; LINGERING_ALLOCATORS of them.", func(f processArrowFigures) int64 { return f.lingering }},
@@ -183,11 +183,11 @@ func (b *Bridge) ProcessArrowStats() []int64 {
 	lb, ln := b.lingerSweep()
 	f.lingering, f.lingeringAllocators = lb, int64(ln)
 	if b.arrow.runtime.MeasureDrift == nil {
-		f.drift = Drift{RSS: -1, GoRuntime: -1, Unexplained: -1}
+		f.drift = Drift{RSS: -1, GoRuntime: -1, RSSOther: -1}
 	} else if d, err := b.arrow.runtime.MeasureDrift(reserved, f.allocated); err == nil {
 		f.drift = d
 	} else {
-		f.drift.RSS, f.drift.GoRuntime, f.drift.Unexplained = -1, -1, -1
+		f.drift.RSS, f.drift.GoRuntime, f.drift.RSSOther = -1, -1, -1
 	}
 	return statsArray(processArrowStatFields[:], f)
 }

@@ -36,8 +36,11 @@ public enum ArrowProcessStat {
    * released); -1 with RSS.
    */
   GO_RUNTIME(null),
-  /** RSS - GO_RUNTIME - ALLOCATED, a trend to watch; -1 with RSS. */
-  UNEXPLAINED(null),
+  /**
+   * Everything resident that is neither the Go runtime nor a Go Arrow buffer, the JVM included (RSS
+   * minus GO_RUNTIME minus ALLOCATED); -1 with RSS. A trend to watch, never a gate.
+   */
+  RSS_OTHER(null),
   /** Allocators closed with something still held, cumulative. */
   LEAKS(null),
   /** Bytes those allocators still held, cumulative. */
