@@ -66,7 +66,7 @@ func touch(buf []byte) {
 // buffer (touch), and one Free, single goroutine, per size and allocator.
 // Run it under MALLOC_MMAP_THRESHOLD_=131072 (what the library's mallopt
 // sets, jni/malloc.go) and without it to see what the page policy costs
-// glibc's allocators (bench/RESULTS.md, issue 11).
+// glibc's allocators (bench/RESULTS.md).
 func BenchmarkAllocateFree(b *testing.B) {
 	for _, size := range benchSizes {
 		for _, ba := range benchAllocators {

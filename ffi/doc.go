@@ -3,7 +3,7 @@
 // Go, buffers exported to the JVM through the Arrow C Data Interface (until
 // the JVM releases them) and buffers imported from it (until Go releases
 // them). It is the part of nativepool that keeps what Spark is told and what
-// the process holds the same number (DESIGN.md, differences 8–10).
+// the process holds the same number.
 //
 // # The allocator
 //

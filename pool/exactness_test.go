@@ -16,10 +16,10 @@ import (
 	"github.com/nativepool/nativepool/pool"
 )
 
-// The tests in this file pin the exactness rules of issue 9: the books stay
-// exact when a Close races a grow or a split, when a callout panics, when a
-// caller shrinks more than was recorded, while bytes are on their way to or
-// from upstream, and when a pool goes idle.
+// The tests in this file pin the exactness rules: the books stay exact when a
+// Close races a grow or a split, when a callout panics, when a caller shrinks
+// more than was recorded, while bytes are on their way to or from upstream,
+// and when a pool goes idle.
 
 // exactPool is one pool under test with the upstream figure it is checked
 // against (0 for the standalone pools, which borrow from nobody).

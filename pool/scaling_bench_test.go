@@ -8,7 +8,7 @@ import (
 	"github.com/nativepool/nativepool/pool"
 )
 
-// Flat as the work grows (issue 14): the cost of one TryGrow(8)+Shrink(8)
+// Flat as the work grows: the cost of one TryGrow(8)+Shrink(8)
 // pair with 1 to 10,000 consumers registered on the pool, done by one
 // consumer throughout (the one-entry caches help) and rotating through all
 // of them (they do not). Every consumer is spillable and holds 8 bytes, so

@@ -14,14 +14,14 @@ var current = routine.NewInheritableThreadLocal[*Handle]()
 // restores whatever was current before (removing the value if nothing was),
 // also when fn panics. It does not Close h.
 //
-// JNI pitfall (reference/go-jni.md §3.5): a Java thread calling into Go runs
-// on a goroutine the runtime keeps bound to that thread and later reuses for
-// unrelated Java threads, with its goroutine-locals intact. A value set in
-// one JNI call is still visible in the next call on the same Java thread,
-// and after the thread exits it leaks into a new, unrelated one. So every
-// exported function that makes a task current must do it through Run (or
-// remove the value in a defer) and never leave it set on return; better
-// still, pass the Handle explicitly across the boundary.
+// A JNI pitfall: a Java thread calling into Go runs on a goroutine the
+// runtime keeps bound to that thread and later reuses for unrelated Java
+// threads, with its goroutine-locals intact. A value set in one JNI call is
+// still visible in the next call on the same Java thread, and after the
+// thread exits it leaks into a new, unrelated one. So every exported function
+// that makes a task current must do it through Run (or remove the value in a
+// defer) and never leave it set on return; better still, pass the Handle
+// explicitly across the boundary.
 func Run(h *Handle, fn func()) {
 	prev := current.Get()
 	current.Set(h)

@@ -18,8 +18,9 @@
 // everything it borrowed from Spark there) and then removes the entry.
 // Releasing a task's bytes to Spark must happen at a known moment on a
 // thread that can call the JVM, so weak pointers and finalizers never decide it
-// (reference/go-jni.md §3.4): runtime.AddCleanup only reports a Handle that
-// was dropped without Close, and then releases its reference.
+// (a cleanup runs on the runtime's own goroutine, at a moment nobody chooses):
+// runtime.AddCleanup only reports a Handle that was dropped without Close,
+// and then releases its reference.
 //
 // # A replacement waits for teardown
 //

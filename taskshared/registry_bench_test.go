@@ -156,7 +156,7 @@ func BenchmarkRegistryJoinLiveTask(b *testing.B) {
 
 // BenchmarkRegistryLifecycleAmongLiveTasks is one task lifecycle (create,
 // close, removal) while 1 to 10,000 other tasks stay live: the registry's
-// cost must stay flat as the executor runs more tasks (issue 14).
+// cost must stay flat as the executor runs more tasks.
 func BenchmarkRegistryLifecycleAmongLiveTasks(b *testing.B) {
 	for _, live := range []int{1, 10, 100, 1_000, 10_000} {
 		b.Run(fmt.Sprintf("live=%d", live), func(b *testing.B) {

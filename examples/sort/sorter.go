@@ -581,8 +581,8 @@ func (s *Sorter) failLocked(err error) error {
 // Output batches from Next that the caller has not released yet are leaks:
 // Close returns the allocator's *ffi.LeakError naming the consumer and the
 // bytes, and gives their charge back anyway (their later release is a late
-// free that does not touch the pool; DESIGN.md, difference 10). A second
-// Close returns nil.
+// free that does not touch the pool: the closed allocator keeps them on its
+// books until they are freed). A second Close returns nil.
 func (s *Sorter) Close() error {
 	s.beginDriver("Close")
 	defer s.endDriver()

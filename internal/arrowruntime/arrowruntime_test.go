@@ -159,10 +159,11 @@ func TestCopyBatchChargesTheReservationUntilTheCopyIsReleased(t *testing.T) {
 	f.up.requireSane(t)
 }
 
-// TestCopyBatchChargesItsOwnReservationAndLeavesTheHandlesSizeAlone pins
-// issue 10 item 4: the copy is charged to the Arrow reservation (a sibling
-// of the same consumer), so Size of the handle stays what Java grew (Java's
-// NativeReservation.size()), while Spark still holds both.
+// TestCopyBatchChargesItsOwnReservationAndLeavesTheHandlesSizeAlone: the
+// copy is charged to the Arrow reservation (a sibling of the same
+// consumer), so Size of the handle stays what Java grew (Java's
+// NativeReservation.size(): one account of the reservation's bytes), while
+// Spark still holds both.
 func TestCopyBatchChargesItsOwnReservationAndLeavesTheHandlesSizeAlone(t *testing.T) {
 	f := newArrowFixture(t, 1<<30)
 	p := newProducer()
@@ -326,7 +327,7 @@ func TestClosingThePoolClosesTheAllocatorsOfReservationsStillOpen(t *testing.T) 
 
 // An export the consumer never releases cannot be freed at task end (it may
 // still be read): its bytes linger on the process books, with their owner,
-// until the consumer's late release frees them (issue 9).
+// until the consumer's late release frees them.
 func TestAnExportUnreleasedAtTaskEndLingersOnTheBooksUntilItsLateReleaseFreesIt(t *testing.T) {
 	f := newArrowFixture(t, 1<<30)
 	p := newProducer()

@@ -599,9 +599,9 @@ func TestASpillerMakesTheConsumerSpillableEvenWithCanSpillFalse(t *testing.T) {
 }
 
 // A spiller that fails with a Go error (an engine's spiller, or one racing
-// its reservation's close) is counted and skipped, as before issue 10 item
-// 5: only a Java exception from a spiller is rethrown from Spark's spill(),
-// so a reclaim that freed what it could does not fail the task.
+// its reservation's close) is counted and skipped: only a Java exception
+// from a spiller is rethrown from Spark's spill(), so a reclaim that freed
+// what it could does not fail the task.
 func TestReclaimSkipsAGoSpillersErrorAndCountsIt(t *testing.T) {
 	b, _ := newTestBridge(t)
 	up := newFakeUpstream(1 << 20)

@@ -30,12 +30,12 @@ func blockFirstAcquire(up *fakeUpstream) (entered <-chan struct{}, release func(
 	return in, func() { close(out) }
 }
 
-// TestClosePoolWaitsForATryGrowWaitingUpstream is issue 9, case 8 without a
-// JVM: the last ClosePool while a TryGrow waits in the upstream returns only
-// after that TryGrow, whose grant lands in the still-open pool and goes back
-// with the close. Upstream ends holding nothing, is never called after
-// Close, and the only leak reported is the 16 MiB the open reservation
-// really held. Observed by ClosePool not returning while the acquire waits.
+// TestClosePoolWaitsForATryGrowWaitingUpstream checks, without a JVM, that
+// the last ClosePool while a TryGrow waits in the upstream returns only after
+// that TryGrow, whose grant lands in the still-open pool and goes back with
+// the close. Upstream ends holding nothing, is never called after Close, and
+// the only leak reported is the 16 MiB the open reservation really held.
+// Observed by ClosePool not returning while the acquire waits.
 func TestClosePoolWaitsForATryGrowWaitingUpstream(t *testing.T) {
 	b, _ := newTestBridge(t)
 	up := newFakeUpstream(64 * mib)

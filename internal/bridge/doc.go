@@ -72,11 +72,11 @@
 //
 // # The process's own memory
 //
-// goruntime.go and procpeak.go hold what issue 11 adds: ConfigureRuntime
-// (configureRuntime0) sets glibc's mmap threshold and the Go runtime's soft
-// memory limit, Reclaim and ReclaimTask return idle Go heap to the OS when
-// they free nothing (rate-limited), and ProcessStats reports the Go
-// runtime's limit, baseline, mapped bytes and peak, the heap returned, the
+// goruntime.go and procpeak.go hold the process memory policy:
+// ConfigureRuntime (configureRuntime0) sets glibc's mmap threshold and the Go
+// runtime's soft memory limit, Reclaim and ReclaimTask return idle Go heap to
+// the OS when they free nothing (rate-limited), and ProcessStats reports the
+// Go runtime's limit, baseline, mapped bytes and peak, the heap returned, the
 // process's VmHWM and its memory cgroup's peak. Every call that reaches the
 // Go runtime, libc or /proc goes through a ProcessRuntime (function fields),
 // so the package stays pure Go (its tests run with CGO_ENABLED=0) and tests

@@ -12,12 +12,12 @@ import (
 	"github.com/nativepool/nativepool/internal/gomem"
 )
 
-// The process's own memory (issue 11 items 2 to 4): the Go runtime's soft
-// limit, its baseline and high-water mark, the idle heap a spill request
-// with nothing to spill hands back to the OS, glibc's mmap threshold, and
-// the process's true peaks (VmHWM, the memory cgroup's peak). The calls that
-// reach the Go runtime, libc and /proc sit behind ProcessRuntime, so tests
-// drive the Bridge with fakes and observe what it asked for.
+// The process's own memory: the Go runtime's soft limit, its baseline and
+// high-water mark, the idle heap a spill request with nothing to spill hands
+// back to the OS, glibc's mmap threshold, and the process's true peaks
+// (VmHWM, the memory cgroup's peak). The calls that reach the Go runtime,
+// libc and /proc sit behind ProcessRuntime, so tests drive the Bridge with
+// fakes and observe what it asked for.
 
 // ProcessRuntime is what the Bridge asks of the process it runs in. Every
 // field may be nil: a nil field does nothing (setters) or reads as -1
@@ -117,8 +117,8 @@ type RuntimeSettings struct {
 	MemoryOverhead int64
 }
 
-// runtimeState is the Bridge's part of issue 11: the process runtime and
-// what it has set and measured. Guarded by mu except where noted.
+// runtimeState is the Bridge's process memory policy: the process runtime
+// and what it has set and measured. Guarded by mu except where noted.
 type runtimeState struct {
 	mu sync.Mutex
 	rt ProcessRuntime

@@ -9,11 +9,11 @@ import (
 	"sync/atomic"
 )
 
-// Leaks at task end (issue 13 item 4, jni/API.md "Leaks"): every kind of
-// leak is recorded here, once, by the side that finds it — counted in
-// ProcessStats.Leaks and LeakedBytes, logged at WARN with its task,
-// consumer, bytes and (when recorded) site, and kept in a bounded list of
-// recent leaks for NativeLeaks.recent().
+// Leaks at task end (jni/API.md "Leaks"): every kind of leak is recorded
+// here, once, by the side that finds it — counted in ProcessStats.Leaks and
+// LeakedBytes, logged at WARN with its task, consumer, bytes and (when
+// recorded) site, and kept in a bounded list of recent leaks for
+// recentLeaks0.
 //
 // One leak, one record. The owners close in a fixed order at task end, and
 // each gives its bytes back before the next looks: Arrow allocators (Go and

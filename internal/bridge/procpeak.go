@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// The process's true peaks as the kernel counts them (issue 11 item 2): the
-// resident set's high-water mark and the memory cgroup's. Both are read, not
-// sampled, so a jump between two samples is never missed.
+// The process's true peaks as the kernel counts them: the resident set's
+// high-water mark and the memory cgroup's. Both are read, not sampled, so a
+// jump between two samples is never missed.
 
 // readFileFunc is os.ReadFile, replaced by a map in tests.
 type readFileFunc func(name string) ([]byte, error)

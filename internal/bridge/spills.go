@@ -8,16 +8,16 @@ import (
 	"github.com/nativepool/nativepool/taskshared"
 )
 
-// Native spill bytes for Spark's task metrics (issue 12). Spark counts a
-// task's spills in two figures: memoryBytesSpilled (the in-memory size of
-// what was spilled) and diskBytesSpilled (what the spill wrote). The bytes
-// a Spark-requested spill of the task's native consumer releases are
-// counted on the Java side (the task owner's spill). What only an engine
-// knows, the bytes its spills wrote to disk and the memory its own spills
-// freed (a spill it started because a grow was refused), it reports here
-// while it holds a handle of the task's pool; Java takes the sums
-// (TakeSpill, takeSpill0) after each Spark spill of the task and when the
-// task's owner closes, and adds them to the task's metrics.
+// Native spill bytes for Spark's task metrics. Spark counts a task's spills
+// in two figures: memoryBytesSpilled (the in-memory size of what was spilled)
+// and diskBytesSpilled (what the spill wrote). The bytes a Spark-requested
+// spill of the task's native consumer releases are counted on the Java side
+// (the task owner's spill). What only an engine knows, the bytes its spills
+// wrote to disk and the memory its own spills freed (a spill it started
+// because a grow was refused), it reports here while it holds a handle of the
+// task's pool; Java takes the sums (TakeSpill, takeSpill0) after each Spark
+// spill of the task and when the task's owner closes, and adds them to the
+// task's metrics.
 
 // SpillBytes is what a task's engines reported and Java has not taken yet.
 type SpillBytes struct {

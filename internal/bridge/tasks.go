@@ -6,13 +6,13 @@ import (
 	"sync/atomic"
 )
 
-// Task handles (issue 10, "one owner per task"). Each task pool has one:
-// issued when the pool is created (the first openPool0 of a live task
-// attempt) and removed when it closes (taskPool.Close). The Java object that
-// owns the task (a TaskOwner: the task's Spark MemoryConsumer) holds
-// it, and Spark's spill of that consumer is one reclaimTask0 through it. The
-// Go registry is thus the only record of which pool a task has: Java keeps
-// no task map and no list of pool handles.
+// Task handles: one owner per task. Each task pool has one: issued when the
+// pool is created (the first openPool0 of a live task attempt) and removed
+// when it closes (taskPool.Close). The Java object that owns the task (a
+// TaskOwner: the task's Spark MemoryConsumer) holds it, and Spark's spill of
+// that consumer is one reclaimTask0 through it. The Go registry is thus the
+// only record of which pool a task has: Java keeps no task map and no list of
+// pool handles.
 
 // OwnerFactory makes the upstream of a task pool that OpenPool is creating,
 // from the opener's owner candidate: the export makes the global ref to the
