@@ -71,20 +71,17 @@ func (a ffiAllocator) LiveBySite() []bridge.LiveOwner {
 	return out
 }
 
-// importBatch imports the C Data batch arr (described by sc) into Go,
-// zero-copy, tracked by the allocator of reservation handle res
-// (Bridge.ImportBatch). On success arr has been moved and sc released; on
-// error the caller still owns whatever arr and sc hold and must release
-// them (a no-op on a released struct).
-func importBatch(b *bridge.Bridge, res int64, arr *cdata.CArrowArray, sc *cdata.CArrowSchema) (int64, error) {
-	return ImportBatchAt(b, res, uintptr(unsafe.Pointer(arr)), uintptr(unsafe.Pointer(sc)))
-}
-
-// ImportBatchAt is importBatch for raw addresses, as importBatch0 gets them
-// from Java: they become Go pointers only once validation has accepted them
-// (a misaligned pointer is invalid Go even before it is dereferenced).
+// ImportBatchAt imports the C Data batch at arrAddr (described by the
+// schema at scAddr) into Go, zero-copy, tracked by the allocator of
+// reservation handle res (Bridge.ImportBatch), and returns its batch
+// handle. On success the array has been moved and the schema released; on
+// error the caller still owns whatever they hold and must release them (a
+// no-op on a released struct). The addresses are raw, as importBatch0 gets
+// them from Java: they become Go pointers only once validation has
+// accepted them (a misaligned pointer is invalid Go even before it is
+// dereferenced).
 //
-// Before anything dereferences arr or sc, cdatacheck.ValidateImport reads
+// Before anything dereferences the addresses, cdatacheck.ValidateImport reads
 // them and all they point to without faulting: an unreadable or misaligned
 // address, a released struct, n_buffers or n_children that do not match the
 // schema, bad lengths, offsets or null counts, or columns of unequal row
@@ -119,15 +116,10 @@ func ImportBatchAt(b *bridge.Bridge, res int64, arrAddr, scAddr uintptr) (int64,
 	})
 }
 
-// exportBatch exports a batch into the zero-initialised C structs out and
-// outSchema, zero-copy (Bridge.ExportBatch,
-// ffi.Allocator.ExportRecordBatch).
-func exportBatch(b *bridge.Bridge, batch int64, out *cdata.CArrowArray, outSchema *cdata.CArrowSchema) error {
-	return ExportBatchAt(b, batch, uintptr(unsafe.Pointer(out)), uintptr(unsafe.Pointer(outSchema)))
-}
-
-// ExportBatchAt is exportBatch for raw addresses, as exportBatch0 gets them
-// from Java. Both must be non-zero, 8-byte aligned, readable, writable and
+// ExportBatchAt exports a batch into the zero-initialised C structs at
+// outAddr and outSchemaAddr, zero-copy (Bridge.ExportBatch,
+// ffi.Allocator.ExportRecordBatch). The addresses are raw, as exportBatch0
+// gets them from Java. Both must be non-zero, 8-byte aligned, readable, writable and
 // not hold a live struct (cdatacheck.ValidateExportTarget); otherwise the
 // error wraps bridge.ErrInvalidArgument and nothing is written.
 func ExportBatchAt(b *bridge.Bridge, batch int64, outAddr, outSchemaAddr uintptr) error {

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
+	"github.com/apache/arrow-go/v18/arrow/cdata"
 	"github.com/stretchr/testify/require"
 
 	"github.com/nativepool/nativepool/internal/bridge"
@@ -92,4 +94,16 @@ func mustReserve(t testing.TB, b *bridge.Bridge, ph int64, name string, canSpill
 	h, err := b.NewReservation(ph, name, canSpill, sp)
 	require.NoError(t, err)
 	return h
+}
+
+// importBatch is ImportBatchAt for Go pointers to the C structs.
+func importBatch(b *bridge.Bridge, res int64, arr *cdata.CArrowArray, sc *cdata.CArrowSchema) (int64, error) {
+	return ImportBatchAt(b, res, uintptr(unsafe.Pointer(arr)), uintptr(unsafe.Pointer(sc)))
+}
+
+// exportBatch exports a batch into the zero-initialised C structs out and
+// outSchema, zero-copy (Bridge.ExportBatch,
+// ffi.Allocator.ExportRecordBatch).
+func exportBatch(b *bridge.Bridge, batch int64, out *cdata.CArrowArray, outSchema *cdata.CArrowSchema) error {
+	return ExportBatchAt(b, batch, uintptr(unsafe.Pointer(out)), uintptr(unsafe.Pointer(outSchema)))
 }

@@ -680,11 +680,6 @@ func (b *Bridge) Settings() Settings {
 	return s
 }
 
-// liveHandles reports the open pool and reservation handles.
-func (b *Bridge) liveHandles() (pools, reservations int) {
-	return b.pools.Len(), b.reservations.Len()
-}
-
 var (
 	_ pool.Pool                       = (*taskPool)(nil)
 	_ interface{ Close() error }      = (*taskPool)(nil)

@@ -127,10 +127,4 @@ func (g *callGate) closeAndWait() {
 	<-g.drained
 }
 
-// inFlight is the number of counted calls in flight (for tests and logs).
-func (g *callGate) inFlight() int64 { return g.state.Load() / gateCall }
-
 func (g *callGate) signal() { g.once.Do(func() { close(g.drained) }) }
-
-// closing reports whether the close has begun (for tests).
-func (g *callGate) closing() bool { return g.state.Load()&gateClosing != 0 }

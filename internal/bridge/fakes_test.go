@@ -158,3 +158,23 @@ func mustReserve(t testing.TB, b *Bridge, ph int64, name string, canSpill bool, 
 	require.NoError(t, err)
 	return h
 }
+
+// liveHandles reports the open pool and reservation handles.
+func (b *Bridge) liveHandles() (pools, reservations int) {
+	return b.pools.Len(), b.reservations.Len()
+}
+
+// taskHandle returns the task handle of the pool of handle h.
+func (b *Bridge) taskHandle(h int64) (int64, error) {
+	ph, err := b.pool(h)
+	if err != nil {
+		return 0, err
+	}
+	return ph.tp.task, nil
+}
+
+// inFlight is the number of counted calls in flight.
+func (g *callGate) inFlight() int64 { return g.state.Load() / gateCall }
+
+// closing reports whether the close has begun.
+func (g *callGate) closing() bool { return g.state.Load()&gateClosing != 0 }

@@ -93,14 +93,5 @@ func (b *Bridge) TaskOwner(h int64) (OwnedUpstream, error) {
 	return ph.tp.upstream, nil
 }
 
-// taskHandle returns the task handle of the pool of handle h.
-func (b *Bridge) taskHandle(h int64) (int64, error) {
-	ph, err := b.pool(h)
-	if err != nil {
-		return 0, err
-	}
-	return ph.tp.task, nil
-}
-
 // LiveTasks is the number of live task handles: task pools open now.
 func (b *Bridge) LiveTasks() int { return b.tasks.Len() }
