@@ -206,6 +206,7 @@ type SpillerError struct {
 	Err            error
 }
 
+// Error names the pool, the consumer and the spiller's failure.
 func (e *SpillerError) Error() string {
 	return fmt.Sprintf("pool: %s: spiller of %s: %v", e.Pool, e.Consumer, e.Err)
 }

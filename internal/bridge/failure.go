@@ -23,6 +23,7 @@ const (
 	ThrowJava                             // the original throwable of a JavaException
 )
 
+// String names the kind as the Java exception it throws.
 func (k ThrowKind) String() string {
 	switch k {
 	case ThrowNone:

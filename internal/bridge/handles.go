@@ -36,6 +36,7 @@ func OwnTag(tag HandleTag) bool {
 	return tag == tagPool || tag == tagReservation || tag == tagBatch || tag == tagTask
 }
 
+// String names the tag by the handles it marks.
 func (t HandleTag) String() string {
 	switch t {
 	case tagPool:
@@ -122,6 +123,8 @@ type handleEntry[T any] struct {
 	val T
 }
 
+// NewHandleTable returns an empty table whose handles carry tag in their
+// top byte. It panics if tag is 0.
 func NewHandleTable[T any](tag HandleTag) *HandleTable[T] {
 	if tag == 0 {
 		panic("jni: NewHandleTable(0): the tag must be non-zero")
