@@ -15,7 +15,7 @@ JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
 export JAVA_HOME
 export CGO_CFLAGS := -O2 -g -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all lib lib-aarch64 jar test-cluster bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example clean
+.PHONY: all lib lib-aarch64 jar config-table test-cluster bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example clean
 
 all: lib jar
 
@@ -89,6 +89,12 @@ test-java-checkjni: lib
 	python3 $(PLUGIN_DIR)/check_jni_warnings.py $(BUILD)/checkjni.log $$(ls $(PLUGIN_DIR)/target/surefire-reports/*.dumpstream $(DEMO_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null)
 
 test: test-go test-java test-java-checkjni test-container test-cluster
+
+## config-table: renders the README's configuration table from the key registry
+## (org.nativepool.spark.config.NativePoolConf); a test fails while the two differ.
+config-table:
+	$(MVN) -q -pl $(PLUGIN_DIR) -Dnativepool.lib.dir=$(BUILD)/lib -Dtest=ConfigReadmeTest \
+		-Dsurefire.failIfNoSpecifiedTests=false -Dnativepool.updateReadme=true test
 
 ## test-cluster: a standalone Master and Worker on 127.0.0.1 (own JVMs, free ports, Spark's jars
 ## from Maven in build/spark-home), jobs submitted with only the plugin jar: the library loads

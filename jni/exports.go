@@ -149,14 +149,6 @@ func Java_org_nativepool_spark_jni_Natives_shrink0(env *jniEnv, _ jclass, res, n
 	err = process.Shrink(int64(res), int64(n))
 }
 
-//export Java_org_nativepool_spark_jni_Natives_free0
-func Java_org_nativepool_spark_jni_Natives_free0(env *jniEnv, _ jclass, res jlong) (freed jlong) {
-	var err error
-	defer func() { endCall(env, recover(), err) }()
-	n, err := process.Free(int64(res))
-	return jlong(n)
-}
-
 //export Java_org_nativepool_spark_jni_Natives_size0
 func Java_org_nativepool_spark_jni_Natives_size0(env *jniEnv, _ jclass, res jlong) (size jlong) {
 	var err error

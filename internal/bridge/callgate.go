@@ -20,7 +20,7 @@ import (
 //     reclaimTask0) may wait
 //     in Spark; they are refused once the close has begun (enterAcquire
 //     returns false), so the close cannot be starved;
-//   - releasing calls (shrink0, free0, closeReservation0) never wait in
+//   - releasing calls (shrink0, closeReservation0) never wait in
 //     Spark; they are admitted and counted while the close waits, so that
 //     their releases reach Spark through the open upstream, and once the
 //     pool is closed they run uncounted as late releases (counted by the

@@ -16,11 +16,11 @@ import org.apache.spark.memory.TaskMemoryManager;
 import org.apache.spark.memory.UnifiedMemoryManager;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.nativepool.spark.NativeBridge;
-import org.nativepool.spark.NativeReservation;
-import org.nativepool.spark.PoolKind;
-import org.nativepool.spark.SparkTaskUpstream;
-import org.nativepool.spark.TaskPool;
+import org.nativepool.spark.config.PoolKind;
+import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.memory.Reservation;
+import org.nativepool.spark.memory.SparkTaskUpstream;
+import org.nativepool.spark.memory.TaskPool;
 
 /**
  * A JMH-free benchmark of the JNI bridge with Spark's real {@code TaskMemoryManager}, run by
@@ -75,7 +75,7 @@ class JniBenchTest {
     final TaskMemoryManager tmm;
     final SparkTaskUpstream up;
     final TaskPool pool;
-    final NativeReservation res;
+    final Reservation res;
 
     Task(Case c) {
       SparkConf conf =
@@ -102,7 +102,7 @@ class JniBenchTest {
     }
   }
 
-  private static long pairs(NativeReservation r, int n) {
+  private static long pairs(Reservation r, int n) {
     long t0 = System.nanoTime();
     for (int i = 0; i < n; i++) {
       if (!r.tryGrow(8 * KIB)) {
@@ -117,7 +117,7 @@ class JniBenchTest {
    * One JNI call per iteration and no upcall: the floor under every pair that crosses
    * ({@code nativeSize()}, which always crosses; {@code size()} is a Java read).
    */
-  private static long sizeCalls(NativeReservation r, int n) {
+  private static long sizeCalls(Reservation r, int n) {
     long t0 = System.nanoTime();
     long sink = 0;
     for (int i = 0; i < n; i++) {
@@ -153,7 +153,7 @@ class JniBenchTest {
 
   @Test
   void tryGrowShrinkPairsAndSparkAcquiresPerGiB() throws IOException {
-    NativeBridge.ensureLoaded();
+    Natives.ensureLoaded();
     long q = TaskPool.DEFAULT_RESERVATION_SLACK;
     List<Case> cases =
         Arrays.asList(

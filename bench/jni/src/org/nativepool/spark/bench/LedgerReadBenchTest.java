@@ -11,13 +11,13 @@ import java.util.List;
 import java.util.Locale;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.nativepool.spark.LedgerSnapshot;
-import org.nativepool.spark.MemoryLedger;
-import org.nativepool.spark.NativeBridge;
+import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.ledger.LedgerReader;
+import org.nativepool.spark.ledger.LedgerSnapshot;
 
 /**
  * What the executor's reporter reads each poll period, side by side in one JVM, rounds
- * interleaved: before issue 13 a {@code processStats0} read; now a whole {@link MemoryLedger}
+ * interleaved: before issue 13 a {@code processStats0} read; now a whole {@link LedgerReader}
  * reading (that read, the Arrow stats, the JVM's beans, an NMT summary when the JVM runs with
  * {@code -XX:NativeMemoryTracking=summary} as surefire's does, netty's pools, the heap's smaps
  * range). Printed and written to {@code target/bench-ledger.txt}; see bench/RESULTS.md.
@@ -36,11 +36,11 @@ class LedgerReadBenchTest {
 
   @Test
   void aLedgerReadingAgainstTheProcessStatsReadItReplaced() throws IOException {
-    NativeBridge.ensureLoaded();
-    MemoryLedger ledger = new MemoryLedger();
+    Natives.ensureLoaded();
+    LedgerReader ledger = new LedgerReader();
     long sink = 0;
     for (int i = 0; i < WARMUP; i++) {
-      sink += NativeBridge.processStats().reserved();
+      sink += Natives.processStats().reserved();
       sink += ledger.read().rss();
     }
     List<Double> stats = new ArrayList<>();
@@ -49,7 +49,7 @@ class LedgerReadBenchTest {
     for (int r = 0; r < ROUNDS; r++) {
       long t0 = System.nanoTime();
       for (int i = 0; i < READS; i++) {
-        sink += NativeBridge.processStats().reserved();
+        sink += Natives.processStats().reserved();
       }
       long t1 = System.nanoTime();
       for (int i = 0; i < READS; i++) {
@@ -64,7 +64,7 @@ class LedgerReadBenchTest {
             Locale.ROOT,
             "ledger read bench: %d reads x %d rounds each, interleaved; median (min..max) us per read%n"
                 + "  processStats0 (the poll before issue 13)  %.1f (%.1f..%.1f)%n"
-                + "  MemoryLedger.read (the poll now)          %.1f (%.1f..%.1f)%n"
+                + "  LedgerReader.read (the poll now)          %.1f (%.1f..%.1f)%n"
                 + "  ratio                                     %.1fx%n"
                 + "  parts of the last reading: %d (NMT %s); sink %d%n",
             READS,
@@ -77,7 +77,7 @@ class LedgerReadBenchTest {
             Collections.max(reading),
             median(reading) / median(stats),
             last.parts().size(),
-            last.has(MemoryLedger.JVM_THREADS) ? "on" : "off",
+            last.has(LedgerReader.JVM_THREADS) ? "on" : "off",
             sink);
     System.out.print(out);
     Path target =

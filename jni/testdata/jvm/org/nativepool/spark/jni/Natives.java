@@ -11,7 +11,6 @@ final class Natives {
   static native String tryGrow0(long res, long n);
   static native void grow0(long res, long n);
   static native void shrink0(long res, long n);
-  static native long free0(long res);
   static native long size0(long res);
   static native void closeReservation0(long res);
   static native long reclaim0(long pool, long target);

@@ -1,5 +1,7 @@
 package org.nativepool.spark.clustertest;
 
+
+
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,12 +22,12 @@ import org.apache.spark.memory.MemoryConsumer;
 import org.apache.spark.memory.MemoryMode;
 import org.apache.spark.memory.TaskMemoryManager;
 import org.apache.spark.sql.SparkSession;
-import org.nativepool.spark.NativeLoader;
-import org.nativepool.spark.NativeReservation;
-import org.nativepool.spark.PoolStats;
-import org.nativepool.spark.TaskPool;
-import org.nativepool.spark.arrow.NativeBatch;
+import org.nativepool.spark.arrow.GoBatch;
 import org.nativepool.spark.arrow.TaskArrowAllocators;
+import org.nativepool.spark.jni.LibraryLoader;
+import org.nativepool.spark.jni.PoolStats;
+import org.nativepool.spark.memory.Reservation;
+import org.nativepool.spark.memory.TaskPool;
 
 /**
  * The application {@code make test-cluster} submits to a standalone cluster (its own jar; the
@@ -36,7 +38,7 @@ import org.nativepool.spark.arrow.TaskArrowAllocators;
  *       TaskArrowAllocators#forCurrentTask()} over {@link TaskPool#openForCurrentTask()}),
  *   <li>moves a small Arrow batch into Go and back through the C Data Interface (arrow-c-data,
  *       which only the plugin jar supplies),
- *   <li>grows a spillable native reservation (a Java {@code NativeSpiller}) to {@code NATIVE} bytes;
+ *   <li>grows a spillable native reservation (a Java {@code Spiller}) to {@code NATIVE} bytes;
  *       its spill writes a {@code RUN}-byte run file and reports it ({@link TaskPool#reportSpill}),
  *       so the task's {@code diskBytesSpilled} counts it and its {@code memoryBytesSpilled} the
  *       bytes the spill released to Spark,
@@ -127,15 +129,15 @@ public final class ClusterJob {
     long arrowSum = arrowRoundTrip(arrow);
 
     AtomicInteger spillerCalls = new AtomicInteger();
-    AtomicReference<NativeReservation> self = new AtomicReference<>();
-    NativeReservation nat =
+    AtomicReference<Reservation> self = new AtomicReference<>();
+    Reservation nat =
         pool.newReservation(
             "cluster-sort",
             true,
             target -> {
               // A sorter writing its run to disk: everything it holds is freed.
               spillerCalls.incrementAndGet();
-              NativeReservation r = self.get();
+              Reservation r = self.get();
               long freed = r.size();
               long written = writeRun();
               r.shrink(freed);
@@ -160,7 +162,7 @@ public final class ClusterJob {
             + " task="
             + ctx.taskAttemptId()
             + " source="
-            + NativeLoader.ensureLoaded(null).replace(' ', '_')
+            + LibraryLoader.ensureLoaded(null).replace(' ', '_')
             + " spillRequests="
             + s.spillRequests()
             + " spillBytesFreed="
@@ -184,7 +186,7 @@ public final class ClusterJob {
    */
   private static long arrowRoundTrip(TaskArrowAllocators arrow) {
     BufferAllocator producer = arrow.producer();
-    NativeReservation res = arrow.newNativeReservation("cluster-arrow");
+    Reservation res = arrow.newNativeReservation("cluster-arrow");
     try (IntVector v = new IntVector("n", producer)) {
       v.allocateNew(ROWS);
       for (int i = 0; i < ROWS; i++) {
@@ -192,8 +194,8 @@ public final class ClusterJob {
       }
       v.setValueCount(ROWS);
       try (VectorSchemaRoot root = VectorSchemaRoot.of(v);
-          NativeBatch in = NativeBatch.importFrom(res, root, producer);
-          NativeBatch copy = in.copy(res);
+          GoBatch in = GoBatch.importFrom(res, root, producer);
+          GoBatch copy = in.copy(res);
           VectorSchemaRoot back = copy.exportTo(arrow.importer())) {
         IntVector n = (IntVector) back.getVector(0);
         long sum = 0;

@@ -25,8 +25,21 @@ import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.nativepool.spark.config.PoolKind;
+import org.nativepool.spark.config.PoolSettings;
+import org.nativepool.spark.executor.ExecutorGauges;
+import org.nativepool.spark.jni.LibraryLoader;
+import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.jni.PoolStats;
+import org.nativepool.spark.jni.ProcessStats;
+import org.nativepool.spark.memory.ExecutorState;
+import org.nativepool.spark.memory.Reservation;
+import org.nativepool.spark.memory.TaskPool;
+import org.nativepool.spark.testing.SparkMemory;
+import org.nativepool.spark.testing.SparkTestConsumer;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
@@ -34,6 +47,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * tasks open their pools through the plugin, grow and shrink, leave reservations open for the
  * completion listener, and finish without a leak; the plugin's gauges are non-zero while they run.
  */
+@Tag("spark") // starts a SparkContext: the second group of tests
 @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class NativePoolPluginTest {
   private static final long MIB = SparkMemory.MIB;
@@ -60,7 +74,7 @@ class NativePoolPluginTest {
             .config("spark.nativepool.library", lib)
             .config("spark.nativepool.pool", "fair_unified")
             .config("spark.nativepool.chunkSize", "1m")
-            .config("spark.nativepool.thresholds", "16m,1g")
+            .config("spark.nativepool.task.reservedThresholds", "16m,1g")
             .config("spark.nativepool.goMemoryLimit", "300m")
             .getOrCreate();
     jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
@@ -77,7 +91,7 @@ class NativePoolPluginTest {
 
   @AfterEach
   void everyTaskReturnedEverything() {
-    ProcessStats s = NativeBridge.processStats();
+    ProcessStats s = Natives.processStats();
     assertEquals(0, s.liveTasks(), s::toString);
     assertEquals(0, s.held(), s::toString);
     assertEquals(0, s.reserved(), s::toString);
@@ -106,8 +120,8 @@ class NativePoolPluginTest {
   private static Iterator<Map<String, Long>> growAndLeaveOpen(Iterator<Integer> rows) {
     TaskPool p = TaskPool.openForCurrentTask();
     TaskPool joined = TaskPool.openForCurrentTask();
-    NativeReservation r = p.newReservation("job-" + TaskContext.getPartitionId(), true, null);
-    NativeReservation r2 = joined.newReservation("joined", false, null);
+    Reservation r = p.newReservation("job-" + TaskContext.getPartitionId(), true, null);
+    Reservation r2 = joined.newReservation("joined", false, null);
     int n = 0;
     while (rows.hasNext()) {
       rows.next();
@@ -119,7 +133,19 @@ class NativePoolPluginTest {
       }
     }
     r2.grow(3 * MIB);
+    // The gauges are served from the reporting thread's latest reading (one per poll, at most a
+    // second apart): wait for a reading taken while this task holds its bytes.
     Map<String, Long> sample = new HashMap<>(gauges());
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (sample.getOrDefault("reserved", 0L) == 0 && System.nanoTime() < deadline) {
+      try {
+        Thread.sleep(50);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+      sample = new HashMap<>(gauges());
+    }
     PoolStats s = p.stats();
     sample.put("task.reserved", s.reserved());
     sample.put("task.held", s.held());
@@ -133,8 +159,9 @@ class NativePoolPluginTest {
   }
 
   @Test
-  void tasksOpenPoolsThroughThePluginAndTheirEndGivesBackAndCountsWhatWasLeftOpen() {
-    ProcessStats before = NativeBridge.processStats();
+  void tasksOpenPoolsThroughThePluginAndTheirEndGivesBackAndCountsWhatWasLeftOpen()
+      throws InterruptedException {
+    ProcessStats before = Natives.processStats();
     List<Integer> data = IntStream.range(0, 40).boxed().collect(Collectors.toList());
     List<Map<String, Long>> samples =
         jsc.parallelize(data, 4).mapPartitions(NativePoolPluginTest::growAndLeaveOpen).collect();
@@ -145,7 +172,7 @@ class NativePoolPluginTest {
       assertEquals(19 * MIB, m.get("task.reserved"), m::toString);
       assertEquals(19 * MIB, m.get("task.joinedReserved"), "same task, same pool: " + m);
       assertEquals(m.get("task.held"), m.get("task.sparkFigure"), m::toString);
-      for (String g : NativePoolPlugin.GAUGES.keySet()) {
+      for (String g : ExecutorGauges.GAUGES.keySet()) {
         assertTrue(m.containsKey(g), "gauge " + g + " missing: " + m);
       }
       for (String g :
@@ -153,19 +180,24 @@ class NativePoolPluginTest {
         assertTrue(m.get(g) > 0, "gauge " + g + " is zero inside a task: " + m);
       }
     }
-    ProcessStats after = NativeBridge.processStats();
+    ProcessStats after = Natives.processStats();
     // Each task left its two reservations open (12 MiB and 3 MiB): the listener gave Spark every
     // byte back, and counted each as a leak of what its user still reserved (issue 13 item 4).
     assertEquals(before.leaks() + 8, after.leaks(), "two open reservations per task: " + after);
     assertEquals(before.leakedBytes() + 4 * 15 * MIB, after.leakedBytes(), after::toString);
     assertTrue(after.upstreamCalls() > before.upstreamCalls());
     Map<String, Long> idle = gauges();
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (idle.get("liveTasks") != 0 && System.nanoTime() < deadline) {
+      Thread.sleep(50); // the gauges show the reporting thread's latest poll
+      idle = gauges();
+    }
     assertEquals(0L, idle.get("liveTasks"));
     assertEquals(0L, idle.get("heldFromSpark"));
   }
 
   private static Iterator<Long> growThenFail(Iterator<Integer> rows) {
-    NativeReservation r = TaskPool.openForCurrentTask().newReservation("doomed", false, null);
+    Reservation r = TaskPool.openForCurrentTask().newReservation("doomed", false, null);
     r.grow(8 * MIB);
     throw new IllegalStateException("task body failed on purpose after growing 8 MiB");
   }
@@ -189,8 +221,8 @@ class NativePoolPluginTest {
    */
   private static Iterator<Long> sparkSpillsNativeInsideATask(Iterator<Integer> rows) {
     TaskPool p = TaskPool.openForCurrentTask();
-    AtomicReference<NativeReservation> self = new AtomicReference<>();
-    NativeReservation nat =
+    AtomicReference<Reservation> self = new AtomicReference<>();
+    Reservation nat =
         p.newReservation(
             "native-sort",
             true,
@@ -229,7 +261,7 @@ class NativePoolPluginTest {
    */
   @Test
   void thePluginSetsTheGoMemoryLimitAndTheMmapThresholdAndReportsPeaks() {
-    ProcessStats s = NativeBridge.processStats();
+    ProcessStats s = Natives.processStats();
     assertEquals(300 * MIB, s.goMemoryLimit(), s::toString);
     long expected = System.getenv("MALLOC_MMAP_THRESHOLD_") == null ? 128 << 10 : 0;
     assertEquals(expected, s.mallocMmapThreshold(), s::toString);
@@ -243,11 +275,11 @@ class NativePoolPluginTest {
 
   @Test
   void pluginSettingsMatchTheConf() {
-    NativePoolSettings s = NativePoolPlugin.settings();
+    PoolSettings s = ExecutorState.settings();
     assertEquals(PoolKind.FAIR_UNIFIED, s.kind());
     assertEquals(MIB, s.chunkSize());
     assertEquals(128 * MIB, s.poolSize());
-    assertEquals(Arrays.toString(new long[] {16 * MIB, 1L << 30}), Arrays.toString(s.thresholds()));
-    assertTrue(NativeLoader.isLoaded());
+    assertEquals(Arrays.toString(new long[] {16 * MIB, 1L << 30}), Arrays.toString(s.taskThresholds()));
+    assertTrue(LibraryLoader.isLoaded());
   }
 }

@@ -3,6 +3,8 @@ package org.nativepool.spark;
 import java.util.Arrays;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaSparkContext;
+import org.nativepool.spark.config.NativePoolConf;
+import org.nativepool.spark.memory.TaskPool;
 
 /**
  * Run in a fresh JVM by {@link PluginFailureTest} (the library loads once per JVM): starts a
@@ -22,8 +24,8 @@ public final class PluginFailureProbe {
             .set("spark.plugins", NativePoolPlugin.class.getName())
             .set("spark.memory.offHeap.enabled", "true")
             .set("spark.memory.offHeap.size", "16m")
-            .set(NativePoolSettings.LIBRARY, args[0])
-            .set(NativePoolSettings.DRIVER_CHECK, args[1]);
+            .set(NativePoolConf.LIBRARY.key(), args[0])
+            .set(NativePoolConf.DRIVER_CHECK.key(), args[1]);
     JavaSparkContext jsc;
     try {
       jsc = new JavaSparkContext(conf);

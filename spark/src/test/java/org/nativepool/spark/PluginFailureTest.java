@@ -10,6 +10,7 @@ import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -19,6 +20,7 @@ import org.junit.jupiter.api.Test;
  * itself starts. Each case in a fresh local[1] JVM ({@link PluginFailureProbe}), since the library
  * loads once per JVM. {@code make test-cluster} runs the same cases on a standalone cluster.
  */
+@Tag("spark") // starts a SparkContext: the second group of tests
 class PluginFailureTest {
   private static final String BAD = new File("/nonexistent/libnativepool.so").getAbsolutePath();
   private static final String MESSAGE =

@@ -1,16 +1,21 @@
 package org.nativepool.spark.arrow;
 
+import org.nativepool.spark.config.Bytes;
+
+
+
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongConsumer;
 import org.apache.arrow.memory.AllocationListener;
 import org.apache.arrow.memory.AllocationOutcome;
-import org.nativepool.spark.NativeReservation;
+import org.nativepool.spark.jni.ArrowMemoryExhaustedException;
+import org.nativepool.spark.memory.Reservation;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * An Arrow {@link AllocationListener} that charges every buffer of its allocator (and of its
- * children, which inherit it) to a {@link NativeReservation} of the task's pool, so Java-made Arrow
+ * children, which inherit it) to a {@link Reservation} of the task's pool, so Java-made Arrow
  * memory counts against the same Spark task budget as the native pool's.
  *
  * <ul>
@@ -45,7 +50,7 @@ import org.slf4j.LoggerFactory;
 public final class PoolAllocationListener implements AllocationListener {
   private static final Logger LOG = LoggerFactory.getLogger(PoolAllocationListener.class);
 
-  private final NativeReservation reservation;
+  private final Reservation reservation;
   private final AtomicLong charged = new AtomicLong();
   private final AtomicLong refusals = new AtomicLong();
   private final AtomicLong lateReleases = new AtomicLong();
@@ -59,12 +64,12 @@ public final class PoolAllocationListener implements AllocationListener {
    * @param reservation the reservation to charge; dedicated to this listener (its size is then
    *     exactly the bytes of the listener's live buffers)
    */
-  public PoolAllocationListener(NativeReservation reservation) {
+  public PoolAllocationListener(Reservation reservation) {
     this.reservation = java.util.Objects.requireNonNull(reservation, "reservation");
   }
 
   /** The reservation charged. */
-  public NativeReservation reservation() {
+  public Reservation reservation() {
     return reservation;
   }
 

@@ -1,5 +1,9 @@
 package org.nativepool.spark.arrow;
 
+import org.nativepool.spark.config.Bytes;
+
+
+
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
@@ -16,12 +20,15 @@ import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.spark.TaskContext;
-import org.apache.spark.util.TaskCompletionListener;
-import org.nativepool.spark.NativeBridge;
-import org.nativepool.spark.NativeLeaks;
-import org.nativepool.spark.NativeReservation;
-import org.nativepool.spark.NativeSpiller;
-import org.nativepool.spark.TaskPool;
+import org.nativepool.spark.jni.ArrowMemoryExhaustedException;
+import org.nativepool.spark.jni.LeakKind;
+import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.jni.Spiller;
+import org.nativepool.spark.memory.ExecutorState;
+import org.nativepool.spark.memory.Leaks;
+import org.nativepool.spark.memory.Reservation;
+import org.nativepool.spark.memory.TaskPool;
+import org.nativepool.spark.memory.TaskResources;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -37,7 +44,7 @@ import org.slf4j.LoggerFactory;
  *       Spark) refuses throws {@link ArrowMemoryExhaustedException}, unlike Comet's {@code
  *       RootAllocator(Long.MAX_VALUE)}. Its own Arrow limit is {@code Long.MAX_VALUE}: the pool is
  *       the only gate, so there is one refusal message.
- *   <li>{@link #importer()}: for buffers Go made and exported ({@link NativeBatch#exportTo}). A
+ *   <li>{@link #importer()}: for buffers Go made and exported ({@link GoBatch#exportTo}). A
  *       {@link RootAllocator} with {@link AllocationListener#NOOP} and no limit: Go keeps charging
  *       those bytes until Java releases them, so charging them here would count them twice, and
  *       refusing them would free nothing (they exist already). It tracks them ({@code
@@ -51,7 +58,7 @@ import org.slf4j.LoggerFactory;
  * until it is freed (issue 9: batches cannot outlive the task's memory). In this order:
  *
  * <ol>
- *   <li>the roots {@link NativeBatch#exportTo} made in {@link #importer()} and that are still open
+ *   <li>the roots {@link GoBatch#exportTo} made in {@link #importer()} and that are still open
  *       are closed: their Go buffers are freed (the C release callback runs) and reading them
  *       afterwards fails with Arrow's bounds or reference-count checks, not with a crash; a later
  *       {@code close()} of such a root is a no-op;
@@ -71,7 +78,7 @@ import org.slf4j.LoggerFactory;
  * </ol>
  *
  * {@code close()} never throws for a leak: it reports. Each leak is also recorded once in the
- * process's leak book ({@link org.nativepool.spark.NativeLeaks}, counted in {@code leaks}/{@code
+ * process's leak book ({@link org.nativepool.spark.memory.Leaks}, counted in {@code leaks}/{@code
  * leakedBytes}): a Go allocator's by Go when it closes; the task's exported roots still open, one
  * {@code export} leak per consumer (freed here, so not resident); the producer's Java buffers, a
  * {@code java-arrow} leak whose bytes stay in {@code leakedResident} until their late release. The
@@ -85,23 +92,12 @@ public final class TaskArrowAllocators implements AutoCloseable {
   /** The consumer name of the reservation the producer allocator charges. */
   public static final String JAVA_CONSUMER = "arrow-java";
 
-  /** One per running task attempt opened through {@link #forCurrentTask()}. */
-  private static final ConcurrentHashMap<Long, TaskArrowAllocators> TASKS =
-      new ConcurrentHashMap<>();
-
-  /** The open objects by their importer, so that {@link NativeBatch#exportTo} finds its task. */
-  private static final Map<BufferAllocator, TaskArrowAllocators> BY_IMPORTER =
-      Collections.synchronizedMap(new IdentityHashMap<>());
-
-  /** Closed objects whose Java allocators still held buffers; see {@link #lingering()}. */
-  private static final Set<TaskArrowAllocators> LINGERING = ConcurrentHashMap.newKeySet();
-
   private final TaskPool pool;
-  private final NativeReservation javaReservation;
+  private final Reservation javaReservation;
   private final PoolAllocationListener listener;
   private final RootAllocator producer;
-  private final RootAllocator importer;
-  private final Set<NativeReservation> nativeReservations = ConcurrentHashMap.newKeySet();
+  private final Importer importer;
+  private final Set<Reservation> nativeReservations = ConcurrentHashMap.newKeySet();
   private final List<String> leakReports = Collections.synchronizedList(new ArrayList<>());
 
   /**
@@ -127,16 +123,15 @@ public final class TaskArrowAllocators implements AutoCloseable {
     this.javaReservation = pool.newReservation(JAVA_CONSUMER, false, null);
     this.listener = new PoolAllocationListener(javaReservation);
     this.producer = new RootAllocator(listener, Long.MAX_VALUE);
-    this.importer = new RootAllocator(AllocationListener.NOOP, Long.MAX_VALUE);
-    BY_IMPORTER.put(importer, this);
+    this.importer = new Importer(this);
     LOG.debug("nativepool: Arrow allocators of {} open", task);
   }
 
   /**
    * The allocators of the task running on this thread, made on first call (over {@link
-   * TaskPool#openForCurrentTask()}) and closed by a task completion listener, which runs before the
-   * pool's own listener and so before Spark's leak check. Later calls in the same task return the
-   * same object.
+   * TaskPool#openForCurrentTask()}) and closed with the task's resources ({@link TaskResources}),
+   * before its pools and so before Spark's leak check. Later calls in the same task return the same
+   * object.
    *
    * @throws IllegalStateException if this is not a task thread, the plugin is not initialised, or
    *     the task has completed
@@ -149,26 +144,13 @@ public final class TaskArrowAllocators implements AutoCloseable {
               + Thread.currentThread().getName()
               + "'; open the task's Arrow allocators on the task's thread");
     }
-    long id = ctx.taskAttemptId();
-    TaskArrowAllocators cur = TASKS.get(id);
-    if (cur != null && !cur.closed) {
-      return cur;
-    }
-    if (ctx.isCompleted()) {
-      throw new IllegalStateException(
-          "nativepool: task " + id + " completed; cannot open Arrow allocators");
-    }
-    // The task thread is the only one that opens for this task, so no race on TASKS here.
-    TaskArrowAllocators fresh = new TaskArrowAllocators(TaskPool.openForCurrentTask());
-    TASKS.put(id, fresh);
-    // Registered after the pool's listener, so it runs before it (listeners run in reverse).
-    ctx.addTaskCompletionListener(
-        (TaskCompletionListener)
-            c -> {
-              TASKS.remove(id, fresh);
-              fresh.close();
-            });
-    return fresh;
+    // One per task, closed by the task's resources before its pools (so before Spark's leak
+    // check).
+    return ExecutorState.resourcesOf(ctx)
+        .getOrOpen(
+            TaskArrowAllocators.class,
+            TaskResources.Priority.ARROW,
+            () -> new TaskArrowAllocators(TaskPool.openForCurrentTask()));
   }
 
   /**
@@ -194,7 +176,7 @@ public final class TaskArrowAllocators implements AutoCloseable {
   }
 
   /** The reservation {@link #producer()} charges ({@value #JAVA_CONSUMER}). */
-  public NativeReservation javaReservation() {
+  public Reservation javaReservation() {
     return javaReservation;
   }
 
@@ -209,26 +191,26 @@ public final class TaskArrowAllocators implements AutoCloseable {
   }
 
   /**
-   * A new reservation in the task's pool for a native operator (for {@link NativeBatch#importFrom}
-   * and {@link NativeBatch#copy}); its Go allocator is closed, and its leak report collected, by
+   * A new reservation in the task's pool for a native operator (for {@link GoBatch#importFrom}
+   * and {@link GoBatch#copy}); its Go allocator is closed, and its leak report collected, by
    * {@link #close()}, which then closes the reservation.
    *
    * @param name the consumer name, as refusals and leak reports name it
    * @param spiller called when Spark asks the pool for memory back, or null
    * @throws IllegalStateException if this object or the pool is closed
    */
-  public NativeReservation newNativeReservation(String name, NativeSpiller spiller) {
+  public Reservation newNativeReservation(String name, Spiller spiller) {
     Objects.requireNonNull(name, "name");
     if (closed) {
       throw new IllegalStateException("nativepool: Arrow allocators of " + pool + " are closed");
     }
-    NativeReservation r = pool.newReservation(name, spiller != null, spiller);
+    Reservation r = pool.newReservation(name, spiller != null, spiller);
     nativeReservations.add(r);
     return r;
   }
 
-  /** {@link #newNativeReservation(String, NativeSpiller)} without a spiller. */
-  public NativeReservation newNativeReservation(String name) {
+  /** {@link #newNativeReservation(String, Spiller)} without a spiller. */
+  public Reservation newNativeReservation(String name) {
     return newNativeReservation(name, null);
   }
 
@@ -256,14 +238,13 @@ public final class TaskArrowAllocators implements AutoCloseable {
       return;
     }
     closed = true;
-    BY_IMPORTER.remove(importer);
     closeExports();
-    for (NativeReservation r : nativeReservations) {
+    for (Reservation r : nativeReservations) {
       if (r.isClosed()) {
         continue;
       }
       try {
-        report("Go allocator of '" + r.name() + "'", NativeArrow.closeAllocator(r));
+        report("Go allocator of '" + r.name() + "'", GoAllocators.closeAllocator(r));
         r.close();
       } catch (RuntimeException e) {
         LOG.error("nativepool: closing the Go Arrow allocator of '{}' failed", r.name(), e);
@@ -281,17 +262,17 @@ public final class TaskArrowAllocators implements AutoCloseable {
       // the importer is the Go allocator's leak, recorded by Go).
       leakedResident.set(producerHeld);
       listener.onLateRelease(this::lateRelease);
-      NativeBridge.reportLeak(
+      Leaks.report(
           pool.taskAttemptId(),
           JAVA_CONSUMER,
-          NativeLeaks.Kind.JAVA_ARROW,
+          LeakKind.JAVA_ARROW,
           producerHeld,
           producerHeld,
           javaReservation.site());
     }
     javaReservation.close();
     if (held) {
-      LINGERING.add(this);
+      ExecutorState.keep(this);
     }
     sweepLingering();
     if (leakedResident.get() > 0) {
@@ -308,24 +289,36 @@ public final class TaskArrowAllocators implements AutoCloseable {
   /** Tells the Go side what the lingering producers' leaked buffers still hold. */
   private static void pushResident() {
     long n = 0;
-    for (TaskArrowAllocators t : LINGERING) {
+    for (TaskArrowAllocators t : ExecutorState.kept(TaskArrowAllocators.class)) {
       n += t.leakedResident.get();
     }
     try {
-      NativeBridge.setJavaLeakResident(n);
+      Natives.leakResident(n);
     } catch (RuntimeException e) {
       LOG.error("nativepool: could not update the leaked resident bytes ({})", n, e);
     }
   }
 
   /**
-   * Registers a root {@link NativeBatch#exportTo} made in {@code importer}, if that is the importer
+   * Registers a root {@link GoBatch#exportTo} made in {@code importer}, if that is the importer
    * of an open task's allocators, so that the task's end closes it if the caller has not.
    */
   static void trackExport(BufferAllocator importer, VectorSchemaRoot root, String consumer) {
-    TaskArrowAllocators t = BY_IMPORTER.get(importer);
-    if (t != null) {
-      t.track(root, consumer);
+    if (importer instanceof Importer i && !i.owner.closed) {
+      i.owner.track(root, consumer);
+    }
+  }
+
+  /**
+   * A task's importer: a root allocator that knows its task's allocators, so that a batch exported
+   * into it is tracked ({@link GoBatch#exportTo}) without a process-wide map.
+   */
+  private static final class Importer extends RootAllocator {
+    final TaskArrowAllocators owner;
+
+    Importer(TaskArrowAllocators owner) {
+      super(AllocationListener.NOOP, Long.MAX_VALUE);
+      this.owner = owner;
     }
   }
 
@@ -351,7 +344,7 @@ public final class TaskArrowAllocators implements AutoCloseable {
 
   /**
    * Closes the exported roots still open; the Go side frees their buffers. Each consumer's are one
-   * leak ({@link NativeLeaks.Kind#EXPORT}), not resident: they are freed here.
+   * leak ({@link LeakKind#EXPORT}), not resident: they are freed here.
    */
   private void closeExports() {
     Map<VectorSchemaRoot, String> open;
@@ -381,8 +374,8 @@ public final class TaskArrowAllocators implements AutoCloseable {
       }
     }
     for (Map.Entry<String, Long> e : byConsumer.entrySet()) {
-      NativeBridge.reportLeak(
-          pool.taskAttemptId(), e.getKey(), NativeLeaks.Kind.EXPORT, e.getValue(), 0, null);
+      Leaks.report(
+          pool.taskAttemptId(), e.getKey(), LeakKind.EXPORT, e.getValue(), 0, null);
     }
     if (n > 0) {
       report(
@@ -433,7 +426,7 @@ public final class TaskArrowAllocators implements AutoCloseable {
 
   /** Closes and forgets the lingering objects whose allocators have drained. */
   private static void sweepLingering() {
-    for (TaskArrowAllocators t : LINGERING) {
+    for (TaskArrowAllocators t : ExecutorState.kept(TaskArrowAllocators.class)) {
       if (t.javaHeld() != 0) {
         continue;
       }
@@ -445,7 +438,7 @@ public final class TaskArrowAllocators implements AutoCloseable {
           done = false; // a release is in flight: next sweep
         }
       }
-      if (done && LINGERING.remove(t)) {
+      if (done && ExecutorState.release(t)) {
         LOG.info("nativepool: the Arrow memory task {} left behind is freed", t.pool.taskAttemptId());
         t.leakedResident.set(0);
         pushResident();
@@ -461,7 +454,7 @@ public final class TaskArrowAllocators implements AutoCloseable {
   public static List<String> lingering() {
     sweepLingering();
     List<String> out = new ArrayList<>();
-    for (TaskArrowAllocators t : LINGERING) {
+    for (TaskArrowAllocators t : ExecutorState.kept(TaskArrowAllocators.class)) {
       out.add(
           "task "
               + t.pool.taskAttemptId()
@@ -478,7 +471,7 @@ public final class TaskArrowAllocators implements AutoCloseable {
   public static long lingeringBytes() {
     sweepLingering();
     long n = 0;
-    for (TaskArrowAllocators t : LINGERING) {
+    for (TaskArrowAllocators t : ExecutorState.kept(TaskArrowAllocators.class)) {
       n += t.javaHeld();
     }
     return n;
@@ -486,12 +479,17 @@ public final class TaskArrowAllocators implements AutoCloseable {
 
   /**
    * The bytes the Java producers of every running task's allocators and of the lingering ones
-   * hold now: the Arrow Java part of the executor memory ledger ({@code MemoryLedger}).
+   * hold now: the Arrow Java part of the executor memory ledger ({@code LedgerReader}).
    */
   public static long javaAllocatedBytes() {
     Set<TaskArrowAllocators> all = Collections.newSetFromMap(new IdentityHashMap<>());
-    all.addAll(TASKS.values());
-    all.addAll(LINGERING);
+    for (TaskResources r : ExecutorState.runningTasks()) {
+      TaskArrowAllocators t = r.find(TaskArrowAllocators.class);
+      if (t != null) {
+        all.add(t);
+      }
+    }
+    all.addAll(ExecutorState.kept(TaskArrowAllocators.class));
     long sum = 0;
     for (TaskArrowAllocators t : all) {
       sum += t.producer.getAllocatedMemory();

@@ -20,8 +20,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.nativepool.spark.NativeBridge;
-import org.nativepool.spark.NativeReservation;
+import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.memory.Reservation;
+import org.nativepool.spark.testing.ArrowTask;
 
 /**
  * Issue 9, case 10: bad C Data addresses from Java get {@link IllegalArgumentException}, not a
@@ -45,11 +46,11 @@ class ArrowBadAddressTest {
   private static final long RELEASE = 64;
 
   private ArrowTask task;
-  private NativeReservation op;
+  private Reservation op;
 
   @BeforeAll
   static void load() {
-    NativeBridge.ensureLoaded();
+    Natives.ensureLoaded();
   }
 
   @BeforeEach
@@ -60,8 +61,8 @@ class ArrowBadAddressTest {
 
   @AfterEach
   void close() {
-    assertEquals(0, NativeArrow.stats(op).batches());
-    assertEquals(0, NativeArrow.stats(op).importsLive());
+    assertEquals(0, GoAllocators.stats(op).batches());
+    assertEquals(0, GoAllocators.stats(op).importsLive());
     assertEquals(0, task.arrows.producer().getAllocatedMemory(), "nothing leaked");
     assertEquals(0, task.finish());
     assertTrue(task.arrows.leakReports().isEmpty(), task.arrows.leakReports()::toString);
@@ -111,17 +112,17 @@ class ArrowBadAddressTest {
       IllegalArgumentException e =
           assertThrows(
               IllegalArgumentException.class,
-              () -> NativeBridge.importBatch(op, arr.memoryAddress(), schema.memoryAddress()));
+              () -> op.callNative(h -> Natives.importBatch(h, arr.memoryAddress(), schema.memoryAddress())));
       assertTrue(e.getMessage().startsWith("nativepool: importBatch for forged#"), e.getMessage());
       assertTrue(e.getMessage().contains(expected), e.getMessage());
       assertTrue(e.getMessage().endsWith(": invalid argument"), e.getMessage());
       assertEquals(forged, MemoryUtil.getLong(at), "the caller's struct is untouched");
       assertEquals(spark, task.sparkFigure(), "nothing charged");
-      assertEquals(0, NativeArrow.stats(op).batches());
+      assertEquals(0, GoAllocators.stats(op).batches());
 
       MemoryUtil.putLong(at, genuine);
-      long h = NativeBridge.importBatch(op, arr.memoryAddress(), schema.memoryAddress());
-      NativeBridge.releaseBatch(h);
+      long h = op.callNative(r -> Natives.importBatch(r, arr.memoryAddress(), schema.memoryAddress()));
+      Natives.releaseBatch(h);
     }
   }
 
@@ -188,11 +189,11 @@ class ArrowBadAddressTest {
       for (long[] b : bad) {
         IllegalArgumentException e =
             assertThrows(
-                IllegalArgumentException.class, () -> NativeBridge.importBatch(op, b[0], b[1]));
+                IllegalArgumentException.class, () -> op.callNative(h -> Natives.importBatch(h, b[0], b[1])));
         assertTrue(e.getMessage().endsWith(": invalid argument"), e.getMessage());
       }
       assertNotEquals(0, MemoryUtil.getLong(a + RELEASE), "still the caller's");
-      assertEquals(0, NativeArrow.stats(op).batches());
+      assertEquals(0, GoAllocators.stats(op).batches());
       arr.release();
       schema.release();
     }
@@ -201,9 +202,9 @@ class ArrowBadAddressTest {
   @Test
   void exportingIntoBadAddressesIsIllegalArgumentAndWritesNothing() {
     BufferAllocator producer = task.arrows.producer();
-    NativeBatch go;
+    GoBatch go;
     try (VectorSchemaRoot src = twoColumns(producer);
-        NativeBatch in = NativeBatch.importFrom(op, src, producer)) {
+        GoBatch in = GoBatch.importFrom(op, src, producer)) {
       go = in.copy(op);
     }
     try (ArrowArray arr = ArrowArray.allocateNew(task.arrows.importer());
@@ -215,11 +216,11 @@ class ArrowBadAddressTest {
         IllegalArgumentException e =
             assertThrows(
                 IllegalArgumentException.class,
-                () -> NativeBridge.exportBatch(go.handle(), b[0], b[1]));
+                () -> Natives.exportBatch(go.handle(), b[0], b[1]));
         assertTrue(e.getMessage().startsWith("nativepool: exportBatch: "), e.getMessage());
       }
       assertEquals(0, MemoryUtil.getLong(a + RELEASE), "nothing written");
-      assertEquals(0, NativeArrow.stats(op).exportsLive());
+      assertEquals(0, GoAllocators.stats(op).exportsLive());
     }
     go.close();
   }

@@ -9,9 +9,13 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.nativepool.spark.NativeBridge;
-import org.nativepool.spark.NativeReservation;
-import org.nativepool.spark.PoolStats;
+import org.nativepool.spark.jni.ArrowMemoryExhaustedException;
+import org.nativepool.spark.jni.ArrowStat;
+import org.nativepool.spark.jni.ArrowStats;
+import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.jni.PoolStats;
+import org.nativepool.spark.memory.Reservation;
+import org.nativepool.spark.testing.ArrowTask;
 
 /**
  * Arrow batches across the C Data Interface with Spark's real {@code TaskMemoryManager}: whoever
@@ -28,7 +32,7 @@ class ArrowBatchAccountingTest {
 
   @BeforeAll
   static void load() {
-    NativeBridge.ensureLoaded();
+    Natives.ensureLoaded();
   }
 
   @AfterEach
@@ -43,7 +47,7 @@ class ArrowBatchAccountingTest {
    * Spark's figure = off-heap execution memory = pool HELD = Java-charged + Go-charged, and the
    * pool's RESERVED is the Java reservation plus the native ones.
    */
-  private void check(String step, NativeReservation... natives) {
+  private void check(String step, Reservation... natives) {
     long spark = task.sparkFigure();
     PoolStats ps = task.pool.stats();
     assertEquals(spark, ps.held(), () -> step + ": Spark's figure vs HELD; " + ps);
@@ -55,8 +59,8 @@ class ArrowBatchAccountingTest {
     assertEquals(java, task.arrows.javaReservation().size(), () -> step + ": Java reservation");
     long go = 0;
     long nativeReserved = 0;
-    for (NativeReservation r : natives) {
-      ArrowStats s = NativeArrow.stats(r);
+    for (Reservation r : natives) {
+      ArrowStats s = GoAllocators.stats(r);
       go += s.allocated();
       nativeReserved += s.reserved();
     }
@@ -73,16 +77,16 @@ class ArrowBatchAccountingTest {
   void aGoBatchStaysChargedToGoUntilJavaClosesTheExport() {
     task = new ArrowTask(9001, 64 * MIB);
     TaskArrowAllocators arrows = task.arrows;
-    NativeReservation op = arrows.newNativeReservation("go-producer");
+    Reservation op = arrows.newNativeReservation("go-producer");
     check("start", op);
 
-    NativeBatch go;
+    GoBatch go;
     try (VectorSchemaRoot src = ArrowTask.longs(arrows.producer(), 5, ROWS);
-        NativeBatch imported = NativeBatch.importFrom(op, src, arrows.producer())) {
+        GoBatch imported = GoBatch.importFrom(op, src, arrows.producer())) {
       go = imported.copy(op);
     }
     check("Go copy made; Java's batch released by both sides", op);
-    ArrowStats made = NativeArrow.stats(op);
+    ArrowStats made = GoAllocators.stats(op);
     assertTrue(made.allocated() >= ROWS * 8L, made::toString);
     assertEquals(0, arrows.producer().getAllocatedMemory());
     assertEquals(made.allocated(), task.sparkFigure(), "the copy is Go's: Go charges it");
@@ -92,11 +96,11 @@ class ArrowBatchAccountingTest {
     assertTrue(
         arrows.importer().getAllocatedMemory() > 0, "the importer tracks the foreign buffers");
     check("exported", op);
-    assertEquals(1, NativeArrow.stats(op).exportsLive());
+    assertEquals(1, GoAllocators.stats(op).exportsLive());
 
     go.close();
     check("Go released its handle; Java still reads the export", op);
-    ArrowStats held = NativeArrow.stats(op);
+    ArrowStats held = GoAllocators.stats(op);
     assertEquals(made.allocated(), held.allocated(), "the Go charge lives until Java releases");
     assertEquals(made.allocated(), task.sparkFigure());
     assertEquals(0, held.batches());
@@ -104,7 +108,7 @@ class ArrowBatchAccountingTest {
 
     inJava.close();
     check("Java closed the export", op);
-    ArrowStats after = NativeArrow.stats(op);
+    ArrowStats after = GoAllocators.stats(op);
     assertEquals(0, after.allocated());
     assertEquals(0, after.exportsLive());
     assertEquals(0, arrows.importer().getAllocatedMemory());
@@ -115,15 +119,15 @@ class ArrowBatchAccountingTest {
   void aJavaBatchIsChargedOnceToJavaUntilGoReleasesIt() {
     task = new ArrowTask(9002, 64 * MIB);
     TaskArrowAllocators arrows = task.arrows;
-    NativeReservation op = arrows.newNativeReservation("go-consumer");
+    Reservation op = arrows.newNativeReservation("go-consumer");
     VectorSchemaRoot src = ArrowTask.longs(arrows.producer(), 1, ROWS);
     long javaBatch = arrows.producer().getAllocatedMemory();
     assertTrue(javaBatch >= ROWS * 8L);
     check("Java batch built", op);
 
-    NativeBatch inGo = NativeBatch.importFrom(op, src, arrows.producer());
+    GoBatch inGo = GoBatch.importFrom(op, src, arrows.producer());
     check("imported into Go", op);
-    ArrowStats s = NativeArrow.stats(op);
+    ArrowStats s = GoAllocators.stats(op);
     assertEquals(1, s.importsLive());
     assertTrue(s.imported() >= ROWS * 8L, s::toString);
     assertEquals(0, s.allocated(), "Go tracks an import, it does not charge it");
@@ -141,7 +145,7 @@ class ArrowBatchAccountingTest {
     inGo.close();
     check("Go released the batch", op);
     assertEquals(0, arrows.producer().getAllocatedMemory());
-    assertEquals(0, NativeArrow.stats(op).importsLive());
+    assertEquals(0, GoAllocators.stats(op).importsLive());
     assertEquals(0, task.sparkFigure());
   }
 
@@ -149,18 +153,18 @@ class ArrowBatchAccountingTest {
   void bothDirectionsAtOnceKeepSparkAndTheBooksEqualAtEveryStep() {
     task = new ArrowTask(9003, 64 * MIB);
     TaskArrowAllocators arrows = task.arrows;
-    NativeReservation a = arrows.newNativeReservation("op-a");
-    NativeReservation b = arrows.newNativeReservation("op-b");
+    Reservation a = arrows.newNativeReservation("op-a");
+    Reservation b = arrows.newNativeReservation("op-b");
     VectorSchemaRoot j1 = ArrowTask.longs(arrows.producer(), 0, ROWS);
-    NativeBatch i1 = NativeBatch.importFrom(a, j1, arrows.producer());
+    GoBatch i1 = GoBatch.importFrom(a, j1, arrows.producer());
     check("j1 imported into a", a, b);
-    NativeBatch c1 = i1.copy(b);
+    GoBatch c1 = i1.copy(b);
     check("copied into b", a, b);
-    NativeBatch c2 = c1.copy(a);
+    GoBatch c2 = c1.copy(a);
     check("copied back into a", a, b);
     VectorSchemaRoot e2 = c2.exportTo(arrows.importer());
     check("c2 exported", a, b);
-    NativeBatch i2 = NativeBatch.importFrom(b, e2, arrows.importer());
+    GoBatch i2 = GoBatch.importFrom(b, e2, arrows.importer());
     check("the export re-imported (charges nothing anew)", a, b);
     assertEquals(ArrowTask.sumOf(0, ROWS), ArrowTask.sum(e2));
     j1.close();
@@ -169,10 +173,10 @@ class ArrowBatchAccountingTest {
     c2.close();
     e2.close();
     check("c2 released, its export still pinned by the re-import", a, b);
-    assertTrue(NativeArrow.stats(a).allocated() > 0, "i2 keeps c2's Go buffers alive");
+    assertTrue(GoAllocators.stats(a).allocated() > 0, "i2 keeps c2's Go buffers alive");
     i2.close();
     check("re-import released", a, b);
-    assertEquals(0, NativeArrow.stats(a).allocated());
+    assertEquals(0, GoAllocators.stats(a).allocated());
     c1.close();
     check("all released", a, b);
     assertEquals(0, task.sparkFigure());
@@ -182,15 +186,15 @@ class ArrowBatchAccountingTest {
   void releasingABatchTwiceThrowsAndReleasesNothingTwice() {
     task = new ArrowTask(9004, 64 * MIB);
     TaskArrowAllocators arrows = task.arrows;
-    NativeReservation op = arrows.newNativeReservation("twice");
+    Reservation op = arrows.newNativeReservation("twice");
     VectorSchemaRoot src = ArrowTask.longs(arrows.producer(), 1, ROWS);
-    NativeBatch inGo = NativeBatch.importFrom(op, src, arrows.producer());
-    NativeBatch copy = inGo.copy(op);
+    GoBatch inGo = GoBatch.importFrom(op, src, arrows.producer());
+    GoBatch copy = inGo.copy(op);
     long h = copy.handle();
-    NativeBridge.releaseBatch(h);
+    Natives.releaseBatch(h);
     check("released once through the native", op);
     IllegalStateException e =
-        assertThrows(IllegalStateException.class, () -> NativeBridge.releaseBatch(h));
+        assertThrows(IllegalStateException.class, () -> Natives.releaseBatch(h));
     assertEquals(
         "nativepool: batch handle 0x" + Long.toHexString(h) + " is closed: stale handle",
         e.getMessage());
@@ -212,14 +216,14 @@ class ArrowBatchAccountingTest {
   void importingIntoAClosedReservationThrowsAndLeavesJavaTheBatch() {
     task = new ArrowTask(9005, 64 * MIB);
     TaskArrowAllocators arrows = task.arrows;
-    NativeReservation op = task.pool.newReservation("closed-op", false, null);
+    Reservation op = task.pool.newReservation("closed-op", false, null);
     op.close();
     try (VectorSchemaRoot src = ArrowTask.longs(arrows.producer(), 1, ROWS)) {
       long before = arrows.producer().getAllocatedMemory();
       IllegalStateException e =
           assertThrows(
               IllegalStateException.class,
-              () -> NativeBatch.importFrom(op, src, arrows.producer()));
+              () -> GoBatch.importFrom(op, src, arrows.producer()));
       assertEquals(
           "nativepool: reservation 'closed-op' is closed; cannot import a batch", e.getMessage());
       assertEquals(before, arrows.producer().getAllocatedMemory(), "the export was released");
@@ -233,15 +237,15 @@ class ArrowBatchAccountingTest {
   void aClosedGoAllocatorRefusesImportsAndTheExportIsReleasedByJava() {
     task = new ArrowTask(9006, 64 * MIB);
     TaskArrowAllocators arrows = task.arrows;
-    NativeReservation op = arrows.newNativeReservation("closed-alloc");
-    assertEquals(null, NativeArrow.closeAllocator(op), "nothing held, nothing reported");
-    assertTrue(NativeArrow.stats(op).closed());
+    Reservation op = arrows.newNativeReservation("closed-alloc");
+    assertEquals(null, GoAllocators.closeAllocator(op), "nothing held, nothing reported");
+    assertTrue(GoAllocators.stats(op).closed());
     try (VectorSchemaRoot src = ArrowTask.longs(arrows.producer(), 1, ROWS)) {
       long before = arrows.producer().getAllocatedMemory();
       IllegalStateException e =
           assertThrows(
               IllegalStateException.class,
-              () -> NativeBatch.importFrom(op, src, arrows.producer()));
+              () -> GoBatch.importFrom(op, src, arrows.producer()));
       assertTrue(
           e.getMessage()
               .startsWith("nativepool: importBatch: the Arrow allocator of closed-alloc#"),
@@ -256,10 +260,10 @@ class ArrowBatchAccountingTest {
   void exportingAfterThePoolClosedThrowsAndNothingIsReleasedTwice() {
     task = new ArrowTask(9007, 64 * MIB);
     TaskArrowAllocators arrows = task.arrows;
-    NativeReservation op = arrows.newNativeReservation("late-export");
-    NativeBatch go;
+    Reservation op = arrows.newNativeReservation("late-export");
+    GoBatch go;
     try (VectorSchemaRoot src = ArrowTask.longs(arrows.producer(), 1, ROWS);
-        NativeBatch in = NativeBatch.importFrom(op, src, arrows.producer())) {
+        GoBatch in = GoBatch.importFrom(op, src, arrows.producer())) {
       go = in.copy(op);
     }
     assertTrue(task.sparkFigure() > 0);
@@ -287,10 +291,10 @@ class ArrowBatchAccountingTest {
   void aCopyThePoolRefusesThrowsArrowsOutOfMemoryAndChargesNothing() {
     task = new ArrowTask(9008, (3 * MIB) / 2);
     TaskArrowAllocators arrows = task.arrows;
-    NativeReservation op = arrows.newNativeReservation("too-big");
+    Reservation op = arrows.newNativeReservation("too-big");
     int rows = 100_000; // 800 KB of values: Java rounds to 1 MiB; a Go copy does not fit beside it
     try (VectorSchemaRoot src = ArrowTask.longs(arrows.producer(), 1, rows);
-        NativeBatch in = NativeBatch.importFrom(op, src, arrows.producer())) {
+        GoBatch in = GoBatch.importFrom(op, src, arrows.producer())) {
       check("imported", op);
       long before = task.sparkFigure();
       ArrowMemoryExhaustedException e =
@@ -300,8 +304,8 @@ class ArrowBatchAccountingTest {
           e.getMessage().contains("Resources exhausted: Additional allocation failed for too-big"),
           e.getMessage());
       assertEquals(before, task.sparkFigure(), "a refused copy charges nothing");
-      assertEquals(0, NativeArrow.stats(op).allocated());
-      assertEquals(1, NativeArrow.stats(op).get(ArrowStat.REFUSALS));
+      assertEquals(0, GoAllocators.stats(op).allocated());
+      assertEquals(1, GoAllocators.stats(op).get(ArrowStat.REFUSALS));
       check("after the refusal", op);
     }
     check("released", op);
@@ -325,10 +329,10 @@ class ArrowBatchAccountingTest {
   void exportingIntoAnAllocatorThatChargesThePoolIsRefused() {
     task = new ArrowTask(9010, 64 * MIB);
     TaskArrowAllocators arrows = task.arrows;
-    NativeReservation op = arrows.newNativeReservation("double");
+    Reservation op = arrows.newNativeReservation("double");
     try (VectorSchemaRoot src = ArrowTask.longs(arrows.producer(), 1, 10);
-        NativeBatch in = NativeBatch.importFrom(op, src, arrows.producer());
-        NativeBatch go = in.copy(op)) {
+        GoBatch in = GoBatch.importFrom(op, src, arrows.producer());
+        GoBatch go = in.copy(op)) {
       IllegalArgumentException e =
           assertThrows(IllegalArgumentException.class, () -> go.exportTo(arrows.producer()));
       assertTrue(e.getMessage().contains("Go already charges these bytes"), e.getMessage());

@@ -9,8 +9,10 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.nativepool.spark.NativeBridge;
-import org.nativepool.spark.NativeReservation;
+import org.nativepool.spark.jni.ArrowProcessStats;
+import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.memory.Reservation;
+import org.nativepool.spark.testing.ArrowTask;
 
 /**
  * Batches left unreleased at task end are reported — naming the consumer and, with allocation sites
@@ -22,29 +24,29 @@ class ArrowLeakTest {
 
   @BeforeAll
   static void load() {
-    NativeBridge.ensureLoaded();
+    Natives.ensureLoaded();
   }
 
   @AfterEach
   void sitesOff() {
-    NativeArrow.configure(false);
+    GoAllocators.configure(false);
   }
 
   @Test
   void aGoBatchLeftAtTaskEndIsReportedWithItsAllocatingFunctionAndReleased() {
-    NativeArrow.configure(true);
+    GoAllocators.configure(true);
     ArrowTask task = new ArrowTask(9101, 64 * MIB);
-    ArrowProcessStats before = NativeArrow.processStats();
-    NativeReservation op = task.arrows.newNativeReservation("leaky-op");
-    NativeBatch leaked;
+    ArrowProcessStats before = GoAllocators.processStats();
+    Reservation op = task.arrows.newNativeReservation("leaky-op");
+    GoBatch leaked;
     try (VectorSchemaRoot src = ArrowTask.longs(task.arrows.producer(), 1, 4096);
-        NativeBatch in = NativeBatch.importFrom(op, src, task.arrows.producer())) {
+        GoBatch in = GoBatch.importFrom(op, src, task.arrows.producer())) {
       leaked = in.copy(op);
     }
-    long goBytes = NativeArrow.stats(op).allocated();
+    long goBytes = GoAllocators.stats(op).allocated();
     assertTrue(goBytes >= 4096 * 8, "the copy is charged to Go");
     assertEquals(goBytes, task.sparkFigure());
-    assertEquals(before.liveBatches() + 1, NativeArrow.processStats().liveBatches());
+    assertEquals(before.liveBatches() + 1, GoAllocators.processStats().liveBatches());
 
     assertEquals(0, task.finish(), "the task end gave every byte back to Spark");
 
@@ -60,7 +62,7 @@ class ArrowLeakTest {
         "names the Java caller of the copy, not the bridge's copy function: " + report);
     assertTrue(report.contains("\nLEAK of "), "the full allocation stack follows: " + report);
 
-    ArrowProcessStats after = NativeArrow.processStats();
+    ArrowProcessStats after = GoAllocators.processStats();
     assertEquals(before.liveBatches(), after.liveBatches(), "the leaked batch was released");
     assertEquals(before.leaks() + 1, after.leaks());
     assertEquals(before.liveAllocators(), after.liveAllocators());
@@ -101,11 +103,11 @@ class ArrowLeakTest {
   @Test
   void aGoBatchExportedToJavaAndLeftOpenAtTaskEndIsFreedAndALateCloseIsANoOp() {
     ArrowTask task = new ArrowTask(9104, 64 * MIB);
-    ArrowProcessStats before = NativeArrow.processStats();
-    NativeReservation op = task.arrows.newNativeReservation("exporter");
-    NativeBatch go;
+    ArrowProcessStats before = GoAllocators.processStats();
+    Reservation op = task.arrows.newNativeReservation("exporter");
+    GoBatch go;
     try (VectorSchemaRoot src = ArrowTask.longs(task.arrows.producer(), 1, 4096);
-        NativeBatch in = NativeBatch.importFrom(op, src, task.arrows.producer())) {
+        GoBatch in = GoBatch.importFrom(op, src, task.arrows.producer())) {
       go = in.copy(op);
     }
     VectorSchemaRoot inJava = go.exportTo(task.arrows.importer());
@@ -122,7 +124,7 @@ class ArrowLeakTest {
     assertEquals(0, inJava.getVector(0).getBufferSize(), "the task end closed the root");
     assertEquals(0, inJava.getVector(0).getValueCount());
     assertEquals(0, task.arrows.importer().getAllocatedMemory());
-    ArrowProcessStats after = NativeArrow.processStats();
+    ArrowProcessStats after = GoAllocators.processStats();
     assertEquals(before.leaks(), after.leaks(), "freed before the Go allocator closed: no leak");
     assertEquals(before.liveBatches(), after.liveBatches());
     inJava.close(); // late: a no-op, no exception, nothing freed twice
@@ -132,9 +134,9 @@ class ArrowLeakTest {
   @Test
   void aJavaBatchHeldByALeakedGoImportIsReleasedWhenGoReleasesIt() {
     ArrowTask task = new ArrowTask(9103, 64 * MIB);
-    NativeReservation op = task.arrows.newNativeReservation("holds-java");
+    Reservation op = task.arrows.newNativeReservation("holds-java");
     VectorSchemaRoot src = ArrowTask.longs(task.arrows.producer(), 1, 4096);
-    NativeBatch held = NativeBatch.importFrom(op, src, task.arrows.producer());
+    GoBatch held = GoBatch.importFrom(op, src, task.arrows.producer());
     src.close();
     assertTrue(task.arrows.producer().getAllocatedMemory() > 0, "Go holds Java's buffers");
 

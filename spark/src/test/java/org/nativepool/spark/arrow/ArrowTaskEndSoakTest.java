@@ -13,8 +13,9 @@ import org.apache.arrow.vector.VectorSchemaRoot;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.nativepool.spark.NativeBridge;
-import org.nativepool.spark.NativeReservation;
+import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.memory.Reservation;
+import org.nativepool.spark.testing.ArrowTask;
 
 /**
  * Issue 9, the long-running streaming executor: Go batches exported to Java and left open at task
@@ -35,7 +36,7 @@ class ArrowTaskEndSoakTest {
 
   @BeforeAll
   static void load() {
-    NativeBridge.ensureLoaded();
+    Natives.ensureLoaded();
   }
 
   /** The resident set of this process in bytes: statm's second field, in pages. */
@@ -71,10 +72,10 @@ class ArrowTaskEndSoakTest {
   /** One task: a 256 KiB Go batch exported to Java; closed by the task if {@code clean}. */
   private static void task(long id, boolean clean) {
     ArrowTask t = new ArrowTask(id, 64 * MIB);
-    NativeReservation op = t.arrows.newNativeReservation("stream-op");
-    NativeBatch go;
+    Reservation op = t.arrows.newNativeReservation("stream-op");
+    GoBatch go;
     try (VectorSchemaRoot src = ArrowTask.longs(t.arrows.producer(), id, ROWS);
-        NativeBatch in = NativeBatch.importFrom(op, src, t.arrows.producer())) {
+        GoBatch in = GoBatch.importFrom(op, src, t.arrows.producer())) {
       go = in.copy(op);
     }
     VectorSchemaRoot inJava = go.exportTo(t.arrows.importer());

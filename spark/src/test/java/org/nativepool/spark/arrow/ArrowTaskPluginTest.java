@@ -21,12 +21,15 @@ import org.apache.spark.metrics.source.Source;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.nativepool.spark.NativeBridge;
 import org.nativepool.spark.NativePoolPlugin;
-import org.nativepool.spark.NativeReservation;
-import org.nativepool.spark.ProcessStats;
+import org.nativepool.spark.jni.ArrowProcessStats;
+import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.jni.ProcessStats;
+import org.nativepool.spark.memory.Reservation;
+import org.nativepool.spark.testing.ArrowTask;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
@@ -35,6 +38,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * charged to the task's pool, a Go batch deliberately left unreleased in every task — reported and
  * released by the completion listener before Spark's leak check, so the tasks still succeed.
  */
+@Tag("spark") // starts a SparkContext: the second group of tests
 @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class ArrowTaskPluginTest {
   private static final String SOURCE = "plugin." + NativePoolPlugin.class.getName();
@@ -70,7 +74,7 @@ class ArrowTaskPluginTest {
       SparkSession.clearActiveSession();
       SparkSession.clearDefaultSession();
     }
-    NativeArrow.configure(false);
+    GoAllocators.configure(false);
   }
 
   private static Map<String, Long> gauges() {
@@ -92,33 +96,33 @@ class ArrowTaskPluginTest {
     }
     TaskArrowAllocators arrows = TaskArrowAllocators.forCurrentTask();
     assertSame(arrows, TaskArrowAllocators.forCurrentTask(), "one per task");
-    NativeReservation op = arrows.newNativeReservation("task-op");
+    Reservation op = arrows.newNativeReservation("task-op");
     long sum;
-    NativeBatch kept;
+    GoBatch kept;
     try (VectorSchemaRoot src = ArrowTask.longs(arrows.producer(), 1, 1000 + n);
-        NativeBatch in = NativeBatch.importFrom(op, src, arrows.producer())) {
+        GoBatch in = GoBatch.importFrom(op, src, arrows.producer())) {
       kept = in.copy(op);
     }
     try (VectorSchemaRoot back = kept.exportTo(arrows.importer())) {
       sum = ArrowTask.sum(back);
     }
-    NativeBatch.importFrom(op, ArrowTask.longs(arrows.producer(), 0, 10), arrows.producer())
+    GoBatch.importFrom(op, ArrowTask.longs(arrows.producer(), 0, 10), arrows.producer())
         .copy(op); // leaked: neither the import, nor the copy, nor the Java root is closed
     Map<String, Long> sample = new HashMap<>(gauges());
     sample.put("sum", sum);
     sample.put("rows", (long) n);
-    sample.put("goAllocated", NativeArrow.stats(op).allocated());
+    sample.put("goAllocated", GoAllocators.stats(op).allocated());
     sample.put(
         "sparkFigure", TaskContext.get().taskMemoryManager().getMemoryConsumptionForThisTask());
     sample.put(
-        "charged", arrows.producer().getAllocatedMemory() + NativeArrow.stats(op).allocated());
+        "charged", arrows.producer().getAllocatedMemory() + GoAllocators.stats(op).allocated());
     kept.close();
     return Collections.singletonList(sample).iterator();
   }
 
   @Test
   void tasksGetTheirAllocatorsAndLeakedBatchesAreReportedAndReleasedAtTaskEnd() {
-    ArrowProcessStats before = NativeArrow.processStats();
+    ArrowProcessStats before = GoAllocators.processStats();
     List<Integer> data = IntStream.range(0, 40).boxed().collect(Collectors.toList());
     List<Map<String, Long>> samples =
         jsc.parallelize(data, 4)
@@ -137,11 +141,11 @@ class ArrowTaskPluginTest {
       assertTrue(m.containsKey("rssDrift"), m::toString);
       assertTrue(m.containsKey("allocationGap"), m::toString);
     }
-    ArrowProcessStats after = NativeArrow.processStats();
+    ArrowProcessStats after = GoAllocators.processStats();
     assertEquals(before.liveBatches(), after.liveBatches(), "leaked batches released: " + after);
     assertEquals(before.liveAllocators(), after.liveAllocators(), after::toString);
     assertEquals(before.leaks() + 4, after.leaks(), "one leak report per task: " + after);
-    ProcessStats ps = NativeBridge.processStats();
+    ProcessStats ps = Natives.processStats();
     assertEquals(0, ps.liveTasks(), ps::toString);
     assertEquals(0, ps.held(), ps::toString);
   }

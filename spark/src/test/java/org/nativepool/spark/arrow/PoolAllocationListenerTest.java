@@ -13,12 +13,12 @@ import org.apache.spark.memory.UnifiedMemoryManager;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.nativepool.spark.NativeBridge;
-import org.nativepool.spark.NativeReservation;
-import org.nativepool.spark.PoolKind;
-import org.nativepool.spark.PoolStats;
-import org.nativepool.spark.SparkTaskUpstream;
-import org.nativepool.spark.TaskPool;
+import org.nativepool.spark.config.PoolKind;
+import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.jni.PoolStats;
+import org.nativepool.spark.memory.Reservation;
+import org.nativepool.spark.memory.SparkTaskUpstream;
+import org.nativepool.spark.memory.TaskPool;
 
 /**
  * Arrow Java's {@code AllocationListener} contract: {@code onRelease} must not throw. A buffer
@@ -49,7 +49,7 @@ class PoolAllocationListenerTest {
 
   @BeforeAll
   static void load() {
-    NativeBridge.ensureLoaded();
+    Natives.ensureLoaded();
   }
 
   @ParameterizedTest(name = "chunk={0}")
@@ -65,7 +65,7 @@ class PoolAllocationListenerTest {
     SparkTaskUpstream up = new SparkTaskUpstream(tmm, id);
     TaskPool pool = TaskPool.open(up, id, PoolKind.GREEDY_UNIFIED, 0, chunk);
     pool.setReservationSlack(0); // every shrink crosses into Go (and, exact, on to Spark)
-    NativeReservation res = pool.newReservation("java-arrow", false, null);
+    Reservation res = pool.newReservation("java-arrow", false, null);
     PoolAllocationListener listener = new PoolAllocationListener(res);
     try (RootAllocator alloc = new RootAllocator(listener, Long.MAX_VALUE)) {
       ArrowBuf big = alloc.buffer(24 * MIB);

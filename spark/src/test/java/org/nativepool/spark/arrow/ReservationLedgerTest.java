@@ -10,14 +10,16 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.nativepool.spark.NativeBridge;
-import org.nativepool.spark.NativeReservation;
-import org.nativepool.spark.PoolStats;
+import org.nativepool.spark.jni.ArrowStats;
+import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.jni.PoolStats;
+import org.nativepool.spark.memory.Reservation;
+import org.nativepool.spark.testing.ArrowTask;
 
 /**
  * One ledger per reservation (issue 10 item 4), on Spark's real {@code TaskMemoryManager}: an Arrow
- * copy charges a Go reservation of its own, so Java's {@link NativeReservation#size()} equals Go's
- * {@code Size()} ({@link NativeReservation#nativeSize()}) at every quiescent step, before and after
+ * copy charges a Go reservation of its own, so Java's {@link Reservation#size()} equals Go's
+ * {@code Size()} ({@link Reservation#nativeSize()}) at every quiescent step, before and after
  * copies into the reservation and after they are released; the pool still counts the copy for the
  * task (Spark's figure = HELD, RESERVED = Java reservation + Arrow reservation).
  */
@@ -30,7 +32,7 @@ class ReservationLedgerTest {
 
   @BeforeAll
   static void load() {
-    NativeBridge.ensureLoaded();
+    Natives.ensureLoaded();
   }
 
   @AfterEach
@@ -43,16 +45,16 @@ class ReservationLedgerTest {
 
   /**
    * Java's size() = Go's Size() = {@code want}; the Arrow reservation (once {@code r}'s Go
-   * allocator exists, {@code NativeArrow.stats(r).reserved()}) covers what the allocator holds;
+   * allocator exists, {@code GoAllocators.stats(r).reserved()}) covers what the allocator holds;
    * the pool's RESERVED = the Java producer's reservation + {@code r} + the Arrow reservation;
    * Spark's figure = HELD.
    */
-  private void checkLedger(String step, NativeReservation r, long want, boolean arrowOpen) {
+  private void checkLedger(String step, Reservation r, long want, boolean arrowOpen) {
     assertEquals(want, r.size(), step + ": Java size()");
     assertEquals(r.size(), r.nativeSize(), step + ": Java size() vs Go Size()");
     long arrow = 0;
     if (arrowOpen) {
-      ArrowStats a = NativeArrow.stats(r);
+      ArrowStats a = GoAllocators.stats(r);
       arrow = a.reserved();
       assertTrue(a.allocated() <= arrow, step + ": Arrow allocated > reserved: " + a);
     }
@@ -74,20 +76,20 @@ class ReservationLedgerTest {
   void aCopyChargesItsOwnReservationSoJavaSizeEqualsGoSize(long chunk, long slack) {
     task = new ArrowTask(9301 + chunk + slack, 256 * MIB, chunk);
     task.pool.setReservationSlack(slack);
-    NativeReservation op = task.arrows.newNativeReservation("ledger", null);
+    Reservation op = task.arrows.newNativeReservation("ledger", null);
     checkLedger("start", op, 0, false);
     op.tryGrowOrThrow(64 * KIB);
     checkLedger("grown", op, 64 * KIB, false);
 
-    NativeBatch src;
+    GoBatch src;
     try (VectorSchemaRoot root = ArrowTask.longs(task.arrows.producer(), 1, ROWS)) {
-      src = NativeBatch.importFrom(op, root, task.arrows.producer());
+      src = GoBatch.importFrom(op, root, task.arrows.producer());
     }
     checkLedger("imported", op, 64 * KIB, true);
 
-    NativeBatch c1 = src.copy(op);
-    NativeBatch c2 = src.copy(op);
-    ArrowStats copied = NativeArrow.stats(op);
+    GoBatch c1 = src.copy(op);
+    GoBatch c2 = src.copy(op);
+    ArrowStats copied = GoAllocators.stats(op);
     assertTrue(copied.allocated() >= 2 * ROWS * 8L, "two copies allocated " + copied);
     assertTrue(copied.reserved() >= copied.allocated(), "Arrow reserved < allocated " + copied);
     checkLedger("two copies", op, 64 * KIB, true);
@@ -105,7 +107,7 @@ class ReservationLedgerTest {
     checkLedger("one copy released", op, 128 * KIB, true);
     c2.close();
     src.close();
-    assertEquals(0, NativeArrow.stats(op).allocated(), "Go buffers after every release");
+    assertEquals(0, GoAllocators.stats(op).allocated(), "Go buffers after every release");
     checkLedger("copies released", op, 128 * KIB, true);
 
     assertEquals(128 * KIB, op.free(), "free() returns what Java reserved, and only that");
@@ -118,15 +120,15 @@ class ReservationLedgerTest {
   @ValueSource(longs = {0, 8 * MIB})
   void closingAReservationWithALiveCopyReturnsBothLedgers(long chunk) {
     task = new ArrowTask(9401 + chunk, 256 * MIB, chunk);
-    NativeReservation op = task.arrows.newNativeReservation("ledger-close", null);
+    Reservation op = task.arrows.newNativeReservation("ledger-close", null);
     op.tryGrowOrThrow(64 * KIB);
-    NativeBatch src;
+    GoBatch src;
     try (VectorSchemaRoot root = ArrowTask.longs(task.arrows.producer(), 1, ROWS)) {
-      src = NativeBatch.importFrom(op, root, task.arrows.producer());
+      src = GoBatch.importFrom(op, root, task.arrows.producer());
     }
-    NativeBatch cp = src.copy(op);
+    GoBatch cp = src.copy(op);
     checkLedger("copied", op, 64 * KIB, true);
-    String report = NativeArrow.closeAllocator(op);
+    String report = GoAllocators.closeAllocator(op);
     assertTrue(report.contains("ledger-close"), report);
     assertEquals(64 * KIB, op.size());
     assertEquals(op.size(), op.nativeSize(), "Java size() vs Go Size() after the allocator closed");

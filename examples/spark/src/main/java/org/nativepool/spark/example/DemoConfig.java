@@ -1,10 +1,12 @@
 package org.nativepool.spark.example;
 
+
+
 import java.io.File;
 import java.io.Serializable;
 import java.util.Locale;
 import org.apache.spark.network.util.JavaUtils;
-import org.nativepool.spark.PoolKind;
+import org.nativepool.spark.config.PoolKind;
 
 /**
  * The options of {@link SortDemo}, immutable. Parsed from the command line ({@link #parse}); every
@@ -47,7 +49,7 @@ public final class DemoConfig implements Serializable {
   public final long warmupRows;
   /** Generator seed. */
   public final long seed;
-  /** The library carrying NativeBridge's and SortBridge's natives ({@code libnativesort.so}). */
+  /** The library carrying Natives's and SortBridge's natives ({@code libnativesort.so}). */
   public final String library;
   /** Output directory: samples.csv, report.properties; run files go under its tmp/. */
   public final String outDir;

@@ -1,10 +1,12 @@
 package org.nativepool.spark.example;
 
+
+
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import org.nativepool.spark.ExecutorLedger;
-import org.nativepool.spark.MemoryLedger;
+import org.nativepool.spark.ledger.ExecutorLedger;
+import org.nativepool.spark.ledger.LedgerReader;
 
 /**
  * The report's "Ledger" section: the executor memory ledger at the highest-RSS reading of {@link
@@ -45,7 +47,7 @@ final class LedgerReport {
     Map<String, Long> hwm = executor == null ? Map.of() : executor.peaks();
     List<String> columns = smp.residentColumns();
     List<String> accounting = smp.accountingParts();
-    boolean nmt = columns.contains(MemoryLedger.JVM_THREADS);
+    boolean nmt = columns.contains(LedgerReader.JVM_THREADS);
 
     r.put("ledger.columns", String.join(",", columns));
     r.put("ledger.accounting", String.join(",", accounting));
@@ -64,7 +66,7 @@ final class LedgerReport {
             Locale.ROOT,
             "Ledger: the executor memory ledger (%s), read every %d ms: %d readings in %s;"
                 + " a reading took %.1f ms on average, %.1f ms at most; Native Memory Tracking %s%n",
-            smp.fromExecutor() ? "ExecutorLedger.current()" : "a MemoryLedger of the demo's own",
+            smp.fromExecutor() ? "ExecutorLedger.current()" : "a LedgerReader of the demo's own",
             LedgerSampler.PERIOD_MS,
             smp.samples(),
             csv,
@@ -93,11 +95,11 @@ final class LedgerReport {
             String.format(Locale.ROOT, "at RSS peak (%.1f s)", peak.get("t_ms") / 1000.0),
             "at the end",
             "high-water"));
-    row(b, fmt, MemoryLedger.RSS, MemoryLedger.RSS, peak, end, hwm);
+    row(b, fmt, LedgerReader.RSS, LedgerReader.RSS, peak, end, hwm);
     for (String p : columns) {
       row(b, fmt, p, p, peak, end, hwm);
     }
-    row(b, fmt, MemoryLedger.UNEXPLAINED, MemoryLedger.UNEXPLAINED, peak, end, hwm);
+    row(b, fmt, LedgerReader.UNEXPLAINED, LedgerReader.UNEXPLAINED, peak, end, hwm);
     for (String p : accounting) {
       row(b, fmt, p + " (acct.)", p, peak, end, hwm);
     }

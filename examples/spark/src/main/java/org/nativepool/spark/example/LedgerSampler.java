@@ -7,10 +7,10 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.nativepool.spark.ExecutorLedger;
-import org.nativepool.spark.LedgerSnapshot;
-import org.nativepool.spark.LedgerSnapshot.Kind;
-import org.nativepool.spark.MemoryLedger;
+import org.nativepool.spark.ledger.ExecutorLedger;
+import org.nativepool.spark.ledger.LedgerReader;
+import org.nativepool.spark.ledger.LedgerSnapshot;
+import org.nativepool.spark.ledger.LedgerSnapshot.Kind;
 
 /**
  * Reads the executor memory ledger every {@value #PERIOD_MS} ms on a daemon thread and writes the
@@ -20,17 +20,17 @@ import org.nativepool.spark.MemoryLedger;
  *
  * <p>The readings come from {@link ExecutorLedger#current()} (in local mode the executor plugin
  * runs in this JVM), so they also feed its gauges and high-water marks; without one, from a
- * {@link MemoryLedger} of its own.
+ * {@link LedgerReader} of its own.
  *
  * <p>The CSV's columns, in bytes: {@code t_ms} (since the {@code startNanos} given to {@link
  * #start}, as in {@code samples.csv}), {@code rss}, one column per {@link Kind#RESIDENT} part of
  * the first reading (in the ledger's display order), {@value #OTHER} (resident parts that appear
  * only in later readings, e.g. a netty pool made mid-run; 0 while there are none), {@value
- * MemoryLedger#UNEXPLAINED} (RSS less the resident parts; may be negative), then one column per
+ * LedgerReader#UNEXPLAINED} (RSS less the resident parts; may be negative), then one column per
  * {@link Kind#ACCOUNTING} part of the first reading, named {@value #ACCOUNTING_PREFIX}{@code
  * <part>} so that the chart does not stack it. The set of columns is fixed at the first reading;
  * a part a later reading lacks is 0. In every row the resident columns, {@value #OTHER} and
- * {@value MemoryLedger#UNEXPLAINED} sum to {@code rss} exactly. Detail parts are not written.
+ * {@value LedgerReader#UNEXPLAINED} sum to {@code rss} exactly. Detail parts are not written.
  *
  * <p>Started once, closed once; the figures are safe to read after {@link #close()}.
  */
@@ -45,7 +45,7 @@ final class LedgerSampler extends CsvSampler {
   static final String ACCOUNTING_PREFIX = "acct:";
 
   private final ExecutorLedger executor;
-  private final MemoryLedger own;
+  private final LedgerReader own;
   private final long startNanos;
   private final List<String> resident;
   private final List<String> accounting;
@@ -60,7 +60,7 @@ final class LedgerSampler extends CsvSampler {
 
   private LedgerSampler(
       ExecutorLedger executor,
-      MemoryLedger own,
+      LedgerReader own,
       long startNanos,
       Path csvPath,
       LedgerSnapshot first,
@@ -89,7 +89,7 @@ final class LedgerSampler extends CsvSampler {
    */
   static LedgerSampler start(ExecutorLedger executor, long startNanos, Path csvPath)
       throws IOException {
-    MemoryLedger own = executor == null ? new MemoryLedger() : null;
+    LedgerReader own = executor == null ? new LedgerReader() : null;
     long t0 = System.nanoTime();
     LedgerSnapshot first = executor != null ? executor.readNow() : own.read();
     LedgerSampler s =
@@ -107,10 +107,10 @@ final class LedgerSampler extends CsvSampler {
   private static List<String> header(List<String> resident, List<String> accounting) {
     List<String> h = new ArrayList<>();
     h.add("t_ms");
-    h.add(MemoryLedger.RSS);
+    h.add(LedgerReader.RSS);
     h.addAll(resident);
     h.add(OTHER);
-    h.add(MemoryLedger.UNEXPLAINED);
+    h.add(LedgerReader.UNEXPLAINED);
     for (String a : accounting) {
       h.add(ACCOUNTING_PREFIX + a);
     }
@@ -160,7 +160,7 @@ final class LedgerSampler extends CsvSampler {
       return null;
     }
     Map<String, Long> row = new LinkedHashMap<>();
-    row.put(MemoryLedger.RSS, s.rss());
+    row.put(LedgerReader.RSS, s.rss());
     for (String p : resident) {
       row.put(p, s.kind(p) == Kind.RESIDENT ? Math.max(0, s.get(p)) : 0L);
     }
@@ -171,7 +171,7 @@ final class LedgerSampler extends CsvSampler {
       }
     }
     row.put(OTHER, other);
-    row.put(MemoryLedger.UNEXPLAINED, s.unexplained());
+    row.put(LedgerReader.UNEXPLAINED, s.unexplained());
     for (String p : accounting) {
       row.put(p, Math.max(0, s.get(p)));
     }
@@ -190,7 +190,7 @@ final class LedgerSampler extends CsvSampler {
     row.put("t_ms", t);
     samples++;
     lastRow = row;
-    if (peakRow == null || row.get(MemoryLedger.RSS) > peakRow.get(MemoryLedger.RSS)) {
+    if (peakRow == null || row.get(LedgerReader.RSS) > peakRow.get(LedgerReader.RSS)) {
       peakRow = row;
     }
     StringBuilder b = new StringBuilder().append(t);

@@ -7,8 +7,8 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.SparkEnv;
-import org.nativepool.spark.NativeBridge;
-import org.nativepool.spark.ProcessStats;
+import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.jni.ProcessStats;
 
 /**
  * Samples the process every {@value #PERIOD_MS} ms on a daemon thread, and writes the samples as
@@ -115,7 +115,7 @@ final class MemorySampler extends CsvSampler {
     }
     long rss = readRss();
     long[] s = SortBridge.sample();
-    ProcessStats p = NativeBridge.processStats();
+    ProcessStats p = Natives.processStats();
     long spark = sparkOffHeapUsed();
     long allocated = s[SortBridge.SAMPLE_ALLOCATED];
     long sorterReserved = s[SortBridge.SAMPLE_RESERVED];

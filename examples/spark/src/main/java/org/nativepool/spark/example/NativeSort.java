@@ -1,5 +1,6 @@
 package org.nativepool.spark.example;
 
+
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.arrow.c.ArrowArray;
@@ -9,8 +10,8 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.spark.TaskContext;
 import org.apache.spark.util.TaskCompletionListener;
-import org.nativepool.spark.TaskPool;
 import org.nativepool.spark.arrow.PoolAllocationListener;
+import org.nativepool.spark.memory.TaskPool;
 
 /**
  * One Go external sort ({@code examples/sort}) inside a Spark task: its consumer is registered in

@@ -1,12 +1,12 @@
 package org.nativepool.spark.example;
 
-import org.nativepool.spark.NativeBridge;
+import org.nativepool.spark.jni.Natives;
 
 /**
  * The natives of the demo's Go engine ({@code examples/spark/native}, built into
  * {@code libnativesort.so}): an external sort over Arrow batches that registers a spillable
  * consumer in the task's native pool. That library also carries every native of
- * {@link NativeBridge} (one Go runtime per process), so it is loaded instead of
+ * {@link Natives} (one Go runtime per process), so it is loaded instead of
  * {@code libnativepool.so}, through {@code spark.nativepool.library}.
  *
  * <p>The natives are package-private and unchecked: {@link NativeSort} validates and guards before
@@ -58,7 +58,7 @@ public final class SortBridge {
    *     libnativesort.so})
    */
   public static void ensureLoaded() {
-    NativeBridge.ensureLoaded();
+    Natives.ensureLoaded();
     Probe.check();
   }
 

@@ -28,14 +28,14 @@ import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.util.CollectionAccumulator;
-import org.nativepool.spark.ExecutorLedger;
-import org.nativepool.spark.NativeBridge;
-import org.nativepool.spark.NativeLoader;
 import org.nativepool.spark.NativePoolPlugin;
-import org.nativepool.spark.NativePoolSettings;
-import org.nativepool.spark.PoolKind;
-import org.nativepool.spark.PoolStat;
-import org.nativepool.spark.ProcessStats;
+import org.nativepool.spark.config.NativePoolConf;
+import org.nativepool.spark.config.PoolKind;
+import org.nativepool.spark.jni.LibraryLoader;
+import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.jni.PoolStat;
+import org.nativepool.spark.jni.ProcessStats;
+import org.nativepool.spark.ledger.ExecutorLedger;
 
 /**
  * The project's main demo ({@code make example}; {@code examples/spark/README.md}): a Go external
@@ -108,7 +108,7 @@ public final class SortDemo {
 
     // The Go runtime's own cost: RSS growth from loading the library and one empty native call.
     long rssBeforeLoad = MemorySampler.readRss();
-    NativeLoader.ensureLoaded(cfg.library);
+    LibraryLoader.ensureLoaded(cfg.library);
     SortBridge.ensureLoaded();
     long[] first = SortBridge.sample();
     long goLoadRss = MemorySampler.readRss() - rssBeforeLoad;
@@ -120,10 +120,10 @@ public final class SortDemo {
             .config("spark.metrics.namespace", "sortdemo")
             .master("local[" + cfg.threads + "]")
             .config("spark.plugins", NativePoolPlugin.class.getName())
-            .config(NativePoolSettings.LIBRARY, cfg.library)
-            .config(NativePoolSettings.POOL, cfg.pool.configName())
-            .config(NativePoolSettings.CHUNK_SIZE, Long.toString(cfg.chunk))
-            .config(NativePoolSettings.POOL_SIZE, Long.toString(cfg.poolSize > 0 ? cfg.poolSize : cfg.budget))
+            .config(NativePoolConf.LIBRARY.key(), cfg.library)
+            .config(NativePoolConf.POOL.key(), cfg.pool.configName())
+            .config(NativePoolConf.CHUNK_SIZE.key(), Long.toString(cfg.chunk))
+            .config(NativePoolConf.POOL_SIZE.key(), Long.toString(cfg.poolSize > 0 ? cfg.poolSize : cfg.budget))
             .config("spark.memory.offHeap.enabled", "true")
             .config("spark.memory.offHeap.size", Long.toString(cfg.budget))
             .config("spark.unsafe.exceptionOnMemoryLeak", "true")
@@ -155,7 +155,7 @@ public final class SortDemo {
         }
       }
       metrics.clear();
-      ProcessStats before = NativeBridge.processStats();
+      ProcessStats before = Natives.processStats();
       long[] sampleBefore = SortBridge.sample();
       long baseline = MemorySampler.readRss();
       // The kernel's peaks from here on: VmHWM, and the memory cgroup's if the JVM is in one.
@@ -203,7 +203,7 @@ public final class SortDemo {
         }
       }
       long elapsedMs = (System.nanoTime() - t0) / 1_000_000;
-      ProcessStats after = NativeBridge.processStats();
+      ProcessStats after = Natives.processStats();
       long[] sampleAfter = SortBridge.sample();
       Peaks peaks =
           new Peaks(

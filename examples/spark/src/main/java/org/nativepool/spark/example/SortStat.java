@@ -1,5 +1,7 @@
 package org.nativepool.spark.example;
 
+
+
 /**
  * The figures of one sorter ({@code stats0}, {@link SortStats}); the ordinal is the index. The
  * declaration is the Go table {@code sortStatFields} in {@code examples/spark/native/sorts.go};

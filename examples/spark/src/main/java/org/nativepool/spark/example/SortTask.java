@@ -1,5 +1,6 @@
 package org.nativepool.spark.example;
 
+
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.NoSuchElementException;

@@ -19,7 +19,7 @@ public final class TaskOutcome implements Serializable {
   public final Fingerprint out;
   /** The sorter's figures (indexed by {@link SortStat}). */
   public final long[] sort;
-  /** The task pool's figures (indexed by {@link org.nativepool.spark.PoolStat}). */
+  /** The task pool's figures (indexed by {@link org.nativepool.spark.jni.PoolStat}). */
   public final long[] pool;
 
   TaskOutcome(

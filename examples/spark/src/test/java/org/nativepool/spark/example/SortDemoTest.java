@@ -1,5 +1,6 @@
 package org.nativepool.spark.example;
 
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

@@ -1,0 +1,539 @@
+package org.nativepool.spark.config;
+
+
+
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.Function;
+import org.apache.spark.SparkConf;
+import org.apache.spark.network.util.JavaUtils;
+import org.nativepool.spark.config.ConfigKey.Side;
+
+/**
+ * Every {@code spark.nativepool.*} key the plugin reads, each declared once with its default, unit,
+ * documentation, side and parser, as Comet's {@code CometConf} declares its keys. The settings
+ * views read their values from here, and the README's configuration table is rendered from here
+ * ({@link #markdownTable()}; a test fails if the README's copy differs). Keys the plugin no longer
+ * reads are listed in {@link #REMOVED} with what replaced them, and are refused, so a setting
+ * cannot silently stop working.
+ *
+ * <p>Immutable; holds no state.
+ */
+public final class NativePoolConf {
+  private NativePoolConf() {}
+
+  private static final List<ConfigKey<?>> KEYS = new ArrayList<>();
+
+  private static <T> ConfigKey<T> key(
+      String key,
+      String defaultText,
+      String defaultDoc,
+      String unit,
+      Side side,
+      Function<String, T> parser,
+      String doc) {
+    ConfigKey<T> k = new ConfigKey<>(key, defaultText, defaultDoc, unit, doc, side, parser);
+    KEYS.add(k);
+    return k;
+  }
+
+  // ---- loading ----
+
+  /**
+   * The JVM system property that names the library when {@link #LIBRARY} is unset: for a JVM
+   * whose Spark configuration the operator cannot change per process (an executor's {@code
+   * extraJavaOptions}).
+   */
+  public static final String LIBRARY_PROPERTY = "nativepool.library";
+
+  /** Path of the library to load; null (unset): the copy the plugin jar carries. */
+  public static final ConfigKey<String> LIBRARY =
+      key(
+          "spark.nativepool.library",
+          null,
+          "unset: the jar's copy",
+          "path",
+          Side.BOTH,
+          v -> v == null || v.isEmpty() ? null : v,
+          "the `libnativepool.so` to load, or your engine's own c-shared library that links"
+              + " nativepool; unset = the JVM system property `nativepool.library` if set (e.g. in"
+              + " `spark.executor.extraJavaOptions`), else the copy the plugin jar carries for the"
+              + " executor's platform, extracted to a per-process directory under"
+              + " `java.io.tmpdir`. Whatever the"
+              + " source, the library must report the jar's version, or the executor disables"
+              + " native pools and every task asking for one fails with the reason");
+
+  /** Whether the driver loads and checks the library at startup. */
+  public static final ConfigKey<Boolean> DRIVER_CHECK =
+      key(
+          "spark.nativepool.driverCheck",
+          "true",
+          "`true`",
+          "boolean",
+          Side.DRIVER,
+          NativePoolConf::bool,
+          "the driver loads and checks the library at startup, so a missing or mismatched"
+              + " library fails the application once; `false` when the driver cannot see the"
+              + " executors' `spark.nativepool.library` path");
+
+  // ---- task pools ----
+
+  /** The kind of each task's pool. */
+  public static final ConfigKey<PoolKind> POOL =
+      key(
+          "spark.nativepool.pool",
+          "fair_unified",
+          "`fair_unified`",
+          "`fair_unified` \\| `greedy_unified`",
+          Side.EXECUTOR,
+          PoolKind::parse,
+          "the kind of each task's pool: `fair_unified` divides its pool size among the task's"
+              + " spillable consumers (DataFusion's fair share, per consumer); `greedy_unified`"
+              + " lets any consumer take what Spark grants");
+
+  /** Bytes a task pool borrows from Spark at a time; 0 = exact. */
+  public static final ConfigKey<Long> CHUNK_SIZE =
+      key(
+          "spark.nativepool.chunkSize",
+          "8m",
+          "`8m`",
+          "size",
+          Side.EXECUTOR,
+          Bytes::parse,
+          "what a task pool borrows from Spark's `TaskMemoryManager` at a time: the largest"
+              + " chunk, used once the pool reserves 64 MiB or more (1 MiB under 16 MiB, 4 MiB"
+              + " under 64 MiB, never more than this); a pool keeps at most 2 chunks of slack."
+              + " `0` = exact: one Spark call per grow and per shrink (Comet's behaviour)");
+
+  /** The fair_unified pool size; null (unset): {@code spark.memory.offHeap.size}. */
+  public static final ConfigKey<Long> POOL_SIZE =
+      key(
+          "spark.nativepool.poolSize",
+          null,
+          "`spark.memory.offHeap.size`",
+          "size",
+          Side.EXECUTOR,
+          v -> v == null ? null : Bytes.parse(v),
+          "the size of each task's `fair_unified` pool: the most its consumers may reserve"
+              + " together, and the base of each spillable consumer's fair share (Spark's"
+              + " 1/2N–1/N rules apply on top); ignored by `greedy_unified`");
+
+  /** The largest {@link #RESERVATION_SLACK}, so that twice it and its rounding cannot overflow. */
+  public static final long MAX_RESERVATION_SLACK = 1L << 40;
+
+  /** The local-slack quantum Q of Java reservations. */
+  public static final ConfigKey<Long> RESERVATION_SLACK =
+      key(
+          "spark.nativepool.reservationSlack",
+          "64k",
+          "`64k`",
+          "size",
+          Side.EXECUTOR,
+          v -> atMost(Bytes.parse(v), MAX_RESERVATION_SLACK, "above 1 TiB"),
+          "the local-slack quantum Q of each Java `Reservation` of a task pool opened through"
+              + " the plugin: a grow crossing into Go asks for a multiple of Q, and up to 2Q"
+              + " bytes stay in Java after shrinks, so small grows and shrinks never cross JNI;"
+              + " after a shrink leaves more than 2Q, all but Q goes back to Go. Chunked pools"
+              + " only (`chunkSize` > 0; exact pools keep none). `0` = none. At most 1 TiB");
+
+  /** Levels of a task pool's reserved bytes that the Go side logs crossings of. */
+  public static final ConfigKey<long[]> TASK_RESERVED_THRESHOLDS =
+      key(
+          "spark.nativepool.task.reservedThresholds",
+          "",
+          "empty",
+          "comma-separated sizes",
+          Side.EXECUTOR,
+          NativePoolConf::positiveSizes,
+          "levels of one task pool's reserved bytes: crossing one upwards logs a warning on"
+              + " `org.nativepool.bridge`, and falling back below it (less 1/16 of the level)"
+              + " logs another. Each > 0; pools opened afterwards");
+
+  /** Levels of an executor's reserved bytes that the driver posts crossing events for. */
+  public static final ConfigKey<long[]> EXECUTOR_RESERVED_THRESHOLDS =
+      key(
+          "spark.nativepool.executor.reservedThresholds",
+          "",
+          "empty",
+          "comma-separated sizes",
+          Side.DRIVER,
+          NativePoolConf::positiveSizes,
+          "levels of one executor's reserved bytes (all its task pools together): the driver"
+              + " posts a `ReservedThresholdEvent` to the event log when an executor's sampled"
+              + " peak crosses one upwards, and when its reserved bytes fall back below it. Each"
+              + " > 0");
+
+  /** Whether each task pool is wrapped in the Logging decorator. */
+  public static final ConfigKey<Boolean> LOGGING =
+      key(
+          "spark.nativepool.logging",
+          "false",
+          "`false`",
+          "boolean",
+          Side.EXECUTOR,
+          NativePoolConf::bool,
+          "wraps each task pool in the Logging decorator: one record per register, unregister,"
+              + " grow, shrink and try_grow, at INFO (a refused try_grow at WARN), on"
+              + " `org.nativepool.pool`, whose log4j level must let INFO through");
+
+  /** The level names {@link #LOG_LEVEL} accepts, lowest first. */
+  public static final List<String> LOG_LEVELS =
+      List.of("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF");
+
+  /** The level of the {@code org.nativepool} loggers; null (unset): log4j's configuration. */
+  public static final ConfigKey<String> LOG_LEVEL =
+      key(
+          "spark.nativepool.logLevel",
+          null,
+          "unset: log4j's configuration",
+          "`TRACE` … `ERROR`, `OFF`",
+          Side.EXECUTOR,
+          NativePoolConf::logLevel,
+          "sets `org.nativepool` and every logger below it (the Go side's and the plugin's) to"
+              + " this level in log4j when the plugin starts, over log4j's own configuration for"
+              + " them (needs log4j 2, Spark's SLF4J backend; with another, logged and ignored)."
+              + " See \"Logs\" below");
+
+  /** Whether Go Arrow allocators and Java reservations record their allocation sites. */
+  public static final ConfigKey<Boolean> ALLOCATION_SITES =
+      key(
+          "spark.nativepool.allocationSites",
+          "false",
+          "`false`",
+          "boolean",
+          Side.EXECUTOR,
+          NativePoolConf::bool,
+          "Go Arrow allocators made afterwards record the stack of every allocation, so leak"
+              + " reports group live buffers by allocating function (a stack walk per"
+              + " allocation): the first Go frame outside nativepool, or, for a copy entered from"
+              + " Java, the Java caller; reservations record the Java method that created them,"
+              + " so a leak names it (`Leaks`, `LiveNative`)");
+
+  // ---- process memory ----
+
+  /** The largest {@link #MALLOC_MMAP_THRESHOLD} glibc accepts on 64-bit. */
+  public static final long MAX_MALLOC_MMAP_THRESHOLD = 32L << 20;
+
+  /** glibc's {@code M_MMAP_THRESHOLD}, set with {@code mallopt}; 0 leaves glibc alone. */
+  public static final ConfigKey<Long> MALLOC_MMAP_THRESHOLD =
+      key(
+          "spark.nativepool.mallocMmapThreshold",
+          "128k",
+          "`128k`",
+          "size, ≤ `32m`",
+          Side.EXECUTOR,
+          v ->
+              atMost(Bytes.parse(v), MAX_MALLOC_MMAP_THRESHOLD, "above glibc's maximum of 32 MiB"),
+          "glibc's `M_MMAP_THRESHOLD`, set with `mallopt` when the plugin starts: blocks of this"
+              + " size or more (Spark's 1 MiB Tungsten pages, Netty's chunks, every large `malloc`"
+              + " in the process) are mmapped and unmapped on free, and glibc's dynamic"
+              + " threshold, which rises up to 32 MiB after large frees and then keeps freed"
+              + " memory resident, stays off; the trim threshold, which the dynamic adjustment"
+              + " may already have raised to 64 MiB, goes back to glibc's default 128 KiB (the"
+              + " state `MALLOC_MMAP_THRESHOLD_=131072` gives a process from its start). `0`"
+              + " leaves glibc alone; a `MALLOC_MMAP_THRESHOLD_` in the executor's environment"
+              + " wins (logged). Cost: a fresh block's pages are faulted in on every use"
+              + " (`bench/RESULTS.md`)");
+
+  /** {@link PoolSettings#goMemoryLimit()} when {@link #GO_MEMORY_LIMIT} is unset: derived in Go. */
+  public static final long GO_MEMORY_LIMIT_DERIVED = -1;
+
+  /** The Go runtime's soft memory limit; -1 (unset): derived; 0 ({@code off}): none. */
+  public static final ConfigKey<Long> GO_MEMORY_LIMIT =
+      key(
+          "spark.nativepool.goMemoryLimit",
+          null,
+          "unset: derived",
+          "size, or `off`",
+          Side.EXECUTOR,
+          v ->
+              v == null || v.isEmpty()
+                  ? GO_MEMORY_LIMIT_DERIVED
+                  : v.equalsIgnoreCase("off") ? 0L : Bytes.parse(v),
+          "the Go runtime's soft memory limit (`debug.SetMemoryLimit`); unset = the Go baseline"
+              + " measured at load + memoryOverhead / 8; `0` or `off` leaves the Go runtime alone"
+              + " (`GOMEMLIMIT` applies). memoryOverhead is the executor's, as Spark sizes its"
+              + " container (`MemoryOverhead`): `spark.executor.memoryOverhead`, else"
+              + " max(`spark.executor.minMemoryOverhead` (384m),"
+              + " `spark.executor.memoryOverheadFactor` (0.10) × `spark.executor.memory`); in"
+              + " local mode the driver's");
+
+  // ---- reporting ----
+
+  /** The executor's summary line interval in ms; 0: none. */
+  public static final ConfigKey<Long> LOG_INTERVAL =
+      key(
+          "spark.nativepool.memory.logInterval",
+          "0",
+          "`0` (off)",
+          "duration",
+          Side.EXECUTOR,
+          NativePoolConf::duration,
+          "on each executor, one INFO line per interval (logger"
+              + " `org.nativepool.spark.executor.ExecutorReporter`): reserved, allocated, held and"
+              + " slack, RSS, the Go runtime's mapped bytes and limit, task pools, peak, spills."
+              + " Off by default because the driver's gauges and the event log carry the same"
+              + " figures; turn it on (e.g. `60s`) where no metrics sink is scraped");
+
+  /** Heartbeat intervals per sample event of an executor in the event log; 0: none. */
+  public static final ConfigKey<Integer> EVENT_LOG_SAMPLE_EVERY =
+      key(
+          "spark.nativepool.eventLog.sampleEvery",
+          "6",
+          "`6`",
+          "heartbeat intervals",
+          Side.DRIVER,
+          v -> (int) atLeast(integer(v), 0),
+          "the driver posts at most one sample of each executor to the event log per N"
+              + " heartbeat intervals (`ExecutorSampleEvent`; 6 × the 10 s heartbeat = one a"
+              + " minute per executor); `0` = none. Threshold crossings and stage peaks are"
+              + " always posted");
+
+  /** Whether the driver sets {@code spark.executor.memoryOverhead}. */
+  public static final ConfigKey<Boolean> AUTO_OVERHEAD =
+      key(
+          "spark.nativepool.autoOverhead",
+          "false",
+          "`false`",
+          "boolean",
+          Side.DRIVER,
+          NativePoolConf::bool,
+          "sets `spark.executor.memoryOverhead` before the default ResourceProfile is built"
+              + " (Spark 4.1 and later): Spark's own overhead (`MemoryOverhead`) + 16m (Go runtime) + 10% of"
+              + " `spark.memory.offHeap.size` (+ the whole off-heap size when"
+              + " `spark.memory.offHeap.enabled` is false), in MiB rounded up; never below the"
+              + " user's value; logged");
+
+  // ---- the executor memory ledger ----
+
+  /** Thresholds on the executor memory ledger's parts. */
+  public static final ConfigKey<List<LedgerSettings.Threshold>> LEDGER_THRESHOLDS =
+      key(
+          "spark.nativepool.ledger.thresholds",
+          "",
+          "empty",
+          "comma-separated `part=size`",
+          Side.EXECUTOR,
+          LedgerSettings::parseThresholds,
+          "thresholds on the executor memory ledger: `total` (the RSS), `unexplained`, or any"
+              + " part (`native.allocated`, `jvm.direct`, `netty.shared.direct`, …; see \"Executor"
+              + " memory ledger\"). Each crossing, up or down, reaches the `LedgerListener`s, a"
+              + " log line on `org.nativepool.spark.ledger.ExecutorLedger` (WARN up, INFO down),"
+              + " the counter `ledger.thresholdCrossings` and the event log"
+              + " (`LedgerCrossingEvent`). Read every poll period (the heartbeat interval, at most"
+              + " 1 s)");
+
+  /** Hysteresis of the ledger's thresholds, a fraction in [0, 1). */
+  public static final ConfigKey<Double> LEDGER_HYSTERESIS =
+      key(
+          "spark.nativepool.ledger.hysteresis",
+          "0.1",
+          "`0.1`",
+          "fraction in [0, 1)",
+          Side.EXECUTOR,
+          NativePoolConf::fraction,
+          "after crossing level L upwards, a part crosses downwards (and may cross up again)"
+              + " only once below L × (1 − h)");
+
+  /** {@code LedgerListener} classes the executor plugin registers at startup. */
+  public static final ConfigKey<List<String>> LEDGER_LISTENERS =
+      key(
+          "spark.nativepool.ledger.listeners",
+          "",
+          "empty",
+          "comma-separated class names",
+          Side.EXECUTOR,
+          NativePoolConf::names,
+          "`LedgerListener` classes (public, no-argument constructor) the executor plugin"
+              + " registers at startup; a class that cannot be made disables native pools on"
+              + " that executor, with the reason");
+
+  /** Task ends per window of the growth detector. */
+  public static final ConfigKey<Integer> GROWTH_WINDOW =
+      key(
+          "spark.nativepool.ledger.growth.window",
+          "25",
+          "`25`",
+          "tasks",
+          Side.EXECUTOR,
+          v -> (int) atLeast(integer(v), 1),
+          "the growth detector's window: a part's floor is its least value over this many task"
+              + " ends");
+
+  /** Consecutive rising window floors after which the growth detector reports a part. */
+  public static final ConfigKey<Integer> GROWTH_WINDOWS =
+      key(
+          "spark.nativepool.ledger.growth.windows",
+          "4",
+          "`4`",
+          "windows",
+          Side.EXECUTOR,
+          v -> (int) atLeast(integer(v), 1),
+          "a part is reported when its floor rose in each of this many consecutive windows"
+              + " (twice as many for the JVM's own `jvm.*` parts, which warm up for longer; no"
+              + " step under a quarter of the average) …");
+
+  /** The least growth of a part's floor that the detector reports. */
+  public static final ConfigKey<Long> GROWTH_MIN_BYTES =
+      key(
+          "spark.nativepool.ledger.growth.minBytes",
+          "16m",
+          "`16m`",
+          "size",
+          Side.EXECUTOR,
+          Bytes::parse,
+          "… and by at least this much in all; reported again only after another this much"
+              + " (WARN on `org.nativepool.spark.ledger.ExecutorLedger`, counter"
+              + " `ledger.growthReports`, listeners, event log `GrowthReportEvent`)");
+
+  /**
+   * Keys the plugin no longer reads, with what replaced them. Setting one is refused at startup
+   * ({@link #checkRemoved}), so a setting cannot silently stop working.
+   */
+  public static final Map<String, String> REMOVED =
+      Map.of(
+          "spark.nativepool.thresholds",
+          "it meant two different levels; use "
+              + TASK_RESERVED_THRESHOLDS.key()
+              + " for one task pool's reserved bytes (logged by the Go side) and "
+              + EXECUTOR_RESERVED_THRESHOLDS.key()
+              + " for one executor's (events on the driver)");
+
+  /** Every key, in declaration order. */
+  public static List<ConfigKey<?>> all() {
+    return Collections.unmodifiableList(KEYS);
+  }
+
+  /**
+   * Refuses a configuration that sets a key of {@link #REMOVED}.
+   *
+   * @throws IllegalArgumentException naming the key and what replaced it
+   */
+  public static void checkRemoved(SparkConf conf) {
+    for (Map.Entry<String, String> e : REMOVED.entrySet()) {
+      if (conf.contains(e.getKey())) {
+        throw new IllegalArgumentException(
+            "nativepool: " + e.getKey() + " is no longer read: " + e.getValue());
+      }
+    }
+  }
+
+  /**
+   * The README's configuration table: one row per key, in declaration order: key, default, unit,
+   * meaning.
+   */
+  public static String markdownTable() {
+    StringBuilder b = new StringBuilder("| key | default | unit | meaning |\n|---|---|---|---|\n");
+    for (ConfigKey<?> k : KEYS) {
+      String doc = k.side() == Side.DRIVER ? "driver side: " + k.doc() : k.doc();
+      b.append("| `")
+          .append(k.key())
+          .append("` | ")
+          .append(k.defaultDoc())
+          .append(" | ")
+          .append(k.unit())
+          .append(" | ")
+          .append(doc)
+          .append(" |\n");
+    }
+    return b.toString();
+  }
+
+  // ---- parsers: each throws IllegalArgumentException with the reason; ConfigKey adds the key ----
+
+  static boolean bool(String v) {
+    switch (v.toLowerCase(Locale.ROOT)) {
+      case "true":
+        return true;
+      case "false":
+        return false;
+      default:
+        throw new IllegalArgumentException("not a boolean (true or false)");
+    }
+  }
+
+  static long integer(String v) {
+    try {
+      return Long.parseLong(v);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("not an integer", e);
+    }
+  }
+
+  static long duration(String v) {
+    long ms;
+    try {
+      ms = JavaUtils.timeStringAsMs(v);
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException("not a duration (e.g. 500ms, 60s, 5min)", e);
+    }
+    return atLeast(ms, 0);
+  }
+
+  static double fraction(String v) {
+    double h;
+    try {
+      h = Double.parseDouble(v);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("not a number", e);
+    }
+    if (!(h >= 0 && h < 1)) {
+      throw new IllegalArgumentException("must be in [0, 1)");
+    }
+    return h;
+  }
+
+  static String logLevel(String v) {
+    if (v == null || v.isEmpty()) {
+      return null;
+    }
+    String u = v.toUpperCase(Locale.ROOT);
+    if (!LOG_LEVELS.contains(u)) {
+      throw new IllegalArgumentException("not a level (TRACE, DEBUG, INFO, WARN, ERROR or OFF)");
+    }
+    return u;
+  }
+
+  static List<String> names(String v) {
+    List<String> out = new ArrayList<>();
+    for (String c : v.split(",")) {
+      if (!c.isBlank()) {
+        out.add(c.trim());
+      }
+    }
+    return List.copyOf(out);
+  }
+
+  static long[] positiveSizes(String v) {
+    List<String> items = names(v);
+    long[] out = new long[items.size()];
+    for (int i = 0; i < out.length; i++) {
+      long s;
+      try {
+        s = Bytes.parse(items.get(i));
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("'" + items.get(i) + "' is " + e.getMessage(), e);
+      }
+      out[i] = atLeast(s, 1);
+    }
+    return out;
+  }
+
+  static long atLeast(long v, long min) {
+    if (v < min) {
+      throw new IllegalArgumentException("must be >= " + min);
+    }
+    return v;
+  }
+
+  static long atMost(long v, long max, String why) {
+    if (v > max) {
+      throw new IllegalArgumentException(why);
+    }
+    return v;
+  }
+}

@@ -1,0 +1,540 @@
+package org.nativepool.spark.driver;
+
+
+
+
+import com.codahale.metrics.Gauge;
+import com.codahale.metrics.MetricFilter;
+import com.codahale.metrics.MetricRegistry;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.ToLongFunction;
+import org.apache.spark.SparkContext;
+import org.apache.spark.api.plugin.DriverPlugin;
+import org.apache.spark.api.plugin.PluginContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerEvent;
+import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.apache.spark.scheduler.SparkListenerStageCompleted;
+import org.apache.spark.scheduler.SparkListenerStageSubmitted;
+import org.apache.spark.scheduler.StageInfo;
+import org.nativepool.spark.config.NativePoolConf;
+import org.nativepool.spark.config.PoolSettings;
+import org.nativepool.spark.config.ReportingSettings;
+import org.nativepool.spark.events.ExecutorSample;
+import org.nativepool.spark.events.ExecutorSampleEvent;
+import org.nativepool.spark.events.GrowthReportEvent;
+import org.nativepool.spark.events.LedgerCrossingEvent;
+import org.nativepool.spark.events.ReservedThresholdEvent;
+import org.nativepool.spark.events.StagePeaksEvent;
+import org.nativepool.spark.jni.ProcessStat;
+import org.nativepool.spark.ledger.ExecutorLedger;
+import org.nativepool.spark.ledger.LedgerReader;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The driver side of {@code NativePoolPlugin}: it gathers the executors' figures for Spark's
+ * metrics system and event log, and may choose the executors' memoryOverhead.
+ *
+ * <p><b>Figures.</b> Each executor sends an {@link ExecutorSample} once per heartbeat interval
+ * over plugin RPC ({@link #receive}). For each executor, the driver's metric source ({@code
+ * plugin.org.nativepool.spark.NativePoolPlugin}, so Spark's PrometheusServlet serves it at {@code
+ * /metrics/prometheus} with no JMX exporter) gets one gauge per figure, {@code
+ * executor.<id>.<figure>} (the figures are the executor gauges of the README's metrics table), plus
+ * {@code executor.<id>.stagePeakReserved} and {@code .stagePeakHeld}; the totals over live
+ * executors are {@code total.<figure>} for the additive figures ({@link #TOTALS}), {@code
+ * total.executors}, {@code total.stagePeakReserved} and {@code total.stagePeakHeld}. An
+ * executor's gauges go when Spark removes it ({@code onExecutorRemoved}) or when it has sent
+ * nothing for ten heartbeat intervals. Gauges show the last sample: they are as old as one
+ * heartbeat interval.
+ *
+ * <p><b>Local mode.</b> The executor plugin lives in the driver's JVM, and both sides register a
+ * source named {@code plugin.org.nativepool.spark.NativePoolPlugin} under executor id {@code
+ * driver}. Spark's metrics registry takes each plugin registry as a child and copies its gauges
+ * one by one, so the two coexist as long as no gauge name is in both: the executor's names are
+ * bare ({@code reserved}), the driver's all start with {@code executor.}, {@code total.}.
+ *
+ * <p><b>Stage peaks.</b> The highest reserved and held bytes per executor and in total are kept
+ * per stage from the samples' interval peaks (an interval's peak includes the peak of every task
+ * pool that closed in it), from the stage's submission until two heartbeat intervals after its
+ * end, so that the samples covering its last moments count; then they are posted as a {@link
+ * StagePeaksEvent}. The {@code stagePeak*} gauges show the highest figures since the
+ * last stage completed: they start again from 0 whenever one does.
+ *
+ * <p><b>Event log.</b> Posted to Spark's listener bus, so the event log keeps them and the History
+ * Server replays them: one sample of each executor per {@value
+ * ReportingSettings#EVENT_LOG_SAMPLE_EVERY} heartbeat intervals ({@link ExecutorSampleEvent}),
+ * every crossing of a {@value PoolSettings#THRESHOLDS} level by an executor's reserved bytes
+ * ({@link ReservedThresholdEvent}), and each stage's peaks.
+ *
+ * <p><b>memoryOverhead.</b> With {@value ReportingSettings#AUTO_OVERHEAD}, {@link #init} sets
+ * {@code spark.executor.memoryOverhead} by {@link AutoOverhead}'s formula before SparkContext
+ * builds the default ResourceProfile, never lower than the user's, and logs the choice.
+ *
+ * <p>Safe for concurrent use: samples arrive on Spark's RPC threads, listener events on the
+ * listener bus's thread, gauge reads on the metrics sinks' threads.
+ */
+public final class DriverSide implements DriverPlugin {
+  private static final Logger LOG = LoggerFactory.getLogger(DriverSide.class);
+
+  /**
+   * The figures whose sum over executors means something, each a {@code total.<figure>} gauge:
+   * current bytes and counts, cumulative counters. Peaks, limits and settings are per executor
+   * only.
+   */
+  static final List<String> TOTALS =
+      List.of(
+          ProcessStat.LIVE_TASKS.gaugeName(),
+          ProcessStat.RESERVED.gaugeName(),
+          ProcessStat.HELD.gaugeName(),
+          ProcessStat.SLACK.gaugeName(),
+          ProcessStat.OVERCOMMIT.gaugeName(),
+          ProcessStat.UPSTREAM_CALLS.gaugeName(),
+          ProcessStat.SPILL_REQUESTS.gaugeName(),
+          ProcessStat.SPILL_BYTES_FREED.gaugeName(),
+          ProcessStat.LATE_RELEASES.gaugeName(),
+          ProcessStat.SPILL_REENTRIES.gaugeName(),
+          ProcessStat.LEAKS.gaugeName(),
+          ProcessStat.LEAKED_BYTES.gaugeName(),
+          ProcessStat.LEAKED_RESIDENT.gaugeName(),
+          ExecutorLedger.GAUGE_PREFIX + LedgerReader.RSS,
+          ExecutorLedger.GAUGE_PREFIX + LedgerReader.UNEXPLAINED,
+          ProcessStat.GO_MAPPED.gaugeName(),
+          ProcessStat.GO_HEAP_RETURNS.gaugeName(),
+          ProcessStat.GO_HEAP_RETURNED_BYTES.gaugeName(),
+          "nativeAllocated",
+          "arrowLiveAllocators",
+          "rssBytes");
+
+  /** Gauge name suffix: the highest reserved bytes since the last stage completed. */
+  static final String STAGE_PEAK_RESERVED = "stagePeakReserved";
+
+  /** Gauge name suffix: the highest held bytes since the last stage completed. */
+  static final String STAGE_PEAK_HELD = "stagePeakHeld";
+
+  private SparkContext sc;
+  private MetricRegistry registry;
+  private ReportingSettings settings;
+  private long[] thresholds = new long[0];
+
+  /** Live executors by Spark's executor id. */
+  private final Map<String, ExecutorView> executors = new ConcurrentHashMap<>();
+
+  /** Ids of executors Spark removed: their late samples are dropped. */
+  private final Set<String> removed = ConcurrentHashMap.newKeySet();
+
+  /** Running stages ("id.attempt") → their peaks. Guarded by this. */
+  private final Map<String, StagePeaks> stages = new HashMap<>();
+
+  /**
+   * Completed stages whose peaks event waits for the samples covering their last moments (see
+   * {@link #postDueStages}), oldest first. Guarded by this.
+   */
+  private final List<StagePeaks> completing = new ArrayList<>();
+
+  /** The {@code total.stagePeak*} figures. Guarded by this; read by gauges without it. */
+  private volatile long totalStagePeakReserved;
+
+  private volatile long totalStagePeakHeld;
+
+  /** Public no-argument constructor; {@code NativePoolPlugin.driverPlugin()} makes one. */
+  public DriverSide() {}
+
+  /**
+   * Reads the settings, applies {@link NativePoolConf#AUTO_OVERHEAD}, registers the total
+   * gauges (so that Spark registers the source after {@code init}) and a listener for stages and
+   * executor removals.
+   */
+  @Override
+  public Map<String, String> init(SparkContext sc, PluginContext ctx) {
+    // A bad library, version or setting fails the SparkContext here, once, with the reason.
+    DriverCheck.run(sc.getConf());
+    this.sc = sc;
+    this.registry = ctx.metricRegistry();
+    this.settings = ReportingSettings.fromConf(ctx.conf());
+    this.thresholds = settings.executorThresholds();
+    if (settings.autoOverhead()) {
+      AutoOverhead.Choice c = AutoOverhead.choose(ctx.conf());
+      if (c.changes()) {
+        ctx.conf().set(AutoOverhead.KEY, c.overheadMib() + "m");
+      }
+      LOG.info(
+          "nativepool: {}: {} = {}m ({}; {})",
+          NativePoolConf.AUTO_OVERHEAD.key(),
+          AutoOverhead.KEY,
+          c.overheadMib(),
+          c.formula(),
+          c.userMib() < 0
+              ? "not set by the user"
+              : c.changes()
+                  ? "raised from the user's " + c.userMib() + "m"
+                  : "the user's " + c.userMib() + "m kept");
+    }
+    for (String figure : TOTALS) {
+      registry.register("total." + figure, (Gauge<Long>) () -> total(figure));
+    }
+    registry.register("total.executors", (Gauge<Long>) () -> (long) executors.size());
+    registry.register("total." + STAGE_PEAK_RESERVED, (Gauge<Long>) () -> totalStagePeakReserved);
+    registry.register("total." + STAGE_PEAK_HELD, (Gauge<Long>) () -> totalStagePeakHeld);
+    sc.addSparkListener(new Listener());
+    LOG.info("nativepool: driver side started ({})", settings);
+    return Collections.emptyMap();
+  }
+
+  /** Takes an {@link ExecutorSample}; anything else is logged and ignored. Returns null. */
+  @Override
+  public Object receive(Object message) {
+    if (message instanceof ExecutorSample s) {
+      onSample(s);
+    } else if (message instanceof LedgerCrossingEvent || message instanceof GrowthReportEvent) {
+      post((SparkListenerEvent) message); // the event log keeps it
+    } else {
+      LOG.warn("nativepool: driver side got an unknown message {}", message);
+    }
+    return null;
+  }
+
+  /** The sum of {@code figure} over live executors (negative figures, "unknown", are skipped). */
+  private long total(String figure) {
+    long sum = 0;
+    for (ExecutorView e : executors.values()) {
+      long v = e.latest.figure(figure, -1);
+      if (v > 0) {
+        sum += v;
+      }
+    }
+    return sum;
+  }
+
+  private void onSample(ExecutorSample s) {
+    long now = System.currentTimeMillis();
+    ExecutorView e = admit(s);
+    if (e == null) {
+      return; // in flight when Spark removed the executor (Spark never reuses an executor id)
+    }
+    e.latest = s;
+    e.lastSeenMillis = now;
+    registerExecutorGauges(e, s.figures().keySet());
+    long peakReserved = s.figure(ExecutorSample.INTERVAL_PEAK_RESERVED, 0);
+    long peakHeld = s.figure(ExecutorSample.INTERVAL_PEAK_HELD, 0);
+    synchronized (this) {
+      e.stagePeakReserved = Math.max(e.stagePeakReserved, peakReserved);
+      e.stagePeakHeld = Math.max(e.stagePeakHeld, peakHeld);
+      long sumReserved = 0;
+      long sumHeld = 0;
+      for (ExecutorView x : executors.values()) {
+        sumReserved += Math.max(0, x.latest.figure(ExecutorSample.INTERVAL_PEAK_RESERVED, 0));
+        sumHeld += Math.max(0, x.latest.figure(ExecutorSample.INTERVAL_PEAK_HELD, 0));
+      }
+      totalStagePeakReserved = Math.max(totalStagePeakReserved, sumReserved);
+      totalStagePeakHeld = Math.max(totalStagePeakHeld, sumHeld);
+      for (StagePeaks p : stages.values()) {
+        p.add(s.executorId(), peakReserved, peakHeld, sumReserved, sumHeld);
+        p.addLedger(s);
+      }
+      // A sample's interval is at most one heartbeat long: it overlaps a completed stage if it
+      // began before the stage ended.
+      long begun = s.timeMillis() - settings.heartbeatMillis();
+      for (StagePeaks p : completing) {
+        if (begun <= p.completedMillis) {
+          p.add(s.executorId(), peakReserved, peakHeld, sumReserved, sumHeld);
+          p.addLedger(s);
+        }
+      }
+    }
+    postDueStages(now, false);
+    crossings(e, s, peakReserved);
+    // At most one sample event per executor per N heartbeat intervals (executors also send as
+    // tasks end, so counting samples would not bound the rate).
+    long every = settings.eventLogSampleEvery() * settings.heartbeatMillis();
+    if (every > 0 && (e.sampleEvents == 0 || s.timeMillis() - e.lastSampleEventMillis >= every)) {
+      e.sampleEvents++;
+      e.lastSampleEventMillis = s.timeMillis();
+      post(new ExecutorSampleEvent(s.executorId(), s.timeMillis(), s.sequence(), s.figures()));
+    }
+    forgetStale(now);
+  }
+
+  /** Posts a crossing for each threshold the executor's reserved bytes went over or under. */
+  private void crossings(ExecutorView e, ExecutorSample s, long peakReserved) {
+    long reserved = s.figure(ProcessStat.RESERVED.gaugeName(), 0);
+    synchronized (e) {
+      for (int i = 0; i < thresholds.length; i++) {
+        long level = thresholds[i];
+        if (!e.above[i] && peakReserved >= level) {
+          e.above[i] = true;
+          post(new ReservedThresholdEvent(e.id, s.timeMillis(), level, true, peakReserved));
+        }
+        if (e.above[i] && reserved < level) {
+          e.above[i] = false;
+          post(new ReservedThresholdEvent(e.id, s.timeMillis(), level, false, reserved));
+        }
+      }
+    }
+  }
+
+  /**
+   * The state of the sample's executor, made at its first sample; null if Spark removed it. The
+   * check and the add are one atomic step on the executor's map entry, and {@link
+   * #onExecutorRemoved} marks the id removed before it removes the entry: a sample racing the
+   * removal either is added first and then removed with the rest, or finds the id removed. (A
+   * check before a separate add let such a sample re-add the executor after its removal, with
+   * gauges nobody would remove.)
+   */
+  private ExecutorView admit(ExecutorSample s) {
+    boolean[] made = new boolean[1];
+    ExecutorView e =
+        executors.compute(
+            s.executorId(),
+            (id, old) -> {
+              if (removed.contains(id)) {
+                return null;
+              }
+              if (old != null) {
+                return old;
+              }
+              made[0] = true;
+              return new ExecutorView(id, s, thresholds.length);
+            });
+    if (made[0]) {
+      LOG.info("nativepool: executor {} reports to the driver", s.executorId());
+    }
+    return e;
+  }
+
+  /** Spark removed executor {@code id}: its late samples are dropped, its gauges go. */
+  void onExecutorRemoved(String id) {
+    removed.add(id);
+    removeExecutor(id);
+  }
+
+  /** Registers the gauges of figures {@code e} has none for yet. */
+  private void registerExecutorGauges(ExecutorView e, Set<String> figures) {
+    synchronized (e) {
+      if (e.removed) {
+        return;
+      }
+      for (String f : figures) {
+        if (e.gauges.add(f)) {
+          register(e, f, x -> x.latest.figure(f, -1));
+        }
+      }
+      if (e.gauges.add(STAGE_PEAK_RESERVED)) {
+        register(e, STAGE_PEAK_RESERVED, x -> x.stagePeakReserved);
+        register(e, STAGE_PEAK_HELD, x -> x.stagePeakHeld);
+      }
+    }
+  }
+
+  private void register(ExecutorView e, String figure, ToLongFunction<ExecutorView> read) {
+    try {
+      registry.register(e.prefix + figure, (Gauge<Long>) () -> read.applyAsLong(e));
+    } catch (IllegalArgumentException dup) {
+      // An executor id reused after its removal raced with the removal: keep the older gauge,
+      // which reads the same figures by name.
+      LOG.debug("nativepool: gauge {} already registered", e.prefix + figure);
+    }
+  }
+
+  /** Removes executors that sent nothing for ten heartbeat intervals. */
+  private void forgetStale(long now) {
+    long limit = 10 * settings.heartbeatMillis();
+    for (ExecutorView e : executors.values()) {
+      if (now - e.lastSeenMillis > limit) {
+        LOG.info("nativepool: executor {} sent nothing for {} ms; its gauges go", e.id, limit);
+        removeExecutor(e.id);
+      }
+    }
+  }
+
+  private void removeExecutor(String id) {
+    ExecutorView e = executors.remove(id);
+    if (e == null) {
+      return;
+    }
+    synchronized (e) {
+      e.removed = true;
+      registry.removeMatching(MetricFilter.startsWith(e.prefix));
+    }
+  }
+
+  /**
+   * Posts the peaks of completed stages whose grace period is over: two heartbeat intervals after
+   * the stage's end, by when every executor has sent the sample covering it (executors also send
+   * one as a task ends). {@code all}: post every one now (shutdown). Called on each sample, so
+   * with no executor left a stage's event waits for the driver's shutdown.
+   */
+  private void postDueStages(long now, boolean all) {
+    List<StagePeaks> due = new ArrayList<>();
+    synchronized (this) {
+      Iterator<StagePeaks> it = completing.iterator();
+      while (it.hasNext()) {
+        StagePeaks p = it.next();
+        if (all || now - p.completedMillis >= 2 * settings.heartbeatMillis()) {
+          due.add(p);
+          it.remove();
+        }
+      }
+    }
+    for (StagePeaks p : due) {
+      post(
+          new StagePeaksEvent(
+              p.stageId,
+              p.stageAttemptId,
+              p.completedMillis,
+              p.reserved,
+              p.held,
+              p.totalReserved,
+              p.totalHeld,
+              p.ledger,
+              p.taskPoolPeak,
+              p.consumers));
+    }
+  }
+
+  /** Posts the stage peaks still waiting for their grace period. */
+  @Override
+  public void shutdown() {
+    if (settings != null) {
+      postDueStages(System.currentTimeMillis(), true);
+    }
+  }
+
+  private void post(SparkListenerEvent event) {
+    sc.listenerBus().post(event);
+  }
+
+  /**
+   * A gauge-name-safe form of an executor id: letters, digits, '_' and '-' kept, anything else
+   * (a '.', which would split the Dropwizard name) becomes '_'.
+   */
+  static String gaugeKey(String executorId) {
+    return executorId.replaceAll("[^A-Za-z0-9_-]", "_");
+  }
+
+  /** One executor's state on the driver. */
+  private static final class ExecutorView {
+    final String id;
+    final String prefix;
+    /** The last sample; replaced on each, read by gauges without a lock. */
+    volatile ExecutorSample latest;
+
+    volatile long lastSeenMillis;
+    /** The {@code stagePeak*} gauges' figures. Written under the plugin's lock. */
+    volatile long stagePeakReserved;
+
+    volatile long stagePeakHeld;
+    /** Figures with a gauge. Guarded by this. */
+    final Set<String> gauges = new HashSet<>();
+    /** Per threshold: whether reserved is at or above it. Guarded by this. */
+    final boolean[] above;
+    /** Set once, when the executor's gauges are removed. Guarded by this. */
+    boolean removed;
+    /** Sample events posted, and when the last was (sample time). Written by the RPC thread. */
+    long sampleEvents;
+
+    long lastSampleEventMillis;
+
+    ExecutorView(String id, ExecutorSample first, int levels) {
+      this.id = id;
+      this.prefix = "executor." + gaugeKey(id) + ".";
+      this.latest = first;
+      this.above = new boolean[levels];
+    }
+  }
+
+  /** A stage's peaks, while it runs and during its grace period. Guarded by the plugin's lock. */
+  private static final class StagePeaks {
+    final int stageId;
+    final int stageAttemptId;
+    final Map<String, Long> reserved = new LinkedHashMap<>();
+    final Map<String, Long> held = new LinkedHashMap<>();
+    long totalReserved;
+    long totalHeld;
+    /** Executor → ledger figure → peak, from the samples' {@code ledgerPeak.*} figures. */
+    final Map<String, Map<String, Long>> ledger = new LinkedHashMap<>();
+    long taskPoolPeak;
+    /**
+     * Consumer → peak, from the samples' {@code consumerPeak.*} figures: the largest {@value
+     * ExecutorLedger#CONSUMER_PEAKS_KEPT}, as the executors keep them.
+     */
+    final Map<String, Long> consumers = new LinkedHashMap<>();
+    /** When the stage completed (epoch ms); 0 while it runs. */
+    long completedMillis;
+
+    StagePeaks(int stageId, int stageAttemptId) {
+      this.stageId = stageId;
+      this.stageAttemptId = stageAttemptId;
+    }
+
+    void add(String executorId, long peakReserved, long peakHeld, long sumReserved, long sumHeld) {
+      reserved.merge(executorId, peakReserved, Math::max);
+      held.merge(executorId, peakHeld, Math::max);
+      totalReserved = Math.max(totalReserved, sumReserved);
+      totalHeld = Math.max(totalHeld, sumHeld);
+    }
+
+    /** Adds a sample's ledger peaks, task pool peak and consumer peaks. */
+    void addLedger(ExecutorSample s) {
+      Map<String, Long> mine = ledger.computeIfAbsent(s.executorId(), k -> new LinkedHashMap<>());
+      for (Map.Entry<String, Long> e : s.ledger().partPeaks().entrySet()) {
+        mine.merge(e.getKey(), e.getValue(), Math::max);
+      }
+      for (Map.Entry<String, Long> e : s.ledger().consumerPeaks().entrySet()) {
+        ExecutorLedger.keepPeak(consumers, e.getKey(), e.getValue());
+      }
+      taskPoolPeak = Math.max(taskPoolPeak, s.ledger().taskPoolPeak());
+      if (mine.isEmpty()) {
+        ledger.remove(s.executorId());
+      }
+    }
+  }
+
+  private static String stageKey(StageInfo info) {
+    return info.stageId() + "." + info.attemptNumber();
+  }
+
+  /** Stages start and end the stage peaks; a removed executor's gauges go. */
+  private final class Listener extends SparkListener {
+    @Override
+    public void onStageSubmitted(SparkListenerStageSubmitted event) {
+      StageInfo info = event.stageInfo();
+      synchronized (DriverSide.this) {
+        stages.put(stageKey(info), new StagePeaks(info.stageId(), info.attemptNumber()));
+      }
+    }
+
+    @Override
+    public void onStageCompleted(SparkListenerStageCompleted event) {
+      StageInfo info = event.stageInfo();
+      synchronized (DriverSide.this) {
+        StagePeaks p = stages.remove(stageKey(info));
+        if (p == null) {
+          p = new StagePeaks(info.stageId(), info.attemptNumber());
+        }
+        p.completedMillis = System.currentTimeMillis();
+        completing.add(p);
+        for (ExecutorView e : executors.values()) {
+          e.stagePeakReserved = 0;
+          e.stagePeakHeld = 0;
+        }
+        totalStagePeakReserved = 0;
+        totalStagePeakHeld = 0;
+      }
+    }
+
+    @Override
+    public void onExecutorRemoved(SparkListenerExecutorRemoved event) {
+      DriverSide.this.onExecutorRemoved(event.executorId());
+    }
+  }
+}

@@ -1,0 +1,224 @@
+package org.nativepool.spark.executor;
+
+import java.io.IOException;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.spark.api.plugin.PluginContext;
+import org.nativepool.spark.config.Bytes;
+import org.nativepool.spark.config.ReportingSettings;
+import org.nativepool.spark.events.ExecutorSample;
+import org.nativepool.spark.events.LedgerSample;
+import org.nativepool.spark.jni.ArrowProcessStat;
+import org.nativepool.spark.jni.ProcessStat;
+import org.nativepool.spark.ledger.ExecutorLedger;
+import org.nativepool.spark.ledger.LedgerReader;
+import org.nativepool.spark.ledger.LedgerSnapshot;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The executor side's reporting thread: one daemon thread per executor plugin, stopped by {@link
+ * #stop()} at the plugin's shutdown. It
+ *
+ * <ul>
+ *   <li>reads the executor's {@link ExecutorLedger} every {@link ReportingSettings#pollMillis()}
+ *       (gauges, high-water marks, thresholds, and the interval peaks of reserved and held bytes)
+ *       and at every task end (the growth detector);
+ *   <li>sends an {@link ExecutorSample} to the driver side every heartbeat interval ({@code
+ *       PluginContext.send}: one-way, nothing waits for the driver), and when a task ends if none
+ *       went out within the poll period, with the ledger's figures; a task pool that closed in
+ *       the interval counts in its peak of reserved bytes ({@link ExecutorLedger#poolClosed});
+ *   <li>logs one summary line every {@value ReportingSettings#LOG_INTERVAL}, if set, ending with
+ *       the ledger ({@link LedgerSnapshot#line()}).
+ * </ul>
+ *
+ * <p>Every period runs on that one thread. A failure to read or send is logged (the first at WARN, later ones at DEBUG) and the next period tries again: the
+ * figures are for watching, never for the tasks.
+ */
+final class ExecutorReporter {
+  private static final Logger LOG = LoggerFactory.getLogger(ExecutorReporter.class);
+
+
+  private final PluginContext ctx;
+  private final ReportingSettings settings;
+  private final ExecutorGauges gauges;
+  private final ExecutorLedger ledger;
+  private final ScheduledExecutorService thread;
+
+  /** Task ends not yet given to the ledger ({@link #taskBoundary()}). */
+  private final AtomicInteger pendingBoundaries = new AtomicInteger();
+
+  /** When the last sample was sent (ms since the epoch), for {@link #taskEnded()}. */
+  private volatile long lastSendMillis;
+
+  // Written and read only on the reporting thread.
+  private long sequence;
+  private boolean warned;
+
+  private ExecutorReporter(
+      PluginContext ctx, ReportingSettings settings, ExecutorGauges gauges, ExecutorLedger ledger) {
+    this.ctx = ctx;
+    this.settings = settings;
+    this.gauges = gauges;
+    this.ledger = ledger;
+    this.thread =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "nativepool-reporter");
+              t.setDaemon(true);
+              return t;
+            });
+  }
+
+  /**
+   * Starts the reporting thread of this executor.
+   *
+   * @param gauges the executor's gauges, refreshed every poll period
+   * @param ledger the executor's memory ledger, read every poll period and at each task end
+   */
+  static ExecutorReporter start(
+      PluginContext ctx, ReportingSettings settings, ExecutorGauges gauges, ExecutorLedger ledger) {
+    ExecutorReporter r = new ExecutorReporter(ctx, settings, gauges, ledger);
+    long poll = settings.pollMillis();
+    long send = settings.heartbeatMillis();
+    r.thread.scheduleWithFixedDelay(r::poll, poll, poll, TimeUnit.MILLISECONDS);
+    r.thread.scheduleWithFixedDelay(r::send, send, send, TimeUnit.MILLISECONDS);
+    long log = settings.logIntervalMillis();
+    if (log > 0) {
+      r.thread.scheduleWithFixedDelay(r::logSummary, log, log, TimeUnit.MILLISECONDS);
+    }
+    return r;
+  }
+
+  /**
+   * Called when a task ends: sends a sample now unless one went out within the poll period, so
+   * that the driver gets the task's interval peak close to its stage's end.
+   */
+  void taskEnded() {
+    try {
+      // One reading for all the task ends queued meanwhile: a burst of short tasks must not keep
+      // the thread from its polls and sends.
+      if (pendingBoundaries.getAndIncrement() == 0) {
+        thread.execute(this::taskBoundary);
+      }
+      if (System.currentTimeMillis() - lastSendMillis >= settings.pollMillis()) {
+        thread.execute(this::send);
+      }
+    } catch (RejectedExecutionException stopped) {
+      // shut down meanwhile: nothing to send
+    }
+  }
+
+  /** The task boundaries queued since the last reading, for the ledger's growth detector. */
+  private void taskBoundary() {
+    try {
+      ledger.taskBoundary(pendingBoundaries.getAndSet(0));
+    } catch (RuntimeException e) {
+      failed("read the ledger of", e);
+    }
+  }
+
+  /** Stops the thread; a period under way finishes, no other starts. Idempotent. */
+  void stop() {
+    thread.shutdownNow();
+  }
+
+  /**
+   * One reading for the whole poll: the gauges' and the ledger's native figures come from the same
+   * {@code processStats0} and {@code processArrowStats0}.
+   */
+  private void poll() {
+    try {
+      ExecutorGauges.Reading r = gauges.refresh();
+      ledger.readNow(r.process(), r.arrow()); // its interval peaks are the sample's
+    } catch (RuntimeException e) {
+      failed("read", e);
+    }
+  }
+
+  private void send() {
+    try {
+      ExecutorGauges.Reading r = gauges.latest();
+      Map<String, Long> f = gauges.figures(r);
+      LedgerSample l = ledger.takeSample();
+      lastSendMillis = System.currentTimeMillis();
+      // The interval's peaks: the highest polled figure, the highest task pool that closed in the
+      // interval (a task shorter than a poll period), and the figure now.
+      long peakReserved =
+          Math.max(
+              r.process().get(ProcessStat.RESERVED),
+              Math.max(l.partPeak(LedgerReader.NATIVE_RESERVED), l.taskPoolPeak()));
+      long peakHeld =
+          Math.max(r.process().get(ProcessStat.HELD), l.partPeak(LedgerReader.NATIVE_HELD));
+      ctx.send(
+          new ExecutorSample(
+              ctx.executorID(), r.timeMillis(), sequence++, f, peakReserved, peakHeld, l));
+    } catch (IOException | RuntimeException e) {
+      failed("send", e);
+    }
+  }
+
+  private void logSummary() {
+    try {
+      LedgerSnapshot l = ledger.latest();
+      LOG.info(
+          summaryLine(ctx.executorID(), gauges.figures(gauges.latest()))
+              + (l == null ? "" : "; ledger: " + l.line()));
+    } catch (RuntimeException e) {
+      failed("log", e);
+    }
+  }
+
+  private void failed(String what, Exception e) {
+    if (!warned) {
+      warned = true;
+      LOG.warn("nativepool: executor {}: cannot {} the native figures", ctx.executorID(), what, e);
+    } else {
+      LOG.debug("nativepool: executor {}: cannot {} the native figures", ctx.executorID(), what, e);
+    }
+  }
+
+  /**
+   * The summary line of {@value ReportingSettings#LOG_INTERVAL}, from an executor's figures, e.g.
+   * {@code nativepool: executor 1 memory: reserved 12.0 MiB, allocated 8.0 MiB, held 16.0 MiB
+   * (slack 4.0 MiB), RSS 1.2 GiB (Go runtime 9.5 MiB, limit 55.4 MiB), 2 task pools, peak 32.0
+   * MiB, spills 3 (40.0 MiB freed)}.
+   */
+  static String summaryLine(String executorId, Map<String, Long> f) {
+    long goLimit = get(f, ProcessStat.GO_MEMORY_LIMIT);
+    return "nativepool: executor "
+        + executorId
+        + " memory: reserved "
+        + Bytes.format(get(f, ProcessStat.RESERVED))
+        + ", allocated "
+        + Bytes.format(f.getOrDefault(ArrowProcessStat.ALLOCATED.gaugeName(), -1L))
+        + ", held "
+        + Bytes.format(get(f, ProcessStat.HELD))
+        + " (slack "
+        + Bytes.format(get(f, ProcessStat.SLACK))
+        + "), RSS "
+        + Bytes.format(f.getOrDefault(ArrowProcessStat.RSS.gaugeName(), -1L))
+        + " (Go runtime "
+        + Bytes.format(get(f, ProcessStat.GO_MAPPED))
+        + (goLimit > 0 ? ", limit " + Bytes.format(goLimit) : ", no limit")
+        + "), "
+        + get(f, ProcessStat.LIVE_TASKS)
+        + " task pools, peak "
+        + Bytes.format(get(f, ProcessStat.PEAK))
+        + ", spills "
+        + get(f, ProcessStat.SPILL_REQUESTS)
+        + " ("
+        + Bytes.format(get(f, ProcessStat.SPILL_BYTES_FREED))
+        + " freed)";
+  }
+
+  private static long get(Map<String, Long> f, ProcessStat s) {
+    return f.getOrDefault(s.gaugeName(), -1L);
+  }
+
+
+}

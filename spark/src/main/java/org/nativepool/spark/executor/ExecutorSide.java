@@ -1,0 +1,131 @@
+package org.nativepool.spark.executor;
+
+import org.nativepool.spark.memory.TaskPool;
+
+
+
+import java.io.IOException;
+import java.util.Map;
+import org.apache.spark.TaskFailedReason;
+import org.apache.spark.api.plugin.ExecutorPlugin;
+import org.apache.spark.api.plugin.PluginContext;
+import org.nativepool.spark.config.LedgerSettings;
+import org.nativepool.spark.config.PoolSettings;
+import org.nativepool.spark.config.ReportingSettings;
+import org.nativepool.spark.jni.ArrowProcessStat;
+import org.nativepool.spark.jni.GoLog;
+import org.nativepool.spark.jni.LibraryLoader;
+import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.ledger.ExecutorLedger;
+import org.nativepool.spark.ledger.LedgerReader;
+import org.nativepool.spark.ledger.LiveNative;
+import org.nativepool.spark.memory.ExecutorState;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The executor side of the plugin. Its {@code init} reads the settings, loads the library ({@code
+ * spark.nativepool.library}, else the jar's copy), routes the Go side's logs to log4j ({@link
+ * GoLog}), configures the library (the process memory policy included: glibc's mmap threshold and
+ * the Go runtime's soft memory limit), registers the gauges ({@link ExecutorGauges}), installs the
+ * executor's state ({@link ExecutorState}: the settings tasks open their pools with, and the
+ * executor memory ledger as the observer of closing pools), and starts the {@link
+ * ExecutorReporter}. Tasks then open their pool with {@code TaskPool.openForCurrentTask()}.
+ *
+ * <p>A library that does not load or a setting that does not parse never makes {@code init} throw:
+ * that would make Spark kill the executor and start another one that fails the same way. The
+ * reason is logged once and installed instead ({@link ExecutorState#disable}), so every task asking
+ * for a native pool fails with it, and the job fails after Spark's task retries.
+ */
+public final class ExecutorSide implements ExecutorPlugin {
+  private static final Logger LOG = LoggerFactory.getLogger(ExecutorSide.class);
+
+  private ExecutorReporter reporter;
+  /** What this plugin installed in {@link ExecutorState}, for {@link #shutdown()}. */
+  private Object installed;
+
+  private boolean configured;
+
+  /** Made by {@code NativePoolPlugin.executorPlugin()}. */
+  public ExecutorSide() {}
+
+  @Override
+  public void init(PluginContext ctx, Map<String, String> extraConf) {
+    PoolSettings s;
+    ReportingSettings reporting;
+    ExecutorLedger ledger;
+    String source;
+    try {
+      s = PoolSettings.fromConf(ctx.conf());
+      reporting = ReportingSettings.fromConf(ctx.conf());
+      ledger =
+          new ExecutorLedger(
+              ctx.executorID(),
+              LedgerSettings.fromConf(ctx.conf()),
+              new LedgerReader(),
+              ctx.metricRegistry(),
+              message -> toDriver(ctx, message),
+              LiveNative::describeTop); // the live Go Arrow memory by consumer and site
+      ledger.loadListeners(Thread.currentThread().getContextClassLoader());
+      source = LibraryLoader.ensureLoaded(s.library(), s.libraryOrigin());
+    } catch (IllegalStateException | IllegalArgumentException e) {
+      installed = ExecutorState.disable(e);
+      LOG.error(
+          "nativepool: native pools disabled on executor {}; every task asking for one fails: {}",
+          ctx.executorID(),
+          e.getMessage());
+      return;
+    }
+    GoLog.configure(s.logLevel()); // first: Go's records reach log4j
+    Natives.configure(s.logging(), s.taskThresholds());
+    ExecutorState.setAllocationSites(s.allocationSites()); // Go's and Java's, for leaks
+    Natives.configureRuntime(s.mallocMmapThreshold(), s.goMemoryLimit(), s.memoryOverhead());
+    configured = true;
+    ExecutorGauges gauges =
+        new ExecutorGauges(Natives.processArrowStats().get(ArrowProcessStat.RSS));
+    gauges.register(ctx.metricRegistry());
+    installed = ExecutorState.install(s, ledger);
+    reporter = ExecutorReporter.start(ctx, reporting, gauges, ledger);
+    LOG.info("nativepool: executor {} uses {} ({})", ctx.executorID(), s, source);
+  }
+
+  /** Sends a sample early, so that the driver's stage peaks see the task (see the reporter). */
+  @Override
+  public void onTaskSucceeded() {
+    if (reporter != null) {
+      reporter.taskEnded();
+    }
+  }
+
+  @Override
+  public void onTaskFailed(TaskFailedReason failureReason) {
+    if (reporter != null) {
+      reporter.taskEnded();
+    }
+  }
+
+  /**
+   * Stops the reporting thread, forgets what this plugin installed (unless a later start replaced
+   * it) and turns the process-wide logging and site options off.
+   */
+  @Override
+  public void shutdown() {
+    if (reporter != null) {
+      reporter.stop();
+    }
+    ExecutorState.uninstall(installed);
+    if (configured) {
+      ExecutorState.setAllocationSites(false);
+      Natives.configure(false, new long[0]);
+    }
+  }
+
+  /** Sends a ledger crossing or growth report to the driver side; a failure is logged. */
+  private static void toDriver(PluginContext ctx, Object message) {
+    try {
+      ctx.send(message);
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("nativepool: cannot send {} to the driver", message, e);
+    }
+  }
+}

@@ -1,0 +1,508 @@
+package org.nativepool.spark.ledger;
+
+import org.nativepool.spark.config.Bytes;
+
+
+
+import io.netty.buffer.PoolArenaMetric;
+import io.netty.buffer.PoolChunkListMetric;
+import io.netty.buffer.PoolChunkMetric;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.buffer.PooledByteBufAllocatorMetric;
+import java.lang.management.BufferPoolMXBean;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryPoolMXBean;
+import java.lang.management.MemoryType;
+import java.lang.management.MemoryUsage;
+import java.lang.reflect.Field;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.spark.SparkEnv;
+import org.nativepool.spark.arrow.TaskArrowAllocators;
+import org.nativepool.spark.jni.ArrowProcessStat;
+import org.nativepool.spark.jni.ArrowProcessStats;
+import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.jni.ProcessStat;
+import org.nativepool.spark.jni.ProcessStats;
+import org.nativepool.spark.ledger.LedgerSnapshot.Kind;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The executor memory ledger: reads the process's resident set and splits it into parts, each from
+ * the component that owns the memory ({@link #read()}), so that an operator can see who holds the
+ * bytes of an executor and what is left unexplained. The parts, by name (see {@link
+ * LedgerSnapshot.Kind} for which are summed):
+ *
+ * <ul>
+ *   <li>JVM heap: {@value #JVM_HEAP_RESIDENT} (resident: the {@code Rss} of the heap's mappings,
+ *       since committed heap pages are only resident once touched; reused for up to 50 times the
+ *       cost of a reading, see {@link HeapResidency}), {@value #JVM_HEAP_COMMITTED}
+ *       and {@value #JVM_HEAP_USED} (detail, from the memory bean; committed is the resident part
+ *       when the heap's mappings cannot be found);
+ *   <li>JVM, from its management beans: {@value #JVM_METASPACE} and {@value #JVM_CODE_CACHE} (the
+ *       committed bytes of those memory pools); {@value #JVM_DIRECT} and {@value #JVM_MAPPED} (the
+ *       buffer pools);
+ *   <li>JVM, from Native Memory Tracking when the JVM runs with {@code
+ *       -XX:NativeMemoryTracking=summary}: {@value #JVM_THREADS} (thread stacks and thread
+ *       structures), {@value #JVM_GC} (the collector's structures), {@value #JVM_NATIVE} (the
+ *       JVM's other native memory: compiler, symbols, the class-data archive …) and {@value #JVM_UNSAFE} (memory allocated
+ *       through {@code Unsafe} that no part below claims: Spark's off-heap Tungsten pages, its
+ *       spill readers' buffers). Without NMT these are absent and their bytes are unexplained;
+ *   <li>{@code netty.<pool>.direct}, {@code .heap}, {@code .used}: each pooled allocator Spark's
+ *       transport created (the shared ones, and those of the RPC environment and the block
+ *       transfer service), chunks allocated and the bytes in use in them. The direct chunks are
+ *       resident when netty allocates them without a cleaner (as in Spark); otherwise the {@value
+ *       #JVM_DIRECT} pool counts them and they are detail;
+ *   <li>{@value #ARROW_JAVA}: bytes allocated by the Arrow Java allocators of the plugin's tasks,
+ *       Spark's own root allocator and any {@link #registerArrowAllocator registered} one;
+ *   <li>{@value #NATIVE_RESERVED}, {@value #NATIVE_HELD}, {@value #NATIVE_SLACK} (accounting):
+ *       the native pools' figures; {@value #LEAKED_RESIDENT} (accounting): leaks still allocated
+ *       after their task; {@value #NATIVE_ALLOCATED} (resident): bytes in live buffers of
+ *       the Go Arrow allocators, open or lingering after their task;
+ *   <li>the Go runtime: {@value #GO_HEAP_IN_USE}, {@value #GO_HEAP_IDLE} (free heap not yet
+ *       returned to the OS), {@value #GO_STACKS}, {@value #GO_GC_META}, {@value #GO_OTHER};
+ *   <li>{@value #MALLOC_RETAINED}: free bytes glibc's malloc keeps in its arenas;
+ *   <li>{@value #RSS} and {@value #UNEXPLAINED}: the total, and RSS less the resident parts.
+ * </ul>
+ *
+ * <p>Reading is cheap but not free (one NMT summary, a walk over netty's chunk lists): the
+ * executor reads it once per poll period ({@link ExecutorLedger}) and the gauges serve the latest
+ * reading. Thread-safe.
+ */
+public final class LedgerReader {
+  private static final Logger LOG = LoggerFactory.getLogger(LedgerReader.class);
+
+  /** The process's resident set ({@code VmRSS}). */
+  public static final String RSS = "rss";
+  /** RSS less the sum of the resident parts. */
+  public static final String UNEXPLAINED = "unexplained";
+  /**
+   * The JVM heap's resident bytes: the {@code Rss} of its mappings ({@link HeapResidency}); absent
+   * when the heap's mappings cannot be told apart, and then {@value #JVM_HEAP_COMMITTED} is the
+   * resident part instead.
+   */
+  public static final String JVM_HEAP_RESIDENT = "jvm.heap.resident";
+  /** The JVM heap's committed bytes (detail when {@value #JVM_HEAP_RESIDENT} is read). */
+  public static final String JVM_HEAP_COMMITTED = "jvm.heap.committed";
+  /** The JVM heap's used bytes (detail of the committed heap). */
+  public static final String JVM_HEAP_USED = "jvm.heap.used";
+  /** Committed metaspace (class metadata, the compressed class space included). */
+  public static final String JVM_METASPACE = "jvm.metaspace";
+  /** Committed code cache (JIT-compiled code). */
+  public static final String JVM_CODE_CACHE = "jvm.codeCache";
+  /** Thread stacks and structures, from NMT. */
+  public static final String JVM_THREADS = "jvm.threads";
+  /** The garbage collector's own structures (G1's remembered sets, mark bitmaps), from NMT. */
+  public static final String JVM_GC = "jvm.gc";
+  /** The JVM's own native memory beyond heap, metaspace, code, threads and GC, from NMT. */
+  public static final String JVM_NATIVE = "jvm.native";
+  /** {@code Unsafe} allocations no other part claims (Tungsten off-heap pages), from NMT. */
+  public static final String JVM_UNSAFE = "jvm.unsafe";
+  /** The JVM's direct buffer pool. */
+  public static final String JVM_DIRECT = "jvm.direct";
+  /** The JVM's mapped buffer pools (file mappings, counted whole). */
+  public static final String JVM_MAPPED = "jvm.mapped";
+  /** Bytes allocated by Arrow Java allocators. */
+  public static final String ARROW_JAVA = "arrow.java";
+  /** Bytes the native pools' consumers reserved (accounting). */
+  public static final String NATIVE_RESERVED = "native.reserved";
+  /** Bytes the native pools hold from Spark (accounting). */
+  public static final String NATIVE_HELD = "native.held";
+  /** Held but not reserved (accounting). */
+  public static final String NATIVE_SLACK = "native.slack";
+  /**
+   * Bytes of leaks still allocated after their task ({@code leakedResident}): accounting, since
+   * the memory itself is in {@value #NATIVE_ALLOCATED} or {@value #ARROW_JAVA}.
+   */
+  public static final String LEAKED_RESIDENT = "leaked.resident";
+  /** Bytes in live buffers of Go Arrow allocators. */
+  public static final String NATIVE_ALLOCATED = "native.allocated";
+  /** Go heap in spans holding objects. */
+  public static final String GO_HEAP_IN_USE = "go.heapInUse";
+  /** Free Go heap not yet returned to the OS. */
+  public static final String GO_HEAP_IDLE = "go.heapIdle";
+  /** Goroutine and Go runtime thread stacks. */
+  public static final String GO_STACKS = "go.stacks";
+  /** The Go runtime's GC and allocator metadata. */
+  public static final String GO_GC_META = "go.gcMeta";
+  /** The rest of the Go runtime. */
+  public static final String GO_OTHER = "go.other";
+  /** Free bytes in glibc's malloc arenas. */
+  public static final String MALLOC_RETAINED = "malloc.retained";
+  /** Prefix of the netty allocator parts: {@code netty.<pool>.direct|heap|used}. */
+  public static final String NETTY_PREFIX = "netty.";
+
+  /** How often the list of netty allocators is looked up again (they are created lazily). */
+  private static final long NETTY_REFRESH_MILLIS = 30_000;
+
+  private static final Pattern NMT_TOTAL =
+      Pattern.compile("^Total: reserved=(\\d+)\\w*, committed=(\\d+)", Pattern.MULTILINE);
+  private static final Pattern NMT_CATEGORY =
+      Pattern.compile("^-\\s+(.+?) \\(reserved=(\\d+)\\w*, committed=(\\d+)", Pattern.MULTILINE);
+
+  private static final Map<BufferAllocator, String> REGISTERED =
+      java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
+
+  private final Object nettyLock = new Object();
+  private Map<PooledByteBufAllocator, String> netty = new IdentityHashMap<>();
+  private long nettyRefreshed;
+  private volatile boolean nmtOff;
+
+  private final HeapResidency heap = new HeapResidency();
+
+  /** A ledger reading this process. */
+  public LedgerReader() {}
+
+  /**
+   * Counts {@code allocator}'s allocated bytes in {@value #ARROW_JAVA} while it is reachable (held
+   * weakly): for Arrow Java allocators an engine creates outside the plugin's task allocators.
+   */
+  public static void registerArrowAllocator(String name, BufferAllocator allocator) {
+    REGISTERED.put(allocator, name);
+  }
+
+  /** Reads every part now. Never throws for a part it cannot read: that part is left out. */
+  public LedgerSnapshot read() {
+    return read(Natives.processStats(), Natives.processArrowStats());
+  }
+
+  /**
+   * Reads every part now, taking the native figures from {@code process} and {@code arrow} (one
+   * reading the caller shares with its gauges) instead of reading them again.
+   */
+  public LedgerSnapshot read(ProcessStats process, ArrowProcessStats arrow) {
+    long[] p = process.toArray();
+    long[] a = arrow.toArray();
+    MemoryUsage heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
+    long heapResident = heapResident(heap.getMax(), heap.getCommitted());
+    long metaspace = 0;
+    long code = 0;
+    for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
+      if (pool.getType() != MemoryType.NON_HEAP || !pool.isValid()) {
+        continue;
+      }
+      String n = pool.getName();
+      if (n.equals("Metaspace")) {
+        metaspace += pool.getUsage().getCommitted();
+      } else if (n.startsWith("CodeHeap") || n.equals("Code Cache")) {
+        code += pool.getUsage().getCommitted();
+      }
+    }
+    long direct = 0;
+    long mapped = 0;
+    for (BufferPoolMXBean b : ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)) {
+      if (b.getName().equals("direct")) {
+        direct += Math.max(0, b.getMemoryUsed());
+      } else if (b.getName().startsWith("mapped")) {
+        mapped += Math.max(0, b.getMemoryUsed());
+      }
+    }
+    Parts netty = new Parts();
+    long nettyUnsafe = readNetty(netty);
+    long arrowJava = arrowJavaBytes();
+    Map<String, Long> nmt = nmt();
+
+    // In display order: the JVM, Spark's transport, Arrow Java, native memory, the Go runtime.
+    Parts parts = new Parts();
+    if (heapResident >= 0) {
+      parts.put(JVM_HEAP_RESIDENT, heapResident, Kind.RESIDENT);
+      parts.put(JVM_HEAP_COMMITTED, heap.getCommitted(), Kind.DETAIL);
+    } else {
+      parts.put(JVM_HEAP_COMMITTED, heap.getCommitted(), Kind.RESIDENT);
+    }
+    parts.put(JVM_HEAP_USED, heap.getUsed(), Kind.DETAIL);
+    parts.put(JVM_METASPACE, metaspace, Kind.RESIDENT);
+    parts.put(JVM_CODE_CACHE, code, Kind.RESIDENT);
+    if (nmt != null) {
+      long threads = nmt.getOrDefault("Thread", 0L);
+      long gc = nmt.getOrDefault("GC", 0L);
+      long other = nmt.getOrDefault("Other", 0L);
+      long rest =
+          nmt.getOrDefault("Total", 0L)
+              - nmt.getOrDefault("Java Heap", 0L)
+              - nmt.getOrDefault("Code", 0L)
+              - threads
+              - gc
+              - other
+              - metaspace;
+      parts.put(JVM_THREADS, threads, Kind.RESIDENT);
+      parts.put(JVM_GC, gc, Kind.RESIDENT);
+      parts.put(JVM_NATIVE, Math.max(0, rest), Kind.RESIDENT);
+      parts.put(JVM_UNSAFE, Math.max(0, other - direct - nettyUnsafe - arrowJava), Kind.RESIDENT);
+    }
+    parts.put(JVM_DIRECT, direct, Kind.RESIDENT);
+    parts.put(JVM_MAPPED, mapped, Kind.RESIDENT);
+    parts.putAll(netty);
+    parts.put(ARROW_JAVA, arrowJava, Kind.RESIDENT);
+    parts.put(NATIVE_RESERVED, p[ProcessStat.RESERVED.ordinal()], Kind.ACCOUNTING);
+    parts.put(NATIVE_HELD, p[ProcessStat.HELD.ordinal()], Kind.ACCOUNTING);
+    parts.put(NATIVE_SLACK, p[ProcessStat.SLACK.ordinal()], Kind.ACCOUNTING);
+    parts.put(LEAKED_RESIDENT, p[ProcessStat.LEAKED_RESIDENT.ordinal()], Kind.ACCOUNTING);
+    parts.put(
+        NATIVE_ALLOCATED,
+        a[ArrowProcessStat.ALLOCATED.ordinal()] + a[ArrowProcessStat.LINGERING.ordinal()],
+        Kind.RESIDENT);
+    parts.put(GO_HEAP_IN_USE, p[ProcessStat.GO_HEAP_IN_USE.ordinal()], Kind.RESIDENT);
+    parts.put(GO_HEAP_IDLE, p[ProcessStat.GO_HEAP_IDLE.ordinal()], Kind.RESIDENT);
+    parts.put(GO_STACKS, p[ProcessStat.GO_STACKS.ordinal()], Kind.RESIDENT);
+    parts.put(GO_GC_META, p[ProcessStat.GO_GC_META.ordinal()], Kind.RESIDENT);
+    parts.put(GO_OTHER, p[ProcessStat.GO_OTHER.ordinal()], Kind.RESIDENT);
+    parts.put(MALLOC_RETAINED, p[ProcessStat.MALLOC_RETAINED.ordinal()], Kind.RESIDENT);
+    return new LedgerSnapshot(
+        System.currentTimeMillis(), a[ArrowProcessStat.RSS.ordinal()], parts.bytes, parts.kinds);
+  }
+
+  /** Parts being read: bytes and kind by name, in display order. */
+  private static final class Parts {
+    final Map<String, Long> bytes = new LinkedHashMap<>();
+    final Map<String, Kind> kinds = new LinkedHashMap<>();
+
+    /** Adds a part unless its figure is unknown (negative). */
+    void put(String part, long n, Kind kind) {
+      if (n >= 0) {
+        bytes.put(part, n);
+        kinds.put(part, kind);
+      }
+    }
+
+    void putAll(Parts other) {
+      bytes.putAll(other.bytes);
+      kinds.putAll(other.kinds);
+    }
+  }
+
+
+  /**
+   * The heap's resident bytes ({@link HeapResidency}): found once by a full parse of {@code
+   * /proc/self/smaps}, then read from the heap's range only, which is a few entries when the heap
+   * sits at low addresses (compressed oops).
+   */
+  private long heapResident(long max, long committed) {
+    return heap.residentNow(max, committed);
+  }
+
+  /**
+   * Native Memory Tracking's committed bytes by category ("Total", "Java Heap", "Thread", …), or
+   * null when NMT is off or cannot be read (then never asked again).
+   */
+  private Map<String, Long> nmt() {
+    if (nmtOff) {
+      return null;
+    }
+    String out;
+    try {
+      MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+      out =
+          (String)
+              server.invoke(
+                  new ObjectName("com.sun.management:type=DiagnosticCommand"),
+                  "vmNativeMemory",
+                  new Object[] {new String[] {"summary", "scale=b"}},
+                  new String[] {String[].class.getName()});
+    } catch (Exception | LinkageError e) {
+      LOG.debug("nativepool: ledger: cannot read Native Memory Tracking", e);
+      nmtOff = true;
+      return null;
+    }
+    Map<String, Long> m = parseNmt(out);
+    if (m == null) {
+      nmtOff = true; // "Native memory tracking is not enabled"
+    }
+    return m;
+  }
+
+  /**
+   * Parses a {@code VM.native_memory summary scale=b} report: committed bytes by category, plus
+   * "Total"; null if it has no total (NMT off).
+   */
+  static Map<String, Long> parseNmt(String report) {
+    if (report == null) {
+      return null;
+    }
+    Matcher t = NMT_TOTAL.matcher(report);
+    if (!t.find()) {
+      return null;
+    }
+    Map<String, Long> m = new LinkedHashMap<>();
+    m.put("Total", Long.parseLong(t.group(2)));
+    Matcher c = NMT_CATEGORY.matcher(report);
+    while (c.find()) {
+      m.merge(c.group(1).trim(), Long.parseLong(c.group(3)), Long::sum);
+    }
+    return m;
+  }
+
+  /**
+   * Adds the netty parts; returns the direct chunk bytes that are resident outside the JVM's
+   * direct buffer pool (allocated without a cleaner), which NMT counts under "Other".
+   */
+  private long readNetty(Parts parts) {
+    Map<PooledByteBufAllocator, String> pools = nettyAllocators();
+    boolean noCleaner = nettyNoCleaner();
+    long unsafe = 0;
+    for (Map.Entry<PooledByteBufAllocator, String> e : pools.entrySet()) {
+      try {
+        PooledByteBufAllocatorMetric m = e.getKey().metric();
+        long directChunks = m.usedDirectMemory();
+        long heapChunks = m.usedHeapMemory();
+        long used = used(m.directArenas()) + used(m.heapArenas());
+        String base = NETTY_PREFIX + e.getValue();
+        parts.put(base + ".direct", directChunks, noCleaner ? Kind.RESIDENT : Kind.DETAIL);
+        parts.put(base + ".heap", heapChunks, Kind.DETAIL);
+        parts.put(base + ".used", used, Kind.DETAIL);
+        if (noCleaner) {
+          unsafe += Math.max(0, directChunks);
+        }
+      } catch (RuntimeException ex) {
+        LOG.debug("nativepool: ledger: cannot read netty pool {}", e.getValue(), ex);
+      }
+    }
+    return unsafe;
+  }
+
+  /** Bytes in use in the arenas' chunks: chunk sizes less their free bytes, plus huge ones. */
+  private static long used(List<PoolArenaMetric> arenas) {
+    long used = 0;
+    for (PoolArenaMetric a : arenas) {
+      long chunks = 0;
+      long free = 0;
+      for (PoolChunkListMetric list : a.chunkLists()) {
+        for (PoolChunkMetric c : list) {
+          chunks += c.chunkSize();
+          free += c.freeBytes();
+        }
+      }
+      // numActiveBytes counts every chunk's size plus the huge (unpooled) allocations.
+      long huge = Math.max(0, a.numActiveBytes() - chunks);
+      used += chunks - free + huge;
+    }
+    return used;
+  }
+
+  private static boolean nettyNoCleaner() {
+    try {
+      return io.netty.util.internal.PlatformDependent.useDirectBufferNoCleaner();
+    } catch (LinkageError e) {
+      return false;
+    }
+  }
+
+  /** Spark's pooled netty allocators by name, looked up again every so often. */
+  private Map<PooledByteBufAllocator, String> nettyAllocators() {
+    synchronized (nettyLock) {
+      long now = System.currentTimeMillis();
+      if (now - nettyRefreshed >= NETTY_REFRESH_MILLIS || netty.isEmpty()) {
+        nettyRefreshed = now;
+        netty = findNettyAllocators();
+      }
+      return netty;
+    }
+  }
+
+  /**
+   * Finds the pooled allocators Spark's transport created: the shared ones of {@code
+   * NettyUtils}, and those of the RPC environment's and the block transfer service's client
+   * factories and servers (which are the shared ones unless {@code
+   * spark.network.sharedByteBufAllocators.enabled} is false). Reflection on Spark's private
+   * fields: a Spark that moved them gives fewer pools, never an error.
+   */
+  static Map<PooledByteBufAllocator, String> findNettyAllocators() {
+    Map<PooledByteBufAllocator, String> out = new IdentityHashMap<>();
+    try {
+      Class<?> utils = Class.forName("org.apache.spark.network.util.NettyUtils");
+      Object shared = field(utils, null, "_sharedPooledByteBufAllocator");
+      if (shared instanceof PooledByteBufAllocator[] arr) {
+        synchronized (utils) { // NettyUtils creates them under its class lock
+          if (arr[0] != null) {
+            out.put(arr[0], "shared");
+          }
+          if (arr[1] != null) {
+            out.putIfAbsent(arr[1], "sharedNoCache");
+          }
+        }
+      }
+    } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+      LOG.debug("nativepool: ledger: no shared netty allocators", e);
+    }
+    SparkEnv env = SparkEnv.get();
+    if (env != null) {
+      addTransport(out, "rpc", env.rpcEnv());
+      try {
+        addTransport(out, "blockTransfer", env.blockManager().blockTransferService());
+      } catch (RuntimeException | LinkageError e) {
+        LOG.debug("nativepool: ledger: no block transfer service", e);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Adds the allocators of {@code owner}'s fields that are a {@code TransportClientFactory} or
+   * {@code TransportServer}, named {@code <name>.<field>} unless already named.
+   */
+  private static void addTransport(
+      Map<PooledByteBufAllocator, String> out, String name, Object owner) {
+    if (owner == null) {
+      return;
+    }
+    for (Class<?> c = owner.getClass(); c != null && c != Object.class; c = c.getSuperclass()) {
+      for (Field f : c.getDeclaredFields()) {
+        String type = f.getType().getName();
+        if (!type.equals("org.apache.spark.network.client.TransportClientFactory")
+            && !type.equals("org.apache.spark.network.server.TransportServer")) {
+          continue;
+        }
+        try {
+          f.setAccessible(true);
+          Object transport = f.get(owner);
+          if (transport != null
+              && field(transport.getClass(), transport, "pooledAllocator")
+                  instanceof PooledByteBufAllocator a) {
+            out.putIfAbsent(a, name + "." + f.getName().replaceAll("\\W", ""));
+          }
+        } catch (ReflectiveOperationException | RuntimeException e) {
+          LOG.debug("nativepool: ledger: cannot read {}.{}", c.getName(), f.getName(), e);
+        }
+      }
+    }
+  }
+
+  private static Object field(Class<?> c, Object owner, String name)
+      throws ReflectiveOperationException {
+    Field f = c.getDeclaredField(name);
+    f.setAccessible(true);
+    return f.get(owner);
+  }
+
+  /**
+   * The bytes Arrow Java allocators hold: the plugin's task allocators (open and lingering),
+   * Spark's root allocator ({@code ArrowUtils.rootAllocator}, if Spark SQL created it) and the
+   * registered ones.
+   */
+  private static long arrowJavaBytes() {
+    long sum = TaskArrowAllocators.javaAllocatedBytes();
+    try {
+      Class<?> utils = Class.forName("org.apache.spark.sql.util.ArrowUtils$");
+      Object module = utils.getField("MODULE$").get(null);
+      if (utils.getMethod("rootAllocator").invoke(module) instanceof BufferAllocator root) {
+        sum += root.getAllocatedMemory();
+      }
+    } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+      // no Spark SQL, or its Arrow root was never made
+    }
+    synchronized (REGISTERED) {
+      for (BufferAllocator b : REGISTERED.keySet()) {
+        sum += b.getAllocatedMemory();
+      }
+    }
+    return sum;
+  }
+}

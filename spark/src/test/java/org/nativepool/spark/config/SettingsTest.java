@@ -1,0 +1,155 @@
+package org.nativepool.spark.config;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.apache.spark.SparkConf;
+import org.junit.jupiter.api.Test;
+
+/** Parsing of {@code spark.nativepool.*}; no native library needed. */
+class SettingsTest {
+
+  @Test
+  void poolKindParsesConfigNamesAndCarriesTheNativeCodes() {
+    assertEquals(PoolKind.FAIR_UNIFIED, PoolKind.parse("fair_unified"));
+    assertEquals(PoolKind.GREEDY_UNIFIED, PoolKind.parse(" Greedy_Unified "));
+    assertEquals(0, PoolKind.FAIR_UNIFIED.code());
+    assertEquals(1, PoolKind.GREEDY_UNIFIED.code());
+    IllegalArgumentException e =
+        assertThrows(IllegalArgumentException.class, () -> PoolKind.parse("greedy"));
+    assertEquals(
+        "nativepool: unknown pool kind 'greedy' (expected fair_unified or greedy_unified)",
+        e.getMessage());
+  }
+
+  @Test
+  void settingsDefaultToFairUnifiedEightMebibyteChunksAndTheOffHeapSize() {
+    SparkConf conf = new SparkConf(false).set("spark.memory.offHeap.size", "256m");
+    PoolSettings s = PoolSettings.fromConf(conf);
+    assertEquals(PoolKind.FAIR_UNIFIED, s.kind());
+    assertEquals(8L << 20, s.chunkSize());
+    assertEquals(256L << 20, s.poolSize());
+    assertArrayEquals(new long[0], s.taskThresholds());
+    assertEquals(false, s.logging());
+    assertNull(s.library());
+  }
+
+  @Test
+  void processMemoryDefaultsTo128KiBMmapThresholdAndADerivedGoLimit() {
+    PoolSettings s = PoolSettings.fromConf(new SparkConf(false));
+    assertEquals(128L << 10, s.mallocMmapThreshold());
+    assertEquals(NativePoolConf.GO_MEMORY_LIMIT_DERIVED, s.goMemoryLimit());
+    assertEquals(384L << 20, s.memoryOverhead(), "Spark's minimum over a 1g executor");
+  }
+
+  @Test
+  void processMemorySettingsAreRead() {
+    SparkConf conf =
+        new SparkConf(false)
+            .set("spark.nativepool.mallocMmapThreshold", "0")
+            .set("spark.nativepool.goMemoryLimit", "96m")
+            .set("spark.executor.memoryOverhead", "512");
+    PoolSettings s = PoolSettings.fromConf(conf);
+    assertEquals(0, s.mallocMmapThreshold());
+    assertEquals(96L << 20, s.goMemoryLimit());
+    assertEquals(512L << 20, s.memoryOverhead(), "a memoryOverhead without unit is MiB");
+    assertEquals(
+        0,
+        PoolSettings.fromConf(conf.set("spark.nativepool.goMemoryLimit", "off"))
+            .goMemoryLimit());
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () ->
+                PoolSettings.fromConf(
+                    new SparkConf(false).set("spark.nativepool.mallocMmapThreshold", "64m")));
+    assertEquals(
+        "nativepool: spark.nativepool.mallocMmapThreshold = '64m': above glibc's maximum of 32"
+            + " MiB",
+        e.getMessage());
+  }
+
+  /**
+   * One formula, Spark's own ({@code ResourceProfile.calculateOverHeadMemory}): an explicit
+   * memoryOverhead, else max(factor × memory, minMemoryOverhead) in MiB, truncated; in local mode
+   * the driver's settings, unless the executor's overhead is set.
+   */
+  @Test
+  void memoryOverheadIsSparksFormula() {
+    SparkConf yarn = new SparkConf(false).set("spark.master", "yarn");
+    assertEquals(819L << 20, MemoryOverhead.bytes(yarn.clone().set("spark.executor.memory", "8g")));
+    assertEquals(
+        2048L << 20,
+        MemoryOverhead.bytes(
+            yarn.clone()
+                .set("spark.executor.memory", "8g")
+                .set("spark.executor.memoryOverheadFactor", "0.25")));
+    assertEquals(
+        1024L << 20,
+        MemoryOverhead.bytes(
+            yarn.clone()
+                .set("spark.executor.memory", "8g")
+                .set("spark.executor.minMemoryOverhead", "1g")),
+        "Spark's minMemoryOverhead is read");
+    assertEquals(384L << 20, MemoryOverhead.bytes(yarn), "384 MiB over a 1g executor");
+    SparkConf local = new SparkConf(false).set("spark.master", "local[2]");
+    assertEquals(
+        256L << 20,
+        MemoryOverhead.bytes(local.clone().set("spark.driver.memoryOverhead", "256m")));
+    assertEquals(614L << 20, MemoryOverhead.bytes(local.clone().set("spark.driver.memory", "6g")));
+    assertEquals(
+        100L << 20,
+        MemoryOverhead.bytes(
+            local
+                .clone()
+                .set("spark.driver.memoryOverhead", "256m")
+                .set("spark.executor.memoryOverhead", "100m")),
+        "an explicit executor memoryOverhead wins");
+  }
+
+  @Test
+  void settingsReadEveryKey() {
+    SparkConf conf =
+        new SparkConf(false)
+            .set("spark.nativepool.pool", "greedy_unified")
+            .set("spark.nativepool.chunkSize", "0")
+            .set("spark.nativepool.poolSize", "1g")
+            .set("spark.nativepool.task.reservedThresholds", "64m, 1g,,512k")
+            .set("spark.nativepool.logging", "true")
+            .set("spark.nativepool.library", "/x/libnativepool.so");
+    PoolSettings s = PoolSettings.fromConf(conf);
+    assertEquals(PoolKind.GREEDY_UNIFIED, s.kind());
+    assertEquals(0, s.chunkSize());
+    assertEquals(1L << 30, s.poolSize());
+    assertArrayEquals(new long[] {64L << 20, 1L << 30, 512L << 10}, s.taskThresholds());
+    assertEquals(true, s.logging());
+    assertEquals("/x/libnativepool.so", s.library());
+  }
+
+  @Test
+  void settingsRejectAThresholdThatIsNotASize() {
+    SparkConf conf =
+        new SparkConf(false).set("spark.nativepool.task.reservedThresholds", "64m,lots");
+    IllegalArgumentException e =
+        assertThrows(IllegalArgumentException.class, () -> PoolSettings.fromConf(conf));
+    assertEquals(
+        "nativepool: spark.nativepool.task.reservedThresholds = '64m,lots': 'lots' is not a size"
+            + " (e.g. 512k, 64m, 2g)",
+        e.getMessage());
+  }
+
+  /** A key that meant two things is refused, naming the two keys that replaced it. */
+  @Test
+  void theRemovedThresholdsKeyIsRefusedNamingItsReplacements() {
+    SparkConf conf = new SparkConf(false).set("spark.nativepool.thresholds", "64m");
+    IllegalArgumentException e =
+        assertThrows(IllegalArgumentException.class, () -> PoolSettings.fromConf(conf));
+    assertTrue(e.getMessage().contains("spark.nativepool.task.reservedThresholds"), e::getMessage);
+    assertTrue(
+        e.getMessage().contains("spark.nativepool.executor.reservedThresholds"), e::getMessage);
+    assertThrows(IllegalArgumentException.class, () -> ReportingSettings.fromConf(conf));
+  }
+}
