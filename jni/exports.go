@@ -47,16 +47,16 @@ func newProcess() *bridge.Bridge {
 // levels and logger names) are declared in internal/bridge and
 // internal/logsink; their Java copies are generated (internal/javaconsts).
 
-//export Java_org_nativepool_spark_jni_Natives_version0
-func Java_org_nativepool_spark_jni_Natives_version0(env *jniEnv, _ jclass) (v jstring) {
+//export Java_org_nativepool_spark_jni_LibraryLoader_version0
+func Java_org_nativepool_spark_jni_LibraryLoader_version0(env *jniEnv, _ jclass) (v jstring) {
 	// Needs no init0: the loader compares it with the jar's version before
 	// init0 runs.
 	defer func() { endCall(env, recover(), nil) }()
 	return goStringToJava(env, bridge.Version)
 }
 
-//export Java_org_nativepool_spark_jni_Natives_init0
-func Java_org_nativepool_spark_jni_Natives_init0(env *jniEnv, _ jclass) {
+//export Java_org_nativepool_spark_jni_LibraryLoader_init0
+func Java_org_nativepool_spark_jni_LibraryLoader_init0(env *jniEnv, _ jclass) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	if rc := C.np_init(env); rc != npOK && !exceptionPending(env) {

@@ -35,7 +35,7 @@ func npStatusError(op string, rc C.int) error {
 	case npNoEnv:
 		return fmt.Errorf("nativepool: %s: this thread could not be attached to the JVM", op)
 	case npNotInitialized:
-		return fmt.Errorf("nativepool: %s: Natives.init0 has not run", op)
+		return fmt.Errorf("nativepool: %s: LibraryLoader.init0 has not run", op)
 	case npJNIFailed:
 		return fmt.Errorf("nativepool: %s: a JNI call failed (JVM out of memory?)", op)
 	default:

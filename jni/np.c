@@ -398,7 +398,7 @@ int np_long_array_copy(JNIEnv *env, jlongArray a, jlong **out, jsize *len) {
 }
 
 /* np_is_owner reports whether obj is a TaskOwner (np_init has run: the
- * export calling us is a native of Natives after init0). */
+ * export calling us is a native of Natives or LibraryLoader after init0). */
 static int np_is_owner(JNIEnv *env, jobject obj) {
 	return obj != NULL && np_ready() && (*env)->IsInstanceOf(env, obj, np_cls_owner);
 }

@@ -40,7 +40,7 @@ public class Bench {
 
   public static void main(String[] args) {
     System.load(args[0]);
-    Natives.init0();
+    LibraryLoader.init0();
     long n = 2_000_000;
     long pChunk = Natives.openPool0(1, 1, 0, 8 << 20, new Up());
     long rChunk = Natives.newReservation0(pChunk, "bench", false, null);

@@ -3,8 +3,6 @@
 // spark/ (the real classes live in spark/src/main/java/org/nativepool/spark/jni/).
 package org.nativepool.spark.jni;
 final class Natives {
-  static native String version0();
-  static native void init0();
   static native long openPool0(long taskAttemptId, int kind, long poolSize, long chunkSize, Upstream owner);
   static native void closePool0(long pool);
   static native long newReservation0(long pool, String consumerName, boolean canSpill, Spiller spiller);

@@ -54,12 +54,12 @@ public class Smoke {
 
   public static void main(String[] args) throws Throwable {
     System.load(args[0]);
-    String v = Natives.version0();
+    String v = LibraryLoader.version0();
     check(v != null && !v.isEmpty() && !v.contains("$"), "version0 before init0: " + v);
     Throwable t = thrown(() -> Natives.size0(1));
     check(t instanceof IllegalArgumentException, "before init0: forged handle -> IAE: " + t);
-    Natives.init0();
-    Natives.init0();
+    LibraryLoader.init0();
+    LibraryLoader.init0();
     check(true, "init0 twice");
 
     Up up = new Up();

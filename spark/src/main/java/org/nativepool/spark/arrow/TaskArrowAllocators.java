@@ -1,6 +1,6 @@
 package org.nativepool.spark.arrow;
 
-import org.nativepool.spark.config.Bytes;
+
 
 
 

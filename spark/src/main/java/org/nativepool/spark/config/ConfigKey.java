@@ -1,8 +1,11 @@
 package org.nativepool.spark.config;
 
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import org.apache.spark.SparkConf;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One configuration key, declared once in {@link NativePoolConf}: its name, its default as an
@@ -17,6 +20,11 @@ import org.apache.spark.SparkConf;
  * @param <T> what the value parses to
  */
 public final class ConfigKey<T> {
+  private static final Logger LOG = LoggerFactory.getLogger(ConfigKey.class);
+
+  /** Deprecated keys already warned about in this JVM: one warning each. */
+  private static final java.util.Set<String> WARNED = ConcurrentHashMap.newKeySet();
+
   /** Which side of the plugin reads a key. */
   public enum Side {
     /** Read by every executor's plugin (in local mode, the driver's JVM is the executor). */
@@ -34,6 +42,7 @@ public final class ConfigKey<T> {
   private final String doc;
   private final Side side;
   private final Function<String, T> parser;
+  private final String deprecatedKey;
 
   /**
    * @param key the full key, {@code spark.nativepool.…}
@@ -53,7 +62,9 @@ public final class ConfigKey<T> {
       String unit,
       String doc,
       Side side,
-      Function<String, T> parser) {
+      Function<String, T> parser,
+      String deprecatedKey) {
+    this.deprecatedKey = deprecatedKey;
     this.key = Objects.requireNonNull(key, "key");
     this.defaultText = defaultText;
     this.defaultDoc = Objects.requireNonNull(defaultDoc, "defaultDoc");
@@ -94,13 +105,37 @@ public final class ConfigKey<T> {
   }
 
   /**
-   * The value of this key in {@code conf}, or its default.
+   * The key this one replaced, still read (with a warning) when this one is unset; null if none.
+   */
+  public String deprecatedKey() {
+    return deprecatedKey;
+  }
+
+  /**
+   * The value of this key in {@code conf}, else of its {@link #deprecatedKey()} (logged once as
+   * deprecated), else its default.
    *
    * @throws IllegalArgumentException naming the key and the value, when the value does not parse
    *     or is out of range
    */
   public T read(SparkConf conf) {
     String raw = conf.getOption(key).getOrElse(() -> null);
+    if (raw == null && deprecatedKey != null && conf.contains(deprecatedKey)) {
+      String old = conf.get(deprecatedKey);
+      if (WARNED.add(deprecatedKey + "->" + key)) {
+        LOG.warn(
+            "nativepool: {} is deprecated; its value {} is read as {}, set that instead",
+            deprecatedKey,
+            old,
+            key);
+      }
+      try {
+        return parse(old);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(
+            e.getMessage().replace(key, deprecatedKey + " (read as " + key + ")"), e);
+      }
+    }
     return parse(raw);
   }
 

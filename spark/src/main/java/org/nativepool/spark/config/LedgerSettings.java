@@ -1,6 +1,5 @@
 package org.nativepool.spark.config;
 
-import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.SparkConf;
 
@@ -12,13 +11,8 @@ public final class LedgerSettings {
   /** The threshold name of the whole resident set (the ledger's {@code rss}). */
   public static final String TOTAL = "total";
 
-  /**
-   * One threshold: a part (as the ledger names it, {@value #TOTAL} for the RSS) and a level in
-   * bytes.
-   */
-  public record Threshold(String part, long level) {}
 
-  private final List<Threshold> thresholds;
+  private final List<LedgerThreshold> thresholds;
   private final double hysteresis;
   private final List<String> listeners;
   private final int growthWindow;
@@ -32,7 +26,7 @@ public final class LedgerSettings {
    *     negative minimum
    */
   public LedgerSettings(
-      List<Threshold> thresholds,
+      List<LedgerThreshold> thresholds,
       double hysteresis,
       List<String> listeners,
       int growthWindow,
@@ -79,38 +73,8 @@ public final class LedgerSettings {
         NativePoolConf.GROWTH_MIN_BYTES.read(conf));
   }
 
-  /** Parses {@link NativePoolConf#LEDGER_THRESHOLDS}: {@code part=size,…}. */
-  static List<Threshold> parseThresholds(String spec) {
-    List<Threshold> out = new ArrayList<>();
-    for (String item : spec.split(",")) {
-      if (item.isBlank()) {
-        continue;
-      }
-      int eq = item.indexOf('=');
-      if (eq < 0) {
-        throw new IllegalArgumentException("'" + item.trim() + "' is not part=size");
-      }
-      String part = item.substring(0, eq).trim();
-      String size = item.substring(eq + 1).trim();
-      if (part.isEmpty() || size.isEmpty()) {
-        throw new IllegalArgumentException("'" + item.trim() + "' is not part=size");
-      }
-      long level;
-      try {
-        level = Bytes.parse(size);
-      } catch (IllegalArgumentException e) {
-        throw new IllegalArgumentException("'" + size + "' " + e.getMessage(), e);
-      }
-      if (level <= 0) {
-        throw new IllegalArgumentException("level of " + part + " must be > 0");
-      }
-      out.add(new Threshold(part, level));
-    }
-    return List.copyOf(out);
-  }
-
   /** The thresholds, in order. */
-  public List<Threshold> thresholds() {
+  public List<LedgerThreshold> thresholds() {
     return thresholds;
   }
 

@@ -3,13 +3,12 @@ package org.nativepool.spark.config;
 
 
 
+
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.function.Function;
-import org.apache.spark.SparkConf;
 import org.apache.spark.network.util.JavaUtils;
 import org.nativepool.spark.config.ConfigKey.Side;
 
@@ -17,9 +16,9 @@ import org.nativepool.spark.config.ConfigKey.Side;
  * Every {@code spark.nativepool.*} key the plugin reads, each declared once with its default, unit,
  * documentation, side and parser, as Comet's {@code CometConf} declares its keys. The settings
  * views read their values from here, and the README's configuration table is rendered from here
- * ({@link #markdownTable()}; a test fails if the README's copy differs). Keys the plugin no longer
- * reads are listed in {@link #REMOVED} with what replaced them, and are refused, so a setting
- * cannot silently stop working.
+ * ({@link #markdownTable()}; a test fails if the README's copy differs). A key that was replaced
+ * stays readable as its successor's {@link ConfigKey#deprecatedKey()}, with a warning, so a setting
+ * never silently stops working.
  *
  * <p>Immutable; holds no state.
  */
@@ -36,10 +35,30 @@ public final class NativePoolConf {
       Side side,
       Function<String, T> parser,
       String doc) {
-    ConfigKey<T> k = new ConfigKey<>(key, defaultText, defaultDoc, unit, doc, side, parser);
+    return key(key, defaultText, defaultDoc, unit, side, parser, doc, null);
+  }
+
+  private static <T> ConfigKey<T> key(
+      String key,
+      String defaultText,
+      String defaultDoc,
+      String unit,
+      Side side,
+      Function<String, T> parser,
+      String doc,
+      String deprecatedKey) {
+    ConfigKey<T> k =
+        new ConfigKey<>(key, defaultText, defaultDoc, unit, doc, side, parser, deprecatedKey);
     KEYS.add(k);
     return k;
   }
+
+  /**
+   * The key that meant both reserved-bytes thresholds: one task pool's (logged by the Go side) and
+   * one executor's (events on the driver). Still read, with a warning, as each of {@link
+   * #TASK_RESERVED_THRESHOLDS} and {@link #EXECUTOR_RESERVED_THRESHOLDS} that is unset.
+   */
+  public static final String DEPRECATED_THRESHOLDS = "spark.nativepool.thresholds";
 
   // ---- loading ----
 
@@ -151,7 +170,9 @@ public final class NativePoolConf {
           NativePoolConf::positiveSizes,
           "levels of one task pool's reserved bytes: crossing one upwards logs a warning on"
               + " `org.nativepool.bridge`, and falling back below it (less 1/16 of the level)"
-              + " logs another. Each > 0; pools opened afterwards");
+              + " logs another. Each > 0; pools opened afterwards. Unset: the deprecated"
+              + " `spark.nativepool.thresholds`, if set",
+          DEPRECATED_THRESHOLDS);
 
   /** Levels of an executor's reserved bytes that the driver posts crossing events for. */
   public static final ConfigKey<long[]> EXECUTOR_RESERVED_THRESHOLDS =
@@ -165,7 +186,8 @@ public final class NativePoolConf {
           "levels of one executor's reserved bytes (all its task pools together): the driver"
               + " posts a `ReservedThresholdEvent` to the event log when an executor's sampled"
               + " peak crosses one upwards, and when its reserved bytes fall back below it. Each"
-              + " > 0");
+              + " > 0. Unset: the deprecated `spark.nativepool.thresholds`, if set",
+          DEPRECATED_THRESHOLDS);
 
   /** Whether each task pool is wrapped in the Logging decorator. */
   public static final ConfigKey<Boolean> LOGGING =
@@ -311,14 +333,14 @@ public final class NativePoolConf {
   // ---- the executor memory ledger ----
 
   /** Thresholds on the executor memory ledger's parts. */
-  public static final ConfigKey<List<LedgerSettings.Threshold>> LEDGER_THRESHOLDS =
+  public static final ConfigKey<List<LedgerThreshold>> LEDGER_THRESHOLDS =
       key(
           "spark.nativepool.ledger.thresholds",
           "",
           "empty",
           "comma-separated `part=size`",
           Side.EXECUTOR,
-          LedgerSettings::parseThresholds,
+          LedgerThreshold::parse,
           "thresholds on the executor memory ledger: `total` (the RSS), `unexplained`, or any"
               + " part (`native.allocated`, `jvm.direct`, `netty.shared.direct`, …; see \"Executor"
               + " memory ledger\"). Each crossing, up or down, reaches the `LedgerListener`s, a"
@@ -390,36 +412,9 @@ public final class NativePoolConf {
               + " (WARN on `org.nativepool.spark.ledger.ExecutorLedger`, counter"
               + " `ledger.growthReports`, listeners, event log `GrowthReportEvent`)");
 
-  /**
-   * Keys the plugin no longer reads, with what replaced them. Setting one is refused at startup
-   * ({@link #checkRemoved}), so a setting cannot silently stop working.
-   */
-  public static final Map<String, String> REMOVED =
-      Map.of(
-          "spark.nativepool.thresholds",
-          "it meant two different levels; use "
-              + TASK_RESERVED_THRESHOLDS.key()
-              + " for one task pool's reserved bytes (logged by the Go side) and "
-              + EXECUTOR_RESERVED_THRESHOLDS.key()
-              + " for one executor's (events on the driver)");
-
   /** Every key, in declaration order. */
   public static List<ConfigKey<?>> all() {
     return Collections.unmodifiableList(KEYS);
-  }
-
-  /**
-   * Refuses a configuration that sets a key of {@link #REMOVED}.
-   *
-   * @throws IllegalArgumentException naming the key and what replaced it
-   */
-  public static void checkRemoved(SparkConf conf) {
-    for (Map.Entry<String, String> e : REMOVED.entrySet()) {
-      if (conf.contains(e.getKey())) {
-        throw new IllegalArgumentException(
-            "nativepool: " + e.getKey() + " is no longer read: " + e.getValue());
-      }
-    }
   }
 
   /**

@@ -24,7 +24,6 @@ public final class PoolSettings {
   private final long memoryOverhead;
 
   private PoolSettings(SparkConf conf) {
-    NativePoolConf.checkRemoved(conf);
     this.kind = NativePoolConf.POOL.read(conf);
     this.chunkSize = NativePoolConf.CHUNK_SIZE.read(conf);
     Long size = NativePoolConf.POOL_SIZE.read(conf);
@@ -54,7 +53,7 @@ public final class PoolSettings {
    * Reads the settings from a Spark configuration.
    *
    * @throws IllegalArgumentException naming the key, for a value that does not parse or is out of
-   *     range, or a key that is no longer read ({@link NativePoolConf#REMOVED})
+   *     range
    */
   public static PoolSettings fromConf(SparkConf conf) {
     return new PoolSettings(conf);

@@ -18,7 +18,6 @@ public final class ReportingSettings {
   private final long[] executorThresholds;
 
   private ReportingSettings(SparkConf conf) {
-    NativePoolConf.checkRemoved(conf);
     long heartbeat = conf.getTimeAsMs("spark.executor.heartbeatInterval", "10s");
     if (heartbeat <= 0) {
       throw new IllegalArgumentException(
@@ -35,7 +34,7 @@ public final class ReportingSettings {
    * Reads the settings from a Spark configuration.
    *
    * @throws IllegalArgumentException naming the key, for a value that does not parse or is out of
-   *     range, or a key that is no longer read
+   *     range
    */
   public static ReportingSettings fromConf(SparkConf conf) {
     return new ReportingSettings(conf);

@@ -3,6 +3,7 @@ package org.nativepool.spark.driver;
 
 
 
+
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricFilter;
 import com.codahale.metrics.MetricRegistry;

@@ -3,6 +3,7 @@ package org.nativepool.spark.events;
 
 
 
+
 import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import java.io.Serializable;

@@ -1,5 +1,6 @@
 package org.nativepool.spark.events;
 
+
 import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import java.util.Collections;

@@ -1,6 +1,6 @@
 package org.nativepool.spark.executor;
 
-import org.nativepool.spark.memory.TaskPool;
+
 
 
 

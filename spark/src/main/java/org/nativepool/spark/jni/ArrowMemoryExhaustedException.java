@@ -2,6 +2,7 @@ package org.nativepool.spark.jni;
 
 
 
+
 import org.apache.arrow.memory.OutOfMemoryException;
 
 /**

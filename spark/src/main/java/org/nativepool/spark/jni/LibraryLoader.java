@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Loads {@code libnativepool.so} once per JVM, checks its version against the jar's, and
- * initialises it ({@link Natives#init0()}).
+ * initialises it ({@code init0}).
  *
  * <p>Where the library comes from, first match wins:
  *
@@ -30,8 +30,8 @@ import org.slf4j.LoggerFactory;
  *       carries no library for this platform.
  * </ol>
  *
- * <p>Whatever the source, the library must report the jar's version ({@link
- * Natives#version0()} against {@value #RESOURCE_DIR}{@code /version.properties}) before
+ * <p>Whatever the source, the library must report the jar's version ({@code
+ * version0()} against {@value #RESOURCE_DIR}{@code /version.properties}) before
  * {@code init0} runs; a mismatch is a load failure.
  *
  * <p>Only one Go runtime may live in a process, so the library is loaded exactly once, by a static
@@ -54,6 +54,12 @@ public final class LibraryLoader {
   private static final AtomicReference<Offer> OFFERED = new AtomicReference<>();
 
   private LibraryLoader() {}
+
+  /** The nativepool release the library is built from; needs no {@code init0}. */
+  static native String version0();
+
+  /** Caches the JavaVM, classes and method IDs; idempotent. */
+  static native void init0();
 
   /**
    * Loads and initialises the library unless this JVM already has, preferring {@code path} when it
@@ -244,10 +250,10 @@ public final class LibraryLoader {
         }
         String actual;
         try {
-          actual = Natives.version0();
+          actual = version0();
         } catch (UnsatisfiedLinkError e) {
           throw new IOException(
-              "the library has no Natives.version0 (built from a nativepool older than the"
+              "the library has no LibraryLoader.version0 (built from a nativepool older than the"
                   + " jar's "
                   + expected
                   + "?)",
@@ -260,7 +266,7 @@ public final class LibraryLoader {
                   + ", the plugin jar is "
                   + expected);
         }
-        Natives.init0();
+        init0();
       } catch (IOException | RuntimeException | LinkageError e) {
         return new Outcome(source, file, e);
       }

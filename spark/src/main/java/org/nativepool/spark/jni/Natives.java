@@ -2,7 +2,8 @@ package org.nativepool.spark.jni;
 
 /**
  * The binding: every native method of {@code libnativepool.so}, exactly as {@code jni/API.md} lists
- * them (the JNI symbols are {@code Java_org_nativepool_spark_jni_Natives_<name>0}).
+ * them (the JNI symbols are {@code Java_org_nativepool_spark_jni_Natives_<name>0}), but the two
+ * that load it, {@code version0} and {@code init0}, which {@link LibraryLoader} declares.
  *
  * <p>The natives themselves ({@code name0}) are package-private. The rest of the plugin calls the
  * public methods of the same name without the {@code 0}: each is the native, with the library loaded
@@ -32,10 +33,6 @@ public final class Natives {
   }
 
   // ---- natives: see jni/API.md for the contract of each ----
-
-  static native String version0();
-
-  static native void init0();
 
   static native long openPool0(
       long taskAttemptId, int kind, long poolSize, long chunkSize, Upstream owner);

@@ -4,6 +4,7 @@
 
 package org.nativepool.spark.jni;
 
+
 /**
  * The process-wide figures of the Go side, as processStats0 returns them: the ordinal is the index
  * in the array. Each is also a Dropwizard gauge of the plugin's metric source, named by

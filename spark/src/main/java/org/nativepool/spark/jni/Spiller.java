@@ -3,6 +3,7 @@ package org.nativepool.spark.jni;
 
 
 
+
 /**
  * A native consumer's spill hook, written in Java: registered with
  * {@code TaskPool.newReservation(name, canSpill, spiller)} and called when Spark asks the

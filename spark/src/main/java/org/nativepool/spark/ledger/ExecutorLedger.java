@@ -14,6 +14,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 import java.util.function.IntFunction;
 import org.nativepool.spark.config.LedgerSettings;
+import org.nativepool.spark.config.LedgerThreshold;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.events.ExecutorSample;
 import org.nativepool.spark.events.GrowthReportEvent;
@@ -212,9 +213,9 @@ public final class ExecutorLedger implements TaskPoolObserver {
           }
         }
       }
-      List<LedgerSettings.Threshold> th = settings.thresholds();
+      List<LedgerThreshold> th = settings.thresholds();
       for (int i = 0; i < th.size(); i++) {
-        LedgerSettings.Threshold t = th.get(i);
+        LedgerThreshold t = th.get(i);
         String part = t.part().equals(LedgerSettings.TOTAL) ? LedgerReader.RSS : t.part();
         if (!s.has(part) || (part.equals(LedgerReader.UNEXPLAINED) && s.rss() < 0)) {
           continue;

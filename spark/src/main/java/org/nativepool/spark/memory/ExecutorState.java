@@ -133,17 +133,13 @@ public final class ExecutorState {
     }
     TaskResources made = new TaskResources(id);
     TASKS.put(id, made); // only the task's own thread makes its resources
-    made.listenTo(ctx);
+    made.listenTo(ctx, () -> TASKS.remove(id, made));
     return made;
   }
 
   /** The resources of the running tasks. */
   public static Collection<TaskResources> runningTasks() {
     return List.copyOf(TASKS.values());
-  }
-
-  static void forget(TaskResources r) {
-    TASKS.remove(r.taskAttemptId(), r);
   }
 
   /** Keeps {@code o}, which outlived its task, until {@link #release(Object)}. */

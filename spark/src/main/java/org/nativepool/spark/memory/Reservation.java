@@ -1,6 +1,6 @@
 package org.nativepool.spark.memory;
 
-import org.nativepool.spark.config.Bytes;
+
 
 
 

@@ -28,8 +28,8 @@ import org.slf4j.LoggerFactory;
  * <p>Spark runs the completion listeners before it checks for leaked memory and before the plugins'
  * {@code onTaskSucceeded}. A resource whose close throws does not stop the others; the first
  * failure is rethrown (the others suppressed into it) after all have closed, as Spark treats a
- * failing listener. Made by {@link ExecutorState#resourcesOf(TaskContext)}; safe for concurrent
- * use by the task's threads.
+ * failing listener. Made by {@code ExecutorState.resourcesOf(TaskContext)}; safe for concurrent use
+ * by the task's threads.
  */
 public final class TaskResources {
   private static final Logger LOG = LoggerFactory.getLogger(TaskResources.class);
@@ -146,15 +146,18 @@ public final class TaskResources {
     }
   }
 
-  /** Registers the one completion listener that closes these resources. */
-  void listenTo(TaskContext ctx) {
+  /**
+   * Registers the one completion listener that closes these resources, then runs {@code
+   * afterClose} (the registry forgetting them).
+   */
+  void listenTo(TaskContext ctx, Runnable afterClose) {
     ctx.addTaskCompletionListener(
         (TaskCompletionListener)
             c -> {
               try {
                 closeAll();
               } finally {
-                ExecutorState.forget(this);
+                afterClose.run();
               }
             });
   }

@@ -141,15 +141,24 @@ class SettingsTest {
         e.getMessage());
   }
 
-  /** A key that meant two things is refused, naming the two keys that replaced it. */
+  /**
+   * The key that meant two thresholds still works, read as each of the two keys that replaced it
+   * that is unset; a key set explicitly wins.
+   */
   @Test
-  void theRemovedThresholdsKeyIsRefusedNamingItsReplacements() {
+  void theDeprecatedThresholdsKeyIsReadAsBothOfItsSuccessors() {
     SparkConf conf = new SparkConf(false).set("spark.nativepool.thresholds", "64m");
+    assertArrayEquals(new long[] {64L << 20}, PoolSettings.fromConf(conf).taskThresholds());
+    assertArrayEquals(
+        new long[] {64L << 20}, ReportingSettings.fromConf(conf).executorThresholds());
+    conf.set("spark.nativepool.executor.reservedThresholds", "1g");
+    assertArrayEquals(new long[] {1L << 30}, ReportingSettings.fromConf(conf).executorThresholds());
     IllegalArgumentException e =
-        assertThrows(IllegalArgumentException.class, () -> PoolSettings.fromConf(conf));
-    assertTrue(e.getMessage().contains("spark.nativepool.task.reservedThresholds"), e::getMessage);
-    assertTrue(
-        e.getMessage().contains("spark.nativepool.executor.reservedThresholds"), e::getMessage);
-    assertThrows(IllegalArgumentException.class, () -> ReportingSettings.fromConf(conf));
+        assertThrows(
+            IllegalArgumentException.class,
+            () ->
+                PoolSettings.fromConf(
+                    new SparkConf(false).set("spark.nativepool.thresholds", "lots")));
+    assertTrue(e.getMessage().startsWith("nativepool: spark.nativepool.thresholds"), e::getMessage);
   }
 }

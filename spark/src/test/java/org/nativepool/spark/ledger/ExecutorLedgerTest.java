@@ -9,6 +9,7 @@ import java.util.Map;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.nativepool.spark.config.LedgerSettings;
+import org.nativepool.spark.config.LedgerThreshold;
 import org.nativepool.spark.events.LedgerCrossingEvent;
 import org.nativepool.spark.jni.Natives;
 
@@ -27,7 +28,7 @@ class ExecutorLedgerTest {
     return new ExecutorLedger(
         "7",
         new LedgerSettings(
-            List.of(new LedgerSettings.Threshold(LedgerReader.RSS, 1)),
+            List.of(new LedgerThreshold(LedgerReader.RSS, 1)),
             0.1,
             List.of(),
             LedgerSettings.defaults().growthWindow(),

@@ -11,6 +11,7 @@ import java.util.Map;
 import org.apache.spark.SparkConf;
 import org.junit.jupiter.api.Test;
 import org.nativepool.spark.config.LedgerSettings;
+import org.nativepool.spark.config.LedgerThreshold;
 import org.nativepool.spark.config.NativePoolConf;
 
 /**
@@ -166,9 +167,9 @@ class LedgerPartsTest {
     LedgerSettings s = LedgerSettings.fromConf(c);
     assertEquals(
         List.of(
-            new LedgerSettings.Threshold("total", 6L << 30),
-            new LedgerSettings.Threshold("unexplained", 512 * MIB),
-            new LedgerSettings.Threshold("native.allocated", MIB)),
+            new LedgerThreshold("total", 6L << 30),
+            new LedgerThreshold("unexplained", 512 * MIB),
+            new LedgerThreshold("native.allocated", MIB)),
         s.thresholds());
     assertEquals(0.25, s.hysteresis());
     assertEquals(10, s.growthWindow());
