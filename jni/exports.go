@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/nativepool/nativepool/internal/arrowruntime"
 	"github.com/nativepool/nativepool/internal/bridge"
@@ -256,4 +257,23 @@ func Java_org_nativepool_spark_jni_Natives_configureRuntime0(env *jniEnv, _ jcla
 		GoMemoryLimit:       int64(goMemoryLimit),
 		MemoryOverhead:      int64(memoryOverhead),
 	})
+}
+
+//export Java_org_nativepool_spark_jni_Natives_configureGuard0
+func Java_org_nativepool_spark_jni_Natives_configureGuard0(env *jniEnv, _ jclass, enabled jboolean, reserve, limit jlong, limitExplicit jboolean) {
+	var err error
+	defer func() { endCall(env, recover(), err) }()
+	err = process.ConfigureGuard(bridge.GuardSettings{
+		Enabled:       enabled != 0,
+		Reserve:       int64(reserve),
+		Limit:         int64(limit),
+		LimitExplicit: limitExplicit != 0,
+	})
+}
+
+//export Java_org_nativepool_spark_jni_Natives_guardEpisodes0
+func Java_org_nativepool_spark_jni_Natives_guardEpisodes0(env *jniEnv, _ jclass) (episodes jstring) {
+	var err error
+	defer func() { endCall(env, recover(), err) }()
+	return goStringToJava(env, bridge.FormatGuardEpisodes(process.GuardEpisodes(), time.Now()))
 }

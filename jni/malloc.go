@@ -31,6 +31,14 @@ static long long np_malloc_retained(void) {
 	return -1;
 #endif
 }
+
+// np_malloc_trim is glibc's malloc_trim(0): free memory at the top of the
+// heap and whole free pages inside every arena go back to the OS.
+static void np_malloc_trim(void) {
+#if defined(__GLIBC__)
+	malloc_trim(0);
+#endif
+}
 */
 import "C"
 
@@ -62,11 +70,15 @@ func mallocRetained() int64 {
 	return int64(C.np_malloc_retained())
 }
 
+// mallocTrim is bridge.ProcessRuntime.MallocTrim on glibc.
+func mallocTrim() { C.np_malloc_trim() }
+
 // processRuntime is the process's ProcessRuntime: the pure-Go default plus
-// glibc's mallopt and mallinfo2.
+// glibc's mallopt, mallinfo2 and malloc_trim.
 func processRuntime() bridge.ProcessRuntime {
 	rt := bridge.DefaultProcessRuntime()
 	rt.SetMallocMmapThreshold = setMallocMmapThreshold
 	rt.MallocRetained = mallocRetained
+	rt.MallocTrim = mallocTrim
 	return rt
 }

@@ -107,6 +107,23 @@
 // size, as Velox does: 1 MiB while reserved is under 16 MiB, 4 MiB under
 // 64 MiB, then the configured chunk (never more than configured).
 //
+// # The process's limit: admission and ballast
+//
+// Upstream (Spark's per-task budget) knows nothing of the memory the rest of
+// the process takes. A unified pool may be given an Admission
+// (WithAdmission; the pod guard is one) that it asks before borrowing from
+// upstream for a spillable consumer holding at least a chunk: a refusal is
+// an ErrResourcesExhausted the consumer answers by spilling. A grow covered
+// by slack, Grow, an unspillable consumer and one holding less than a chunk
+// are never refused by it: they could not spill in answer.
+//
+// ReclaimToBallast is Reclaim for a process short of memory: what the
+// consumers free stays held from upstream as ballast, so upstream cannot
+// hand the bytes to its other consumers while the shortage lasts. Ballast is
+// never slack (a trim never hands it back), but the pool's own consumers
+// spend it on an admitted grow it covers, without asking upstream.
+// ReleaseBallast hands it back; so do the last consumer leaving and Close.
+//
 // Every pool reports its high-water mark and can notify threshold crossings
 // (Watcher). Errors match ErrResourcesExhausted and ErrInvalidSize with
 // errors.Is through every decorator; refusal messages keep DataFusion's text.
@@ -118,7 +135,7 @@
 //	unified.go                             both unified pools: constructors, options, stats, the fair rule
 //	unified_books.go                       the pool's books: figures, invariants, booking, slack policy
 //	unified_grow.go                        Grow, TryGrow, Shrink and every upstream call
-//	unified_reclaim.go                     Reclaim (Spark's spill) and Close
+//	unified_reclaim.go                     Reclaim (Spark's spill), ReclaimToBallast, ReleaseBallast and Close
 //	track_consumers.go, logging.go         the decorators
 //	reporting.go                           the error-returning forms (Reservation.GrowReporting and
 //	                                       its siblings): what Grow and Shrink only log, returned

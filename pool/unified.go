@@ -14,9 +14,10 @@ const DefaultChunkSize int64 = 8 << 20
 type UnifiedOption func(*unifiedConfig)
 
 type unifiedConfig struct {
-	chunk  int64
-	name   string
-	logger *slog.Logger // nil: slog.Default() at construction
+	chunk     int64
+	name      string
+	logger    *slog.Logger // nil: slog.Default() at construction
+	admission Admission    // nil: every borrow goes to upstream
 }
 
 func defaultUnifiedConfig() unifiedConfig {
@@ -39,6 +40,32 @@ func WithName(name string) UnifiedOption {
 	return func(c *unifiedConfig) { c.name = name }
 }
 
+// Admission decides whether a unified pool may borrow more from upstream
+// for a spillable consumer: a check of the memory the whole process may
+// still take (the pod guard's headroom under the container's limit), which
+// upstream (Spark's per-task budget) does not know about. A refusal makes
+// the consumer's TryGrow fail, so the consumer spills before the kernel
+// would kill the process.
+//
+// It is consulted only on the slow path, for the bytes a TryGrow asks of
+// upstream (a grow its slack covers costs nothing more), and only for
+// consumers that can spill: an unspillable consumer's refusal would fail its
+// task, and Grow cannot fail. It is called without the pool's lock, may run
+// concurrently on many goroutines, must not call back into the pool, and
+// should be cheap (a read of a cached figure): it sits on the path of every
+// chunk a pool borrows.
+type Admission interface {
+	// Admit returns nil if n more bytes may be borrowed, else why not (the
+	// refusal's text carries it; it need not wrap anything).
+	Admit(n int64) error
+}
+
+// WithAdmission sets the pool's Admission (see there). Without one, every
+// borrow goes to upstream.
+func WithAdmission(a Admission) UnifiedOption {
+	return func(c *unifiedConfig) { c.admission = a }
+}
+
 // WithLogger sets where the pool logs what it cannot return as an error:
 // late releases and grows after Close, leaks at Close, upstream failures
 // during Grow and Release, and failed spillers. The default is
@@ -48,8 +75,8 @@ func WithLogger(logger *slog.Logger) UnifiedOption {
 }
 
 // UnifiedStats is a snapshot of a unified pool's accounting, readable at any
-// time. Between operations Held = Reserved - Overcommit + Slack + Owed, and
-// Held is exactly what upstream counts for the pool.
+// time. Between operations Held = Reserved - Overcommit + Slack + Owed +
+// Ballast, and Held is exactly what upstream counts for the pool.
 //
 // During a call in flight the figures say where its bytes are: a TryGrow
 // waiting for upstream is in Acquiring but not yet in Reserved (a refusal
@@ -71,6 +98,12 @@ type UnifiedStats struct {
 	// upstream, never spent as slack, handed back by the next sweep (a
 	// Reclaim, the last consumer leaving, a trim) or by Close.
 	Owed int64
+	// Ballast is bytes held and kept back on purpose: what the pool's
+	// consumers gave up to ReclaimToBallast while the process is short of
+	// memory. They are neither slack (no grow spends them) nor handed back
+	// upstream (where other consumers would take them and the shortage would
+	// only move) until ReleaseBallast or Close.
+	Ballast int64
 
 	AcquireCalls int64 // Upstream.Acquire calls
 	ReleaseCalls int64 // Upstream.Release calls
@@ -85,6 +118,10 @@ type UnifiedStats struct {
 	// ReclaimReentries counts Reclaim calls refused because one ran on the
 	// same goroutine already (a Spiller growing its own pool): see Reclaim.
 	ReclaimReentries int64
+	// AdmissionRefusals counts TryGrows the pool's Admission refused.
+	AdmissionRefusals int64
+	// BallastedBytes is every byte ReclaimToBallast moved into ballast.
+	BallastedBytes   int64
 	LateReleases     int64 // shrinks after Close: counted, never forwarded
 	LateReleaseBytes int64 // bytes of those shrinks
 	LateGrows        int64 // grows after Close: recorded nowhere, never forwarded, logged
@@ -99,6 +136,17 @@ type Unified interface {
 	// ReclaimReporting is Reclaim that also returns the errors of the
 	// spillers it skipped, for a caller that must hand them on.
 	ReclaimReporting(target int64) (freed int64, err error)
+	// ReclaimToBallast is Reclaim whose freed bytes stay held as ballast
+	// instead of going back upstream: the pool's slack, then what spillable
+	// consumers free (largest first), until target bytes were set aside. It
+	// returns the bytes moved into ballast, and what each consumer's spill
+	// moved. For a process short of memory as a whole: the freed pages leave
+	// the process, and upstream cannot hand the bytes to its other consumers
+	// meanwhile.
+	ReclaimToBallast(target int64) (int64, []ConsumerSpill, error)
+	// ReleaseBallast hands up to n bytes of ballast back upstream (n < 0:
+	// all of it) and returns how many it released.
+	ReleaseBallast(n int64) (int64, error)
 	// Stats returns a snapshot of the pool's accounting.
 	Stats() UnifiedStats
 	// Close releases everything the pool still holds upstream and returns a

@@ -25,17 +25,19 @@ import (
 //	pending     bytes of in-flight grows that slack did not cover (their Acquire is running)
 //	returning   bytes handed to Release calls still in flight
 //	owed        bytes whose Release failed (or panicked): still charged upstream, never spendable
+//	ballast     bytes held and kept back on purpose (ReclaimToBallast): never spendable, never
+//	            released but by ReleaseBallast, a sweep of an idle pool, or Close
 //	overcommit  reserved bytes upstream never granted (Grow's short grants)
 //
 // Whenever mu is free these hold:
 //
-//	slack      = held − returning − owed − (reserved − overcommit − pending) ≥ 0
+//	slack      = held − returning − owed − ballast − (reserved − overcommit − pending) ≥ 0
 //	overcommit > 0 ⇒ slack = 0            (slack repays the debt first)
 //	slack ≤ 2·chunk(reserved), or a Reclaim is running (it sweeps all slack before it returns)
 //	held ≤ what upstream granted − what it took back   (never over-returned)
 //
 // At quiescence (no call in flight) pending = returning = 0, and upstream's
-// view of the pool equals held = reserved − overcommit + slack + owed.
+// view of the pool equals held = reserved − overcommit + slack + owed + ballast.
 //
 // Admission never counts on bytes upstream still holds for us: a TryGrow's
 // limits count reserved (so grows in flight), returning and owed against the
@@ -71,8 +73,11 @@ type unifiedPool struct {
 	label  string // kind, or kind[name] when WithName was given
 	chunk  int64  // the configured chunk C
 	logger *slog.Logger
-	fair   bool  // fair_unified: String shows size and consumers
-	size   int64 // fair_unified's pool size; 0 for greedy_unified
+	// admission is the check of the process's memory a spillable
+	// consumer's borrow must pass (WithAdmission), or nil. Immutable.
+	admission Admission
+	fair      bool  // fair_unified: String shows size and consumers
+	size      int64 // fair_unified's pool size; 0 for greedy_unified
 
 	counters unifiedCounters
 	// reentryLogged is set by the first refused re-entry of Reclaim, which
@@ -84,7 +89,7 @@ type unifiedPool struct {
 		// The figures of the type's doc. (Plain fields under mu, not
 		// atomics: readers are rare, and locked instructions on the
 		// grow/shrink pair are measurable.)
-		committed, reserved, held, pending, returning, owed, overcommit int64
+		committed, reserved, held, pending, returning, owed, overcommit, ballast int64
 		// reclaimers are the running Reclaim calls, one per goroutine:
 		// while there is one, shrinks keep their slack local and the
 		// Reclaims sweep it, so each Reclaim can report exactly the bytes it
@@ -147,7 +152,8 @@ func (e *consumerBytes) held() int64 {
 type unifiedCounters struct {
 	acquireCalls, releaseCalls, shortGrants, overGrants, upstreamErrors atomic.Int64
 	reclaimRequests, reclaimedBytes, spillerFailures, reclaimReentries  atomic.Int64
-	lateReleases, lateReleaseBytes, lateGrows                           atomic.Int64
+	lateReleases, lateReleaseBytes, lateGrows, admissionRefusals        atomic.Int64
+	ballastedBytes                                                      atomic.Int64
 }
 
 // init prepares a zero pool in place (it holds locks and atomics, so it is
@@ -158,6 +164,7 @@ func (p *unifiedPool) init(kind string, up Upstream, opts []UnifiedOption) {
 		o(&cfg)
 	}
 	p.up, p.kind, p.label, p.chunk, p.logger = up, kind, kind, cfg.chunk, cfg.logger
+	p.admission = cfg.admission
 	if cfg.name != "" {
 		p.label = kind + "[" + cfg.name + "]"
 	}
@@ -297,10 +304,10 @@ func (p *unifiedPool) addLocked(e *consumerBytes, delta int64) {
 	}
 }
 
-// slackLocked is held − returning − owed − (reserved − overcommit −
-// pending). The caller holds p.mu.
+// slackLocked is held − returning − owed − ballast − (reserved −
+// overcommit − pending). The caller holds p.mu.
 func (p *unifiedPool) slackLocked() int64 {
-	return p.mu.held - p.mu.returning - p.mu.owed - (p.mu.reserved - p.mu.overcommit - p.mu.pending)
+	return p.mu.held - p.mu.returning - p.mu.owed - p.mu.ballast - (p.mu.reserved - p.mu.overcommit - p.mu.pending)
 }
 
 // Chunk quantisation by pool size (Velox's quantizedSize): small pools
@@ -363,6 +370,9 @@ func (p *unifiedPool) trimLocked() int64 {
 		return 0
 	}
 	if len(p.mu.consumers) == 0 {
+		// No consumer left: an idle pool holds nothing, ballast included (it
+		// only kept a consumer's bytes from others while the consumer ran).
+		p.mu.ballast = 0
 		rel, _ := p.sweepLocked() // no consumer left: no share to count owed bytes against
 		return rel
 	}
@@ -374,7 +384,8 @@ func (p *unifiedPool) trimLocked() int64 {
 }
 
 // sweepLocked repays overcommit from slack and books the release of all
-// the remaining slack and of every owed byte. The consumers' owed parts go
+// the remaining slack and of every owed byte (ballast stays: only
+// ReleaseBallast, a pool left with no consumer, and Close return it). The consumers' owed parts go
 // into their returning, listed in parts, so that their shares count them
 // until the release settles. The caller holds p.mu and passes both results
 // to giveBack after unlocking.
@@ -428,6 +439,7 @@ func (p *unifiedPool) Stats() UnifiedStats {
 		Acquiring:  p.mu.pending,
 		Returning:  p.mu.returning,
 		Owed:       p.mu.owed,
+		Ballast:    p.mu.ballast,
 	}
 	p.mu.Unlock()
 	s.Peak = p.Peak()
@@ -440,6 +452,8 @@ func (p *unifiedPool) Stats() UnifiedStats {
 	s.ReclaimedBytes = p.counters.reclaimedBytes.Load()
 	s.SpillerFailures = p.counters.spillerFailures.Load()
 	s.ReclaimReentries = p.counters.reclaimReentries.Load()
+	s.AdmissionRefusals = p.counters.admissionRefusals.Load()
+	s.BallastedBytes = p.counters.ballastedBytes.Load()
 	s.LateReleases = p.counters.lateReleases.Load()
 	s.LateReleaseBytes = p.counters.lateReleaseBytes.Load()
 	s.LateGrows = p.counters.lateGrows.Load()

@@ -248,6 +248,10 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64) error {
 	debt := p.mu.overcommit
 	uncovered := n - p.slackLocked()
 	need := uncovered + debt
+	// The process-wide Admission applies to a spillable consumer that
+	// holds at least a chunk: one holding less has too little to spill for
+	// a refusal to help, and refusing it would fail its task instead.
+	consult := p.admission != nil && e.c.CanSpill() && e.bytes-e.trying >= p.chunkLocked()
 	// The bytes count against the pool's limits from now until the grow
 	// settles, so concurrent admissions see them.
 	p.addLocked(e, n)
@@ -268,8 +272,41 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64) error {
 			p.mu.Unlock()
 		}
 	}()
-	// No lock across Upstream: Acquire may block and may call Reclaim here.
-	got, err := p.acquire(ask)
+	// The process-wide check first: a refusal here is one the consumer
+	// answers by spilling.
+	var refused error
+	if consult {
+		refused = p.admission.Admit(ask)
+	}
+	var got int64
+	var err error
+	if refused == nil {
+		// Ballast is kept from upstream's other consumers, not from the
+		// pool's own: an admitted grow it covers spends it (in one step
+		// with the grow's settlement, so no other grow takes the bytes
+		// meanwhile) rather than asking upstream, which would only have
+		// the bytes if the ballast went back first.
+		p.mu.Lock()
+		if !p.mu.closed && p.mu.ballast >= need {
+			p.mu.ballast -= need
+			p.mu.pending -= uncovered
+			e.trying -= n
+			settled = true
+			now := p.commitLocked(n)
+			rel := p.trimLocked()
+			p.mu.Unlock()
+			_ = p.giveBack(rel) // failures are logged inside
+			if p.risesPast(now) {
+				p.riseUndoable(e, n, now)
+			}
+			return nil
+		}
+		p.mu.Unlock()
+		// No lock across Upstream: Acquire may block and may call Reclaim here.
+		got, err = p.acquire(ask)
+	} else {
+		p.counters.admissionRefusals.Add(1)
+	}
 	settled = true
 
 	p.mu.Lock()
@@ -300,9 +337,13 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64) error {
 	rel := p.trimLocked()
 	part := bookPartLocked(e, min(rel, got))
 	var out error
-	if err != nil {
+	switch {
+	case refused != nil:
+		out = &ExhaustedError{Msg: fmt.Sprintf(
+			"Failed to acquire %d bytes for %s: %v: %s", n, e.c, refused, p.describeLocked())}
+	case err != nil:
 		out = fmt.Errorf("pool: %s: acquiring %d bytes upstream for %s: %w", p.label, ask, e.c, err)
-	} else {
+	default:
 		out = &ExhaustedError{Msg: fmt.Sprintf(
 			"Failed to acquire %d bytes for %s plus %d bytes overcommitted, only got %d bytes from upstream: %s",
 			n, e.c, debt, got, p.describeLocked())}

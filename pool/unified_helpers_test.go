@@ -78,12 +78,12 @@ func unifiedInvariantViolation(p pool.Unified, upHeld, chunk int64, rs ...*pool.
 		}
 	}
 	switch {
-	case s.Reserved < 0 || s.Held < 0 || s.Slack < 0 || s.Overcommit < 0 || s.Owed < 0:
+	case s.Reserved < 0 || s.Held < 0 || s.Slack < 0 || s.Overcommit < 0 || s.Owed < 0 || s.Ballast < 0:
 		return fmt.Sprintf("negative figure: %+v", s)
 	case s.Acquiring != 0 || s.Returning != 0:
 		return fmt.Sprintf("a call is still in flight: %+v", s)
-	case s.Held != s.Reserved-s.Overcommit+s.Slack+s.Owed:
-		return fmt.Sprintf("Held %d != Reserved %d - Overcommit %d + Slack %d + Owed %d", s.Held, s.Reserved, s.Overcommit, s.Slack, s.Owed)
+	case s.Held != s.Reserved-s.Overcommit+s.Slack+s.Owed+s.Ballast:
+		return fmt.Sprintf("Held %d != Reserved %d - Overcommit %d + Slack %d + Owed %d + Ballast %d", s.Held, s.Reserved, s.Overcommit, s.Slack, s.Owed, s.Ballast)
 	case upHeld != s.Held:
 		return fmt.Sprintf("upstream holds %d for the pool but the pool says Held %d (%+v)", upHeld, s.Held, s)
 	case s.Overcommit > 0 && s.Slack > 0:

@@ -24,13 +24,13 @@ import (
 
 // uniOp is one step of a random sequence against a unified pool.
 type uniOp struct {
-	kind int   // 0 Grow, 1 TryGrow, 2 Shrink, 3 Reclaim, 4 change upstream limit
+	kind int   // 0 Grow, 1 TryGrow, 2 Shrink, 3 Reclaim, 4 change upstream limit, 5 ReclaimToBallast, 6 ReleaseBallast
 	res  int   // which of the 8 reservations
 	n    int64 // bytes (Shrink: a fraction of the size, see below)
 }
 
 func (o uniOp) String() string {
-	return fmt.Sprintf("%s(r%d, %d)", [...]string{"Grow", "TryGrow", "Shrink", "Reclaim", "SetLimit"}[o.kind], o.res, o.n)
+	return fmt.Sprintf("%s(r%d, %d)", [...]string{"Grow", "TryGrow", "Shrink", "Reclaim", "SetLimit", "ReclaimToBallast", "ReleaseBallast"}[o.kind], o.res, o.n)
 }
 
 // uniModel is an independent model of what the reservations hold: four
@@ -98,11 +98,12 @@ func runUnifiedModel(t *testing.T, kind string, chunk int64, newUp func() uniUps
 	params.MinSuccessfulTests = 150
 	params.MaxSize = 150
 
-	opGen := gopter.CombineGens(gen.IntRange(0, 9), gen.IntRange(0, 7), gen.Int64Range(0, 6000)).
+	opGen := gopter.CombineGens(gen.IntRange(0, 11), gen.IntRange(0, 7), gen.Int64Range(0, 6000)).
 		Map(func(v []any) uniOp {
 			k := v[0].(int)
-			// Weights: 3 Grow, 3 TryGrow, 2 Shrink, 1 Reclaim, 1 SetLimit.
-			kind := [...]int{0, 0, 0, 1, 1, 1, 2, 2, 3, 4}[k]
+			// Weights: 3 Grow, 3 TryGrow, 2 Shrink, 1 Reclaim, 1 SetLimit, 1
+			// ReclaimToBallast, 1 ReleaseBallast.
+			kind := [...]int{0, 0, 0, 1, 1, 1, 2, 2, 3, 4, 5, 6}[k]
 			return uniOp{kind: kind, res: v[1].(int), n: v[2].(int64)}
 		})
 
@@ -219,6 +220,29 @@ func runUnifiedModel(t *testing.T, kind string, chunk int64, newUp func() uniUps
 			case 4:
 				if u.setLimit != nil {
 					u.setLimit(op.n * 4)
+				}
+			case 5:
+				// Ballast: what the pool frees stays with it, so upstream's
+				// figure does not move, and every freed byte is ballast.
+				ballastBefore := p.Stats().Ballast
+				moved, _, err := p.ReclaimToBallast(op.n)
+				if err != nil {
+					return fmt.Sprintf("step %d %v: ReclaimToBallast: %v", step, op, err)
+				}
+				if u.held() != upBefore {
+					return fmt.Sprintf("step %d %v: upstream's figure moved from %d to %d", step, op, upBefore, u.held())
+				}
+				if s := p.Stats(); s.Ballast != ballastBefore+moved || (op.n > 0 && s.Slack != 0) {
+					return fmt.Sprintf("step %d %v: ballast %d → %d after moving %d, slack %d", step, op, ballastBefore, s.Ballast, moved, s.Slack)
+				}
+			case 6:
+				ballastBefore := p.Stats().Ballast
+				released, err := p.ReleaseBallast(op.n)
+				if err != nil {
+					return fmt.Sprintf("step %d %v: ReleaseBallast: %v", step, op, err)
+				}
+				if drop := upBefore - u.held(); released != drop || released != min(op.n, ballastBefore) {
+					return fmt.Sprintf("step %d %v: released %d of %d ballast, upstream dropped %d", step, op, released, ballastBefore, drop)
 				}
 			}
 			m.peak = max(m.peak, m.total())

@@ -98,27 +98,95 @@ func (p *unifiedPool) reentered(target int64, spilling *Consumer) error {
 	return fmt.Errorf("pool: %s: Reclaim(%d) during its own spill (in %s): %w", p.label, target, who, ErrReclaimReentered)
 }
 
-func (p *unifiedPool) reclaim(target int64, reportSpillers bool) (int64, error) {
-	if target < 0 {
-		return 0, fmt.Errorf("pool: Reclaim(%d): negative size: %w", target, ErrInvalidSize)
+// ReclaimToBallast implements Unified: Reclaim whose freed bytes stay held
+// as ballast instead of going back upstream (see Unified). Spillers that fail
+// are counted, logged and skipped, and their errors returned joined; the
+// bytes moved into ballast are returned either way. It is refused, like
+// Reclaim, on a goroutine already running one of this pool's reclaims.
+func (p *unifiedPool) ReclaimToBallast(target int64) (int64, []ConsumerSpill, error) {
+	n, spills, err := p.reclaimAs(target, true, true)
+	if errors.Is(err, ErrReclaimReentered) {
+		return 0, nil, nil
 	}
-	p.counters.reclaimRequests.Add(1)
-	if target == 0 {
-		return 0, nil
-	}
-	goid := routine.Goid()
+	return n, spills, err
+}
+
+// ConsumerSpill is what one consumer's spill moved into ballast during a
+// ReclaimToBallast: the pool's slack after its Spiller returned.
+type ConsumerSpill struct {
+	Consumer string // the consumer's name and ID, as Consumer.String
+	Bytes    int64
+}
+
+// ReleaseBallast implements Unified: it hands up to n bytes of ballast back
+// upstream (all of it for n < 0) and returns how many went back; a failed
+// release keeps them owed, as any failed release does.
+func (p *unifiedPool) ReleaseBallast(n int64) (int64, error) {
 	p.mu.Lock()
 	if p.mu.closed {
 		p.mu.Unlock()
 		return 0, nil
 	}
+	x := p.mu.ballast
+	if n >= 0 {
+		x = min(x, n)
+	}
+	p.mu.ballast -= x
+	rel := p.bookReturnLocked(x)
+	p.mu.Unlock()
+	if err := p.giveBack(rel); err != nil {
+		return 0, err
+	}
+	return rel, nil
+}
+
+func (p *unifiedPool) reclaim(target int64, reportSpillers bool) (int64, error) {
+	n, _, err := p.reclaimAs(target, reportSpillers, false)
+	return n, err
+}
+
+// collectLocked takes what the pool holds and no longer needs: with
+// toBallast, it repays overcommit and moves the slack into ballast (no
+// upstream call is needed, rel is 0); otherwise it books the release of the
+// slack and the owed bytes (sweepLocked), which the caller hands to
+// giveBack after unlocking. moved is what either way left the pool's
+// spendable bytes. The caller holds p.mu.
+func (p *unifiedPool) collectLocked(toBallast bool) (moved, rel int64, parts []returnPart) {
+	if p.mu.closed {
+		return 0, 0, nil
+	}
+	if toBallast {
+		slack := max(p.repayLocked(), 0)
+		p.mu.ballast += slack
+		return slack, 0, nil
+	}
+	rel, parts = p.sweepLocked()
+	return rel, rel, parts
+}
+
+// reclaimAs is Reclaim (toBallast false) and ReclaimToBallast (true); with
+// toBallast it also returns what each consumer's spill moved into ballast.
+func (p *unifiedPool) reclaimAs(target int64, reportSpillers, toBallast bool) (int64, []ConsumerSpill, error) {
+	if target < 0 {
+		return 0, nil, fmt.Errorf("pool: Reclaim(%d): negative size: %w", target, ErrInvalidSize)
+	}
+	p.counters.reclaimRequests.Add(1)
+	if target == 0 {
+		return 0, nil, nil
+	}
+	goid := routine.Goid()
+	p.mu.Lock()
+	if p.mu.closed {
+		p.mu.Unlock()
+		return 0, nil, nil
+	}
 	if r := p.reclaimerLocked(goid); r != nil {
 		spilling := r.spilling
 		p.mu.Unlock()
-		return 0, p.reentered(target, spilling)
+		return 0, nil, p.reentered(target, spilling)
 	}
 	p.mu.reclaimers = append(p.mu.reclaimers, reclaimer{goid: goid})
-	rel, parts := p.sweepLocked()
+	moved, rel, parts := p.collectLocked(toBallast)
 	p.mu.Unlock()
 	// A panicking Spiller must not leave shrinks keeping their slack
 	// forever, nor this goroutine listed as reclaiming: end the reclaim on
@@ -134,11 +202,12 @@ func (p *unifiedPool) reclaim(target int64, reportSpillers bool) (int64, error) 
 	}()
 
 	var freed int64
+	var spills []ConsumerSpill  // toBallast: who gave what
 	var errs, spillErrs []error // failed releases; failed spillers, which do not stop the reclaim
 	if err := p.giveBack(rel, parts...); err != nil {
 		errs = append(errs, err)
 	} else {
-		freed += rel
+		freed += moved
 	}
 	if freed < target && len(errs) == 0 {
 		for _, cand := range p.spillCandidates() {
@@ -157,44 +226,45 @@ func (p *unifiedPool) reclaim(target int64, reportSpillers bool) (int64, error) 
 				}
 				p.logger.Log(context.Background(), level, "pool: spiller failed or freed nothing; skipped",
 					"pool", p.label, "consumer", cand.c.String(), "target", want, "freed", got, "err", err)
-				if err != nil && reportSpillers {
+				if err != nil && (reportSpillers || toBallast) {
 					spillErrs = append(spillErrs, &SpillerError{Pool: p.label, Consumer: cand.c.String(), Err: err})
 				}
 			}
 			p.mu.Lock()
 			p.setSpillingLocked(goid, nil)
-			rel, parts := int64(0), []returnPart(nil)
-			if !p.mu.closed {
-				rel, parts = p.sweepLocked()
-			}
+			moved, rel, parts := p.collectLocked(toBallast)
 			p.mu.Unlock()
 			if err := p.giveBack(rel, parts...); err != nil {
 				errs = append(errs, err)
 				break
 			}
-			freed += rel
+			freed += moved
+			if toBallast && moved > 0 {
+				spills = append(spills, ConsumerSpill{Consumer: cand.c.String(), Bytes: moved})
+			}
 			if freed >= target {
 				break
 			}
 		}
 	}
-	// Final sweep and end of the reclaim, atomically: slack that shrinks on
-	// other goroutines kept local meanwhile is released here.
+	// Final collection and end of the reclaim, atomically: slack that shrinks
+	// on other goroutines kept local meanwhile is collected here.
 	p.mu.Lock()
-	rel, parts = 0, nil
-	if !p.mu.closed {
-		rel, parts = p.sweepLocked()
-	}
+	moved, rel, parts = p.collectLocked(toBallast)
 	p.endReclaimLocked(goid)
 	ended = true
 	p.mu.Unlock()
 	if err := p.giveBack(rel, parts...); err != nil {
 		errs = append(errs, err)
 	} else {
-		freed += rel
+		freed += moved
 	}
-	p.counters.reclaimedBytes.Add(freed)
-	return freed, errors.Join(append(errs, spillErrs...)...)
+	if toBallast {
+		p.counters.ballastedBytes.Add(freed)
+	} else {
+		p.counters.reclaimedBytes.Add(freed)
+	}
+	return freed, spills, errors.Join(append(errs, spillErrs...)...)
 }
 
 // SpillerError is the failure of one consumer's Spiller that
@@ -265,7 +335,7 @@ func (p *unifiedPool) Close() error {
 		}
 		e.bytes, e.owed = 0, 0 // the owed bytes go back below with everything held
 	}
-	p.mu.reserved, p.mu.overcommit, p.mu.unspillable, p.mu.owed = 0, 0, 0, 0
+	p.mu.reserved, p.mu.overcommit, p.mu.unspillable, p.mu.owed, p.mu.ballast = 0, 0, 0, 0, 0
 	p.mu.shareFresh = false
 	p.mu.committed = 0
 	rel := p.bookReturnLocked(p.mu.held - p.mu.returning)

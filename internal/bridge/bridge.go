@@ -44,6 +44,7 @@ type Bridge struct {
 	rts          runtimeState // the process's own memory (goruntime.go)
 	spills       spillTally   // engines' spill bytes for Spark's task metrics (spills.go)
 	leaks        leakBook     // leaks at task end, every kind (leaks.go); zero value ready
+	guard        guardState   // the pod guard (guard.go)
 
 	// mu guards the process totals. Lock order: mu, then a pool's own lock
 	// (Stats); never the reverse, and never across an upcall.
@@ -109,6 +110,7 @@ func NewBridge(logger *slog.Logger, arrow ArrowRuntime) *Bridge {
 		logger:       logger,
 	}
 	b.arrow.runtime = arrow
+	b.guard.admission = guardAdmission{b}
 	b.rts.rt = DefaultProcessRuntime()
 	b.rts.baseline = -1
 	b.settings.Store(&Settings{})
@@ -282,6 +284,7 @@ func (b *Bridge) newTaskPool(taskID int64, kind int32, poolSize, chunk int64, up
 		pool.WithChunkSize(chunk),
 		pool.WithName(fmt.Sprintf("task %d", taskID)),
 		pool.WithLogger(logger),
+		pool.WithAdmission(b.guard.admission),
 	}
 	var unified pool.Pool
 	if kind == KindFairUnified {
@@ -650,10 +653,14 @@ func (b *Bridge) ProcessStats() ProcessStats {
 		s.SpillBytesFreed += st.ReclaimedBytes
 		s.LateReleases += st.LateReleases
 		s.SpillReentries += st.ReclaimReentries
+		if !tp.closed {
+			s.Ballast += st.Ballast
+		}
 		r.peak = max(r.peak, st.Peak)
 	}
 	s.Peak = r.peak
 	b.processMemory(&s) // b.mu, then b.rts.mu
+	s.Guard = b.GuardStats()
 	return s
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nativepool/nativepool/internal/guard"
 	"github.com/nativepool/nativepool/pool"
 	"github.com/nativepool/nativepool/taskshared"
 )
@@ -467,6 +468,7 @@ func poolFigures(s ProcessStats) ProcessStats {
 	s.GoHeapReturns, s.GoHeapReturnedBytes, s.VmHWM, s.CgroupPeak, s.MallocMmapThreshold = 0, 0, 0, 0, 0
 	s.MallocRetained = 0
 	s.GoHeapInUse, s.GoHeapIdle, s.GoStacks, s.GoGCMeta, s.GoOther = 0, 0, 0, 0, 0
+	s.Guard = guard.Stats{}
 	return s
 }
 

@@ -56,6 +56,10 @@ type ProcessRuntime struct {
 	// returned to the OS, possibly resident. -1 when unknown; nil: not
 	// supported (the pure-Go default; package jni supplies glibc's).
 	MallocRetained func() int64
+	// MallocTrim is glibc's malloc_trim(0): the C allocator's free memory
+	// goes back to the OS (the pod guard's last resort). nil: not supported
+	// (the pure-Go default; package jni supplies glibc's).
+	MallocTrim func()
 	// Now is time.Now (the rate limit of FreeOSMemory).
 	Now func() time.Time
 }

@@ -1,6 +1,11 @@
 package bridge
 
-import "github.com/nativepool/nativepool/pool"
+import (
+	"time"
+
+	"github.com/nativepool/nativepool/internal/guard"
+	"github.com/nativepool/nativepool/pool"
+)
 
 //go:generate go run ../javaconsts/cmd/javaconsts -root ../..
 
@@ -153,6 +158,17 @@ const (
 	PStatGoOther
 	PStatLeakedResident
 	PStatSpillReentries
+	PStatGuardLimit
+	PStatGuardUnreclaimable
+	PStatGuardHeadroom
+	PStatGuardReserve
+	PStatGuardBallast
+	PStatGuardEpisodes
+	PStatGuardSpilledBytes
+	PStatGuardReleasedBytes
+	PStatGuardReactionMicros
+	PStatGuardRefusals
+	PStatGuardWakes
 	PStatCount // length of the array
 )
 
@@ -190,6 +206,17 @@ var processStatFields = [PStatCount]statField[ProcessStats]{
 	PStatGoOther:             {"GO_OTHER", "goOther", "The rest of the Go runtime's memory (profiling buckets, other); -1 = unknown.", func(s ProcessStats) int64 { return s.GoOther }},
 	PStatLeakedResident:      {"LEAKED_RESIDENT", "leakedResident", "Bytes of leaks still allocated after their task (Go exports Java still holds, Go buffers they pin, Java Arrow buffers never released), going down as they are freed. Reservation leaks are accounting only and never count here.", func(s ProcessStats) int64 { return s.LeakedResident }},
 	PStatSpillReentries:      {"SPILL_REENTRIES", "sparkSpillReentries", "Spark spill requests a pool answered with 0 at once, cumulative: its own spill was already running on the calling thread (an engine's spiller grew its own pool, and Spark spilled the pool again from inside that grow). Each pool logs its first one at WARN.", func(s ProcessStats) int64 { return s.SpillReentries }},
+	PStatGuardLimit:          {"GUARD_LIMIT", "guardLimit", "The memory limit the pod guard keeps: the memory cgroup's, or the configured one against the process's resident memory; -1 = the guard is off or found none.", func(s ProcessStats) int64 { return s.Guard.Limit }},
+	PStatGuardUnreclaimable:  {"GUARD_UNRECLAIMABLE", "guardUnreclaimable", "What the guard's last sample found the kernel cannot reclaim (anonymous, shared, dirty and writeback memory; clean page cache never counts); -1 = no limit kept.", func(s ProcessStats) int64 { return s.Guard.Unreclaimable }},
+	PStatGuardHeadroom:       {"GUARD_HEADROOM", "guardHeadroom", "GUARD_LIMIT minus GUARD_UNRECLAIMABLE at the guard's last sample: what the process may still take before the kernel kills it; -1 = no limit kept.", func(s ProcessStats) int64 { return s.Guard.Headroom }},
+	PStatGuardReserve:        {"GUARD_RESERVE", "guardReserve", "The headroom the guard keeps free under the limit (spark.nativepool.guard.reserve); 0 = the guard is off.", func(s ProcessStats) int64 { return s.Guard.Reserve }},
+	PStatGuardBallast:        {"GUARD_BALLAST", "guardBallast", "Bytes native consumers spilled for the guard that the task pools keep from Spark until the headroom is back (ballast).", func(s ProcessStats) int64 { return s.Ballast }},
+	PStatGuardEpisodes:       {"GUARD_EPISODES", "guardEpisodes", "Episodes of headroom under the reserve, cumulative.", func(s ProcessStats) int64 { return s.Guard.Episodes }},
+	PStatGuardSpilledBytes:   {"GUARD_SPILLED_BYTES", "guardSpilledBytes", "Bytes native consumers spilled for the guard, cumulative.", func(s ProcessStats) int64 { return s.Guard.Spilled }},
+	PStatGuardReleasedBytes:  {"GUARD_RELEASED_BYTES", "guardReleasedBytes", "Ballast handed back to Spark once the headroom was back, cumulative.", func(s ProcessStats) int64 { return s.Guard.Released }},
+	PStatGuardReactionMicros: {"GUARD_REACTION_MICROS", "guardReactionMicros", "The last episode's reaction time: from the sample that saw the headroom under the reserve to the first native spill that freed memory, in microseconds; -1 = none yet.", func(s ProcessStats) int64 { return micros(s.Guard.LastReaction) }},
+	PStatGuardRefusals:       {"GUARD_REFUSALS", "guardRefusals", "Native borrows the guard refused (a spill signal to the consumer: its TryGrow failed), cumulative.", func(s ProcessStats) int64 { return s.Guard.AdmissionRefusals }},
+	PStatGuardWakes:          {"GUARD_WAKES", "guardWakes", "Times the kernel's memory notifications woke the guard before its next sample, cumulative.", func(s ProcessStats) int64 { return s.Guard.Wakes }},
 }
 
 // poolStatsArray lays out a unified pool's snapshot as poolStats0 returns it.
@@ -237,6 +264,19 @@ type ProcessStats struct {
 	GoStacks    int64
 	GoGCMeta    int64
 	GoOther     int64
+
+	// Guard is the pod guard's figures (guard.go), Ballast the open pools'
+	// ballast.
+	Guard   guard.Stats
+	Ballast int64
+}
+
+// micros is d in microseconds, -1 for a negative d (none).
+func micros(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Microseconds()
 }
 
 // Array lays the stats out as processStats0 returns them.

@@ -4,7 +4,6 @@
 
 package org.nativepool.spark.jni;
 
-
 /**
  * The Go side's Arrow figures over the whole process, as processArrowStats0 returns them: the
  * ordinal is the index in the array. Those with a gaugeName() are Dropwizard gauges of the plugin's

@@ -4,7 +4,6 @@
 
 package org.nativepool.spark.jni;
 
-
 /**
  * The Arrow figures of one reservation's Go allocator, as arrowStats0 returns them: the ordinal is
  * the index in the array.

@@ -4,7 +4,6 @@
 
 package org.nativepool.spark.jni;
 
-
 /**
  * The figures of one task pool, as poolStats0 returns them: the ordinal is the index in the array.
  *

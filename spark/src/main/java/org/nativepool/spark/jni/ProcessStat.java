@@ -4,7 +4,6 @@
 
 package org.nativepool.spark.jni;
 
-
 /**
  * The process-wide figures of the Go side, as processStats0 returns them: the ordinal is the index
  * in the array. Each is also a Dropwizard gauge of the plugin's metric source, named by
@@ -100,7 +99,50 @@ public enum ProcessStat {
    * running on the calling thread (an engine's spiller grew its own pool, and Spark spilled the
    * pool again from inside that grow). Each pool logs its first one at WARN.
    */
-  SPILL_REENTRIES("sparkSpillReentries");
+  SPILL_REENTRIES("sparkSpillReentries"),
+  /**
+   * The memory limit the pod guard keeps: the memory cgroup's, or the configured one against the
+   * process's resident memory; -1 = the guard is off or found none.
+   */
+  GUARD_LIMIT("guardLimit"),
+  /**
+   * What the guard's last sample found the kernel cannot reclaim (anonymous, shared, dirty and
+   * writeback memory; clean page cache never counts); -1 = no limit kept.
+   */
+  GUARD_UNRECLAIMABLE("guardUnreclaimable"),
+  /**
+   * GUARD_LIMIT minus GUARD_UNRECLAIMABLE at the guard's last sample: what the process may still
+   * take before the kernel kills it; -1 = no limit kept.
+   */
+  GUARD_HEADROOM("guardHeadroom"),
+  /**
+   * The headroom the guard keeps free under the limit (spark.nativepool.guard.reserve); 0 = the
+   * guard is off.
+   */
+  GUARD_RESERVE("guardReserve"),
+  /**
+   * Bytes native consumers spilled for the guard that the task pools keep from Spark until the
+   * headroom is back (ballast).
+   */
+  GUARD_BALLAST("guardBallast"),
+  /** Episodes of headroom under the reserve, cumulative. */
+  GUARD_EPISODES("guardEpisodes"),
+  /** Bytes native consumers spilled for the guard, cumulative. */
+  GUARD_SPILLED_BYTES("guardSpilledBytes"),
+  /** Ballast handed back to Spark once the headroom was back, cumulative. */
+  GUARD_RELEASED_BYTES("guardReleasedBytes"),
+  /**
+   * The last episode's reaction time: from the sample that saw the headroom under the reserve to
+   * the first native spill that freed memory, in microseconds; -1 = none yet.
+   */
+  GUARD_REACTION_MICROS("guardReactionMicros"),
+  /**
+   * Native borrows the guard refused (a spill signal to the consumer: its TryGrow failed),
+   * cumulative.
+   */
+  GUARD_REFUSALS("guardRefusals"),
+  /** Times the kernel's memory notifications woke the guard before its next sample, cumulative. */
+  GUARD_WAKES("guardWakes");
 
   private final String gaugeName;
 

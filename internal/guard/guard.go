@@ -1,0 +1,472 @@
+package guard
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nativepool/nativepool/pool"
+)
+
+// Source reads a Sample: the memory group's figures and the native side's.
+type Source interface {
+	Read() (Sample, error)
+}
+
+// Spill is what one consumer gave up to ballast during an episode.
+type Spill struct {
+	Consumer string
+	Bytes    int64
+}
+
+// Native is the native side the guard makes give way: every task pool of
+// the executor.
+type Native interface {
+	// SpillToBallast makes native consumers spill, across every task pool,
+	// largest first, until target bytes were set aside as ballast (kept
+	// held from Spark, not resident); it returns the bytes and who gave
+	// them up.
+	SpillToBallast(target int64) (freed int64, spills []Spill)
+	// ReleaseBallast hands up to n bytes of ballast back to Spark and
+	// returns how many went back.
+	ReleaseBallast(n int64) int64
+}
+
+// Runtime is what else the process can give back after native consumers:
+// the Go runtime's idle heap and the C allocator's free memory. Either
+// function may be nil.
+type Runtime struct {
+	// FreeOSMemory returns the Go runtime's idle heap to the OS and
+	// returns how many bytes that released.
+	FreeOSMemory func() int64
+	// MallocTrim returns the C allocator's free memory to the OS.
+	MallocTrim func()
+}
+
+// Clock is the guard's time: the real one in production, a fake in tests.
+type Clock interface {
+	Now() time.Time
+	// After returns a channel that receives once d has passed.
+	After(d time.Duration) <-chan time.Time
+}
+
+// RealClock is the system clock.
+type RealClock struct{}
+
+// Now is time.Now.
+func (RealClock) Now() time.Time { return time.Now() }
+
+// After is time.After.
+func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Episode is one stretch of time with less headroom than the reserve: from
+// the sample that saw it to the one that saw the reserve free again.
+type Episode struct {
+	// ID numbers episodes from 1 in the guard's life.
+	ID int64
+	// Start is when a sample first saw the headroom under the reserve; End
+	// when one saw it back (zero while the episode lasts).
+	Start, End time.Time
+	// Limit and Reserve as they were at the start.
+	Limit, Reserve int64
+	// Unreclaimable at the start and at its highest during the episode.
+	StartUnreclaimable, PeakUnreclaimable int64
+	// StartNonNative is what was resident outside native memory at the last
+	// sample before the episode, with the reserve free; PeakNonNative its
+	// highest during the episode: what grew outside native memory.
+	StartNonNative, PeakNonNative int64
+	// Spilled is what native consumers gave up to ballast, and Spills who.
+	Spilled int64
+	Spills  []Spill
+	// GoFreed is idle Go heap returned to the OS; Trims the calls to the C
+	// allocator's trim.
+	GoFreed int64
+	Trims   int
+	// Reaction is the time from Start to the first native spill that freed
+	// something; -1 if none did.
+	Reaction time.Duration
+	// NothingLeft says that a reaction found nothing native to give while
+	// the headroom was still short: the guard then left it to the kernel.
+	NothingLeft bool
+}
+
+// Open reports whether the episode still lasts.
+func (e Episode) Open() bool { return e.End.IsZero() }
+
+// Recovery is the episode's length: Start to End, or to now while it lasts.
+func (e Episode) Recovery(now time.Time) time.Duration {
+	if e.Open() {
+		return now.Sub(e.Start)
+	}
+	return e.End.Sub(e.Start)
+}
+
+// Stats are the guard's figures since it started.
+type Stats struct {
+	// Active says whether the guard found a limit to keep.
+	Active bool
+	// Limit, Unreclaimable, Headroom and Ballast as of the latest sample
+	// (the first three -1 while inactive); Reserve as configured.
+	Limit, Unreclaimable, Headroom, Reserve, Ballast int64
+	// Episodes counts episodes started; Spilled the bytes native consumers
+	// gave up to ballast; Released the ballast handed back to Spark.
+	Episodes, Spilled, Released int64
+	// LastReaction is the last episode's reaction time (-1 if none).
+	LastReaction time.Duration
+	// Samples counts samples taken; Wakes the notifications that woke the
+	// guard early.
+	Samples, Wakes int64
+	// AdmissionRefusals counts borrows Admit refused.
+	AdmissionRefusals int64
+}
+
+// keptEpisodes is how many past episodes the guard keeps for Episodes.
+const keptEpisodes = 32
+
+// returnInterval is the least time between two returns of the runtimes'
+// free memory by reactions that spilled nothing.
+const returnInterval = 100 * time.Millisecond
+
+// Guard keeps native memory under what the process may use: it samples the
+// memory group, refuses native borrows that would eat into the reserve
+// (Admit, a pool.Admission), and when the headroom falls under the reserve
+// it makes native memory give way: spills to ballast across every task
+// pool, then the Go runtime's idle heap, then the C allocator's free memory.
+// The ballast goes back to Spark once the headroom is back.
+//
+// A Guard is safe for concurrent use: Admit runs on the pools' goroutines,
+// Wake on a notifier's, and one goroutine (Start, or a test calling Step)
+// drives the rest. It never fails anything by itself: a refusal is a spill
+// signal, and when nothing native is left to give it says so once per
+// episode and leaves the decision to the kernel.
+type Guard struct {
+	cfg    Config
+	src    Source
+	native Native
+	rt     Runtime
+	clock  Clock
+	logger *slog.Logger
+
+	latest  atomic.Pointer[Sample]
+	pending atomic.Int64 // bytes admitted since latest was read
+	wake    chan struct{}
+	refused atomic.Int64
+	samples atomic.Int64
+	wakes   atomic.Int64
+
+	// The driving goroutine's state, and what Stats and Episodes read.
+	mu struct {
+		sync.Mutex
+		episodes []Episode // the last keptEpisodes, oldest first; the last may be open
+		nextID   int64
+		count    int64
+		spilled  int64
+		released int64
+		warned   bool // the open episode's "nothing left" was logged
+		// calm is what was resident outside native memory at the last sample
+		// with the reserve free (-1 before any): an episode's baseline.
+		calm int64
+		// lastReturn is when a reaction last made the runtimes give memory
+		// back.
+		lastReturn time.Time
+	}
+
+	started  atomic.Bool
+	stopOnce sync.Once
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// New returns a guard with policy cfg over src and native. A nil clock is
+// the real one; a nil logger is slog.Default().
+func New(cfg Config, src Source, native Native, rt Runtime, clock Clock, logger *slog.Logger) *Guard {
+	if clock == nil {
+		clock = RealClock{}
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	g := &Guard{
+		cfg: cfg, src: src, native: native, rt: rt, clock: clock, logger: logger,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	g.mu.calm = -1
+	return g
+}
+
+var _ pool.Admission = (*Guard)(nil)
+
+// Admit implements pool.Admission: a native borrow of n bytes is refused
+// when the native side's claim after it, plus what is resident outside
+// native memory as of the latest sample, would eat into the reserve. Bytes
+// admitted since that sample count too, so a burst of borrows between two
+// samples cannot all pass. Before the first sample, and without a limit,
+// everything is admitted.
+func (g *Guard) Admit(n int64) error {
+	s := g.latest.Load()
+	if s == nil {
+		return nil
+	}
+	pending := g.pending.Add(n)
+	if err := g.cfg.Admit(*s, pending-n, n); err != nil {
+		g.pending.Add(-n)
+		g.refused.Add(1)
+		return err
+	}
+	return nil
+}
+
+// Wake makes the driving goroutine sample now (a memory notification came).
+func (g *Guard) Wake() {
+	g.wakes.Add(1)
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the guard on a goroutine of its own until Stop; a second Start
+// does nothing.
+func (g *Guard) Start() {
+	if !g.started.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer close(g.done)
+		for {
+			s := g.Step()
+			select {
+			case <-g.clock.After(g.cfg.Period(s)):
+			case <-g.wake:
+			case <-g.stop:
+				return
+			}
+		}
+	}()
+}
+
+// Stop ends the goroutine Start began and waits for it (one step at most).
+// The ballast the pools keep goes back with them as they close, or when a
+// later guard releases it. Idempotent; a guard never started may be
+// stopped.
+func (g *Guard) Stop() {
+	g.stopOnce.Do(func() { close(g.stop) })
+	if g.started.Load() {
+		<-g.done
+	}
+}
+
+// Step samples once and reacts: it is the driving goroutine's body, and
+// what a test calls with a fake clock and source. It returns the sample it
+// acted on (the last one it took).
+func (g *Guard) Step() Sample {
+	s, ok := g.sample()
+	if !ok {
+		return Sample{Limit: -1}
+	}
+	if deficit := g.cfg.Deficit(s); deficit > 0 {
+		s = g.react(s, deficit)
+	} else {
+		g.endEpisode(s)
+	}
+	if n := g.cfg.Releasable(s); n > 0 {
+		released := g.native.ReleaseBallast(n)
+		if released > 0 {
+			g.mu.Lock()
+			g.mu.released += released
+			g.mu.Unlock()
+			g.logger.Debug("pod guard: ballast back to Spark", "bytes", released, "headroom", s.Headroom())
+		}
+	}
+	return s
+}
+
+// sample reads and publishes a sample for Admit.
+func (g *Guard) sample() (Sample, bool) {
+	s, err := g.src.Read()
+	if err != nil {
+		g.logger.Debug("pod guard: no sample", "err", err)
+		return Sample{}, false
+	}
+	g.samples.Add(1)
+	g.latest.Store(&s)
+	g.pending.Store(0)
+	return s, true
+}
+
+// react makes native memory give way for deficit bytes during the episode
+// s belongs to (opening it if needed), and returns the sample it took after.
+func (g *Guard) react(s Sample, deficit int64) Sample {
+	g.openOrUpdate(s)
+	freed, spills := g.native.SpillToBallast(deficit)
+	now := g.clock.Now()
+	// What consumers freed leaves the process only when the runtimes give
+	// it back: the Go heap after a collection, malloc's arenas after a trim.
+	// Both run after every spill that freed something, and otherwise (the
+	// headroom still short, with garbage perhaps left) at most every
+	// returnInterval: a full collection is not free.
+	var goFreed int64
+	trimmed := false
+	g.mu.Lock()
+	ret := freed > 0 || g.mu.lastReturn.IsZero() || now.Sub(g.mu.lastReturn) >= returnInterval
+	if ret {
+		g.mu.lastReturn = now
+	}
+	g.mu.Unlock()
+	if ret {
+		if g.rt.FreeOSMemory != nil {
+			goFreed = g.rt.FreeOSMemory()
+		}
+		if g.rt.MallocTrim != nil {
+			g.rt.MallocTrim()
+			trimmed = true
+		}
+	}
+	after, ok := g.sample()
+	if !ok {
+		after = s
+	}
+	g.mu.Lock()
+	e := &g.mu.episodes[len(g.mu.episodes)-1]
+	if freed > 0 {
+		if e.Reaction < 0 {
+			e.Reaction = now.Sub(e.Start)
+		}
+		e.Spilled += freed
+		g.mu.spilled += freed
+		e.Spills = mergeSpills(e.Spills, spills)
+	}
+	e.GoFreed += goFreed
+	if trimmed {
+		e.Trims++
+	}
+	stillShort := g.cfg.Deficit(after) > 0
+	nothing := freed == 0 && stillShort
+	warn := nothing && !g.mu.warned
+	if warn {
+		g.mu.warned = true
+		e.NothingLeft = true
+	}
+	ep := *e
+	g.mu.Unlock()
+	if warn {
+		g.logger.Warn("pod guard: nothing native left to give; the kernel decides",
+			"limit", after.Limit, "unreclaimable", after.Unreclaimable, "reserve", g.cfg.Reserve,
+			"nonNative", after.NonNative(), "nonNativeAtStart", ep.StartNonNative,
+			"grewOutsideNative", after.NonNative()-ep.StartNonNative, "nativeHeld", after.Held)
+	}
+	if freed > 0 {
+		g.logger.Debug("pod guard: native memory gave way", "deficit", deficit, "spilled", freed,
+			"goFreed", goFreed, "headroom", after.Headroom())
+	}
+	return after
+}
+
+// openOrUpdate opens an episode for s unless one is open, and raises the
+// open one's peaks.
+func (g *Guard) openOrUpdate(s Sample) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := len(g.mu.episodes)
+	if n == 0 || !g.mu.episodes[n-1].Open() {
+		base := g.mu.calm
+		if base < 0 {
+			base = s.NonNative()
+		}
+		g.mu.nextID++
+		g.mu.count++
+		g.mu.warned = false
+		g.mu.episodes = append(g.mu.episodes, Episode{
+			ID: g.mu.nextID, Start: s.Time, Limit: s.Limit, Reserve: g.cfg.Reserve,
+			StartUnreclaimable: s.Unreclaimable, PeakUnreclaimable: s.Unreclaimable,
+			StartNonNative: base, PeakNonNative: s.NonNative(), Reaction: -1,
+		})
+		if len(g.mu.episodes) > keptEpisodes {
+			g.mu.episodes = slices.Delete(g.mu.episodes, 0, len(g.mu.episodes)-keptEpisodes)
+		}
+		g.logger.Debug("pod guard: headroom under the reserve", "limit", s.Limit,
+			"unreclaimable", s.Unreclaimable, "headroom", s.Headroom(), "reserve", g.cfg.Reserve)
+		return
+	}
+	e := &g.mu.episodes[n-1]
+	e.PeakUnreclaimable = max(e.PeakUnreclaimable, s.Unreclaimable)
+	e.PeakNonNative = max(e.PeakNonNative, s.NonNative())
+}
+
+// endEpisode closes the open episode, if any, at s: the reserve is free.
+func (g *Guard) endEpisode(s Sample) {
+	g.mu.Lock()
+	g.mu.calm = s.NonNative()
+	n := len(g.mu.episodes)
+	if n == 0 || !g.mu.episodes[n-1].Open() {
+		g.mu.Unlock()
+		return
+	}
+	e := &g.mu.episodes[n-1]
+	e.End = s.Time
+	ep := *e
+	g.mu.Unlock()
+	g.logger.Log(context.Background(), slog.LevelInfo, "pod guard: headroom back over the reserve",
+		"episode", ep.ID, "recovery", ep.Recovery(s.Time), "spilled", ep.Spilled,
+		"reaction", ep.Reaction, "nothingLeft", ep.NothingLeft)
+}
+
+// mergeSpills adds more to a list of spills by consumer, largest first.
+func mergeSpills(list, more []Spill) []Spill {
+	for _, m := range more {
+		found := false
+		for i := range list {
+			if list[i].Consumer == m.Consumer {
+				list[i].Bytes += m.Bytes
+				found = true
+				break
+			}
+		}
+		if !found {
+			list = append(list, m)
+		}
+	}
+	slices.SortStableFunc(list, func(a, b Spill) int {
+		switch {
+		case a.Bytes > b.Bytes:
+			return -1
+		case a.Bytes < b.Bytes:
+			return 1
+		}
+		return 0
+	})
+	return list
+}
+
+// Stats returns the guard's figures.
+func (g *Guard) Stats() Stats {
+	st := Stats{Reserve: g.cfg.Reserve, Limit: -1, Unreclaimable: -1, Headroom: -1, LastReaction: -1}
+	if s := g.latest.Load(); s != nil && s.Limit >= 0 {
+		st.Active = true
+		st.Limit, st.Unreclaimable, st.Headroom, st.Ballast = s.Limit, s.Unreclaimable, s.Headroom(), s.Ballast
+	}
+	g.mu.Lock()
+	st.Episodes, st.Spilled, st.Released = g.mu.count, g.mu.spilled, g.mu.released
+	if n := len(g.mu.episodes); n > 0 {
+		st.LastReaction = g.mu.episodes[n-1].Reaction
+	}
+	g.mu.Unlock()
+	st.Samples, st.Wakes, st.AdmissionRefusals = g.samples.Load(), g.wakes.Load(), g.refused.Load()
+	return st
+}
+
+// Episodes returns the last episodes, oldest first; the last may still
+// last (Open).
+func (g *Guard) Episodes() []Episode {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]Episode, len(g.mu.episodes))
+	for i, e := range g.mu.episodes {
+		e.Spills = slices.Clone(e.Spills)
+		out[i] = e
+	}
+	return out
+}

@@ -1,0 +1,325 @@
+package guard_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/nativepool/nativepool/internal/guard"
+)
+
+const mib = 1 << 20
+
+// fakeClock is a clock that moves only when told to.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func (c *fakeClock) After(time.Duration) <-chan time.Time { return make(chan time.Time) }
+
+// fakeProcess is a memory group and its native side: JVM memory outside
+// native (jvm), native memory resident (native), what the pools hold from
+// Spark (held) and keep as ballast (ballast), under a limit. Spills free
+// native memory into ballast, as the pools do.
+type fakeProcess struct {
+	mu                       sync.Mutex
+	clock                    *fakeClock
+	limit, jvm, native, held int64
+	ballast, spillable       int64
+	spillDelay               time.Duration
+	targets                  []int64
+	released                 int64
+	goIdle                   int64
+	trims                    int
+	failRead                 bool
+}
+
+func (p *fakeProcess) Read() (guard.Sample, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failRead {
+		return guard.Sample{}, errors.New("no cgroup")
+	}
+	return guard.Sample{
+		Time: p.clock.Now(), Limit: p.limit, Unreclaimable: p.jvm + p.native + p.goIdle,
+		Native: p.native + p.goIdle, Held: p.held, Ballast: p.ballast,
+	}, nil
+}
+
+func (p *fakeProcess) SpillToBallast(target int64) (int64, []guard.Spill) {
+	p.clock.advance(p.spillDelay)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.targets = append(p.targets, target)
+	n := min(target, p.spillable)
+	p.spillable -= n
+	p.native -= n
+	p.ballast += n
+	if n == 0 {
+		return 0, nil
+	}
+	return n, []guard.Spill{{Consumer: "sorter", Bytes: n}}
+}
+
+func (p *fakeProcess) ReleaseBallast(n int64) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n = min(n, p.ballast)
+	p.ballast -= n
+	p.held -= n
+	p.released += n
+	return n
+}
+
+func (p *fakeProcess) runtime() guard.Runtime {
+	return guard.Runtime{
+		FreeOSMemory: func() int64 {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			n := p.goIdle
+			p.goIdle = 0
+			return n
+		},
+		MallocTrim: func() {
+			p.mu.Lock()
+			p.trims++
+			p.mu.Unlock()
+		},
+	}
+}
+
+func (p *fakeProcess) set(f func(p *fakeProcess)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f(p)
+}
+
+// logRecorder keeps every record's level and message.
+type logRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (h *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.msgs = append(h.msgs, r.Level.String()+" "+r.Message)
+	return nil
+}
+func (h *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *logRecorder) WithGroup(string) slog.Handler      { return h }
+
+func (h *logRecorder) count(msg string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, m := range h.msgs {
+		if m == msg {
+			n++
+		}
+	}
+	return n
+}
+
+// A pod of 1 GiB with a 32 MiB reserve: the JVM holds 700 MiB outside
+// native memory, the native sort 200 MiB resident of 250 MiB held.
+func newPod(t *testing.T) (*fakeProcess, *guard.Guard, *logRecorder, *fakeClock) {
+	t.Helper()
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	p := &fakeProcess{clock: clock, limit: 1024 * mib, jvm: 700 * mib, native: 200 * mib, held: 250 * mib, spillable: 200 * mib}
+	logs := &logRecorder{}
+	g := guard.New(guard.Config{Reserve: 32 * mib}, p, p, p.runtime(), clock, slog.New(logs))
+	return p, g, logs, clock
+}
+
+// Admission counts everything resident outside native memory and native
+// memory's whole claim (what its pools hold), so that a borrow never eats
+// into the reserve: here 1024 − 32 − 700 = 292 MiB for native memory, of
+// which 250 are claimed.
+func TestAdmissionKeepsTheReserveFreeOfNativeClaims(t *testing.T) {
+	_, g, _, _ := newPod(t)
+	require.NoError(t, g.Admit(1<<40), "before the first sample, everything is admitted")
+	g.Step()
+	require.NoError(t, g.Admit(42*mib))
+	err := g.Admit(1)
+	require.Error(t, err, "42 MiB admitted since the sample count: the room is used")
+	assert.Contains(t, err.Error(), "the pod guard keeps 32.0 MB free under the 1024.0 MB limit")
+	assert.Equal(t, int64(1), g.Stats().AdmissionRefusals)
+	g.Step()
+	require.NoError(t, g.Admit(42*mib), "a new sample starts the count again")
+}
+
+// Without a limit the guard stands by: it admits everything and never
+// reacts.
+func TestWithoutALimitTheGuardStandsBy(t *testing.T) {
+	p, g, _, _ := newPod(t)
+	p.set(func(p *fakeProcess) { p.limit = -1; p.jvm = 5000 * mib })
+	s := g.Step()
+	require.NoError(t, g.Admit(1<<40))
+	assert.False(t, g.Stats().Active)
+	assert.Empty(t, p.targets)
+	assert.Equal(t, 200*time.Millisecond, guard.Config{Reserve: 32 * mib}.Period(s))
+}
+
+// A burst outside native memory: the JVM grows by 150 MiB, the headroom
+// (1024 − 1050) is gone, and the guard makes native memory give way by the
+// deficit and a quarter reserve more. The episode records when it started,
+// the reaction time, who spilled and what grew; it ends at the first
+// sample with the reserve free, and the ballast goes back to Spark once
+// the headroom is two reserves.
+func TestABurstOutsideNativeMemoryMakesNativeMemoryGiveWayAndTheBallastComesBack(t *testing.T) {
+	p, g, _, clock := newPod(t)
+	g.Step()
+	assert.Empty(t, p.targets, "no pressure: no reaction")
+
+	p.set(func(p *fakeProcess) { p.jvm += 150 * mib; p.spillDelay = 3 * time.Millisecond })
+	start := clock.Now()
+	s := g.Step()
+	require.Len(t, p.targets, 1)
+	assert.Equal(t, int64(32*mib+8*mib+26*mib), p.targets[0], "deficit 26 MiB (1024-1050+... ) plus the reserve and a quarter")
+	assert.GreaterOrEqual(t, s.Headroom(), int64(32*mib), "the sample after the reaction sees the reserve free")
+	eps := g.Episodes()
+	require.Len(t, eps, 1)
+	e := eps[0]
+	assert.True(t, e.Open())
+	assert.Equal(t, start, e.Start)
+	assert.Equal(t, 3*time.Millisecond, e.Reaction)
+	assert.Equal(t, int64(66*mib), e.Spilled)
+	assert.Equal(t, []guard.Spill{{Consumer: "sorter", Bytes: 66 * mib}}, e.Spills)
+	assert.Equal(t, int64(700*mib), e.StartNonNative)
+	assert.Equal(t, int64(850*mib), e.PeakNonNative)
+	assert.Equal(t, int64(66*mib), g.Stats().Ballast)
+
+	clock.advance(5 * time.Millisecond)
+	g.Step()
+	e = g.Episodes()[0]
+	require.False(t, e.Open(), "the reserve is free: the episode ends")
+	assert.Equal(t, 8*time.Millisecond, e.Recovery(clock.Now()))
+	assert.Equal(t, int64(0), p.released, "headroom 32.5 MiB < two reserves: the ballast stays")
+
+	p.set(func(p *fakeProcess) { p.jvm -= 150 * mib }) // the burst is over
+	g.Step()
+	assert.Equal(t, int64(66*mib), p.released, "the ballast went back to Spark")
+	st := g.Stats()
+	assert.Equal(t, int64(1), st.Episodes)
+	assert.Equal(t, int64(66*mib), st.Spilled)
+	assert.Equal(t, int64(66*mib), st.Released)
+	assert.Equal(t, 3*time.Millisecond, st.LastReaction)
+}
+
+// When native memory has nothing left to give, the guard returns the Go
+// runtime's idle heap and trims the C allocator (at most every 100 ms while
+// nothing spills), and says once per episode that it leaves the decision to
+// the kernel: it never fails anything.
+func TestWhenNothingNativeIsLeftTheGuardSaysSoOncePerEpisode(t *testing.T) {
+	p, g, logs, clock := newPod(t)
+	p.set(func(p *fakeProcess) { p.spillable = 0; p.goIdle = 4 * mib; p.jvm += 200 * mib })
+	for range 5 {
+		clock.advance(time.Millisecond)
+		g.Step()
+	}
+	assert.Equal(t, 1, logs.count("WARN pod guard: nothing native left to give; the kernel decides"))
+	e := g.Episodes()[0]
+	assert.True(t, e.NothingLeft)
+	assert.Equal(t, int64(4*mib), e.GoFreed, "the idle Go heap went back")
+	assert.Equal(t, 1, e.Trims, "with nothing spilled, the runtimes are asked at most every 100 ms")
+	clock.advance(100 * time.Millisecond)
+	g.Step()
+	assert.Equal(t, 2, g.Episodes()[0].Trims)
+	assert.Equal(t, time.Duration(-1), e.Reaction)
+
+	p.set(func(p *fakeProcess) { p.jvm -= 200 * mib })
+	g.Step()
+	p.set(func(p *fakeProcess) { p.jvm += 200 * mib })
+	g.Step()
+	assert.Equal(t, 2, logs.count("WARN pod guard: nothing native left to give; the kernel decides"), "a new episode says it again")
+	assert.Len(t, g.Episodes(), 2)
+}
+
+// The sampling period shrinks with the headroom.
+func TestThePeriodShrinksWithTheHeadroom(t *testing.T) {
+	c := guard.Config{Reserve: 32 * mib}
+	at := func(headroom int64) time.Duration {
+		return c.Period(guard.Sample{Limit: 1024 * mib, Unreclaimable: 1024*mib - headroom})
+	}
+	assert.Equal(t, 200*time.Millisecond, at(200*mib))
+	assert.Equal(t, 50*time.Millisecond, at(100*mib))
+	assert.Equal(t, 5*time.Millisecond, at(40*mib))
+	assert.Equal(t, 5*time.Millisecond, at(-10*mib))
+}
+
+// The default reserve is 32 MiB, or 2% of a large limit.
+func TestDefaultReserve(t *testing.T) {
+	assert.Equal(t, int64(32*mib), guard.DefaultReserve(1300*mib))
+	assert.Equal(t, int64(16<<30/50), guard.DefaultReserve(16<<30))
+}
+
+// A source that fails leaves the guard waiting for the next sample; Admit
+// keeps the last good one.
+func TestAFailedReadChangesNothing(t *testing.T) {
+	p, g, _, _ := newPod(t)
+	g.Step()
+	p.set(func(p *fakeProcess) { p.failRead = true; p.jvm += 500 * mib })
+	g.Step()
+	assert.Empty(t, p.targets)
+	require.NoError(t, g.Admit(mib))
+}
+
+// Admit runs on many goroutines at once while the guard samples: together
+// they never admit past the room a sample leaves (run under -race). The
+// room here is 42 MiB; 64 goroutines ask for 1 MiB each, and exactly 42
+// are admitted.
+func TestConcurrentAdmissionsNeverPassTheRoomTogether(t *testing.T) {
+	_, g, _, _ := newPod(t)
+	g.Step()
+	var admitted sync.Map
+	var eg errgroup.Group
+	for i := range 64 {
+		eg.Go(func() error {
+			if g.Admit(mib) == nil {
+				admitted.Store(i, true)
+			}
+			return nil
+		})
+	}
+	require.NoError(t, eg.Wait())
+	n := 0
+	admitted.Range(func(any, any) bool { n++; return true })
+	assert.Equal(t, 42, n)
+}
+
+// Start and Stop: the loop runs on the real clock and ends without
+// leaving a goroutine behind; Stop twice, and Stop of a guard never
+// started, return at once.
+func TestStartAndStop(t *testing.T) {
+	clock := &fakeClock{now: time.Now()}
+	p := &fakeProcess{clock: clock, limit: 1024 * mib, jvm: 100 * mib}
+	g := guard.New(guard.Config{Reserve: 32 * mib}, p, p, guard.Runtime{}, nil, slog.New(slog.DiscardHandler))
+	g.Start()
+	g.Wake()
+	require.Eventually(t, func() bool { return g.Stats().Samples >= 1 }, 5*time.Second, time.Millisecond)
+	g.Stop()
+	g.Stop()
+	guard.New(guard.Config{}, p, p, guard.Runtime{}, nil, nil).Stop()
+}

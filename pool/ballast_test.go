@@ -1,0 +1,140 @@
+package pool_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/nativepool/nativepool/internal/fakeupstream"
+	"github.com/nativepool/nativepool/pool"
+)
+
+// spillAll returns a Spiller that frees everything its reservation holds.
+func spillAll(r **pool.Reservation) pool.Spiller {
+	return pool.SpillerFunc(func(int64) (int64, error) {
+		return (*r).Free(), nil
+	})
+}
+
+// The bytes a spill frees for ballast stay held from upstream, so upstream
+// cannot hand them to its other consumers; they are not slack either (a
+// trim never hands them back). The pool's own consumers may spend them on
+// an admitted grow without asking upstream. ReleaseBallast hands the rest
+// back.
+func TestUnifiedReclaimToBallastKeepsTheFreedBytesFromUpstream(t *testing.T) {
+	for _, kind := range []string{"greedy", "fair"} {
+		t.Run(kind, func(t *testing.T) {
+			up := fakeupstream.New()
+			p := unified(t, kind, up, 1<<30, pool.WithChunkSize(1<<20))
+			var sorter *pool.Reservation
+			sorter = pool.NewConsumer("sorter").WithSpiller(spillAll(&sorter)).Register(p)
+			require.NoError(t, sorter.TryGrow(10<<20))
+			held := up.Held()
+
+			moved, spills, err := p.ReclaimToBallast(4 << 20)
+			require.NoError(t, err)
+			assert.GreaterOrEqual(t, moved, int64(4<<20))
+			require.Len(t, spills, 1, "one consumer spilled")
+			assert.Contains(t, spills[0].Consumer, "sorter")
+			assert.Positive(t, spills[0].Bytes)
+			assert.Equal(t, int64(0), sorter.Size(), "the sorter spilled")
+			assert.Equal(t, held, up.Held(), "upstream kept counting the bytes for the pool")
+			s := p.Stats()
+			assert.Equal(t, moved, s.Ballast)
+			assert.Equal(t, int64(0), s.Slack, "ballast is not slack")
+			assert.Equal(t, moved, s.BallastedBytes)
+
+			other := pool.NewConsumer("other").Register(p)
+			asks := len(up.Asks())
+			require.NoError(t, other.TryGrow(1<<20))
+			assert.Len(t, up.Asks(), asks, "the grow spent ballast: upstream never heard of it")
+			assert.Equal(t, held, up.Held())
+			assert.Equal(t, moved-1<<20, p.Stats().Ballast)
+
+			released, err := p.ReleaseBallast(-1)
+			require.NoError(t, err)
+			assert.Equal(t, moved-1<<20, released)
+			assert.Equal(t, int64(0), p.Stats().Ballast)
+			other.Close()
+			sorter.Close()
+			require.NoError(t, p.Close())
+			assert.Equal(t, int64(0), up.Held())
+		})
+	}
+}
+
+// An idle pool holds nothing: when its last consumer leaves, the ballast
+// goes back upstream with the slack. Close does the same for a pool closed
+// with ballast.
+func TestUnifiedBallastGoesBackWhenThePoolIsIdleOrClosed(t *testing.T) {
+	up := fakeupstream.New()
+	p := unified(t, "greedy", up, 0, pool.WithChunkSize(1<<20))
+	var r *pool.Reservation
+	r = pool.NewConsumer("op").WithSpiller(spillAll(&r)).Register(p)
+	require.NoError(t, r.TryGrow(3<<20))
+	_, _, err := p.ReclaimToBallast(1)
+	require.NoError(t, err)
+	require.Positive(t, p.Stats().Ballast)
+	r.Close()
+	assert.Equal(t, int64(0), up.Held(), "the last consumer left")
+	assert.Equal(t, int64(0), p.Stats().Ballast)
+
+	r = pool.NewConsumer("op2").WithSpiller(spillAll(&r)).Register(p)
+	require.NoError(t, r.TryGrow(3<<20))
+	_, _, err = p.ReclaimToBallast(1)
+	require.NoError(t, err)
+	keep := pool.NewConsumer("keep").Register(p)
+	defer keep.Close()
+	require.NoError(t, p.Close())
+	assert.Equal(t, int64(0), up.Held(), "Close returns the ballast with everything")
+}
+
+// denyAll is an Admission that refuses every borrow, saying why.
+type denyAll struct{ calls int }
+
+func (d *denyAll) Admit(n int64) error {
+	d.calls++
+	return errors.New("the pod guard keeps 32.0 MiB of headroom")
+}
+
+// The process-wide Admission refuses only what a spillable consumer holding
+// at least a chunk would borrow from upstream: its refusal is a spill signal
+// (ErrResourcesExhausted naming the reason), and upstream never hears of the
+// request. A consumer holding less (it has too little to spill for a
+// refusal to help), a grow the slack covers, an unspillable consumer's
+// TryGrow (which has no way to spill, so a refusal would fail its task) and
+// Grow (which cannot fail) are never refused by it.
+func TestUnifiedAdmissionRefusesOnlyWhatASpillableConsumerBorrows(t *testing.T) {
+	for _, kind := range []string{"greedy", "fair"} {
+		t.Run(kind, func(t *testing.T) {
+			up := fakeupstream.New()
+			deny := &denyAll{}
+			p := unified(t, kind, up, 1<<30, pool.WithChunkSize(1<<20), pool.WithAdmission(deny))
+			spill := pool.NewConsumer("sorter").WithCanSpill(true).Register(p)
+			fixed := pool.NewConsumer("arrow-java").Register(p)
+			defer spill.Close()
+			defer fixed.Close()
+
+			require.NoError(t, spill.TryGrow(1<<20-10), "holding less than a chunk: not consulted")
+			assert.Zero(t, deny.calls)
+			require.NoError(t, spill.TryGrow(10), "covered by slack: no borrow, no check")
+			asks := len(up.Asks())
+
+			err := spill.TryGrow(4 << 20)
+			require.ErrorIs(t, err, pool.ErrResourcesExhausted)
+			assert.Contains(t, err.Error(), "Failed to acquire 4194304 bytes for sorter")
+			assert.Contains(t, err.Error(), "the pod guard keeps 32.0 MiB of headroom")
+			assert.Len(t, up.Asks(), asks, "upstream never heard of it")
+			assert.Equal(t, int64(1), p.Stats().AdmissionRefusals)
+			assert.Equal(t, int64(1<<20), spill.Size())
+
+			require.NoError(t, fixed.TryGrow(2<<20), "an unspillable consumer is not refused")
+			spill.Grow(3 << 20) // Grow cannot fail
+			assert.Equal(t, int64(4<<20), spill.Size())
+			requireUnifiedInvariants(t, p, up.Held(), 1<<20, spill, fixed)
+			assert.Equal(t, int64(1), p.Stats().AdmissionRefusals)
+		})
+	}
+}
