@@ -1,6 +1,9 @@
 package cgroup
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // ReadFunc reads a whole file. Production passes os.ReadFile; tests pass a
 // map of fixture files, so every parser here runs without a kernel.
@@ -53,3 +56,10 @@ type Group struct {
 	// hierarchical_memory_limit.
 	LimitDirs []string
 }
+
+// ErrMalformed is wrapped by Read's error when an essential file is present
+// but does not hold the figure it must (memory usage not a number,
+// memory.stat without the anonymous-memory figure): the kernel is not one
+// this package knows, and the caller should fall back as for a missing
+// file.
+var ErrMalformed = errors.New("cgroup: malformed file")

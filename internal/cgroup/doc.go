@@ -2,6 +2,14 @@
 // memory cgroup a process is in. It serves the pod guard: a goroutine in an
 // executor's JVM that keeps native memory below the container's limit.
 //
+// The kernel kills when the group's charged memory reaches its limit and
+// reclaim cannot free enough; without swap it can free only clean page
+// cache. So a Reading carries the limit, the usage (page cache included)
+// and the part of it the kernel cannot drop (Unreclaimable: anonymous,
+// shared, dirty and under-writeback pages, kernel stacks and socket
+// buffers). A spill file that has been written is clean page cache: it
+// raises Usage and never Unreclaimable.
+//
 // Both hierarchies are read: cgroup v1's memory controller, which wins on a
 // hybrid host, and cgroup v2. Locate finds the group once from
 // /proc/self/cgroup and /proc/self/mountinfo, which also places it
@@ -10,9 +18,11 @@
 //
 // # Where each job lives
 //
-//	cgroup.go          ReadFunc, Version, Group
+//	cgroup.go          ReadFunc, Version, Group, ErrMalformed
 //	locate.go          Locate, LocateProc: /proc/<pid>/cgroup and
 //	                   mountinfo to the group's directory and, on v2, the
 //	                   directories whose memory.max count
+//	read.go            Reading, Group.Read: the files of each version and
+//	                   their parsing into one Reading
 //	parse.go           allocation-free parsing of the kernel's text files
 package cgroup
