@@ -1,6 +1,8 @@
 // Package cgroup reads what the Linux kernel's OOM killer acts on for the
 // memory cgroup a process is in. It serves the pod guard: a goroutine in an
-// executor's JVM that keeps native memory below the container's limit.
+// executor's JVM that keeps native memory below the container's limit,
+// sampling every few tens of milliseconds when memory is tight, so a
+// sample is a handful of positioned reads and no allocation (Sampler).
 //
 // The kernel kills when the group's charged memory reaches its limit and
 // reclaim cannot free enough; without swap it can free only clean page
@@ -25,4 +27,7 @@
 //	read.go            Reading, Group.Read: the files of each version and
 //	                   their parsing into one Reading
 //	parse.go           allocation-free parsing of the kernel's text files
+//	sampler.go         Sampler: a Group's files kept open, one buffer
+//	sampler_unix.go    the positioned read a Sampler takes a file with
+//	sampler_other.go   the same read where there is no pread
 package cgroup

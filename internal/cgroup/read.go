@@ -113,7 +113,7 @@ func (g Group) files() []groupFile {
 // memory.stat) is an error wrapping read's, so errors.Is(err,
 // fs.ErrNotExist) tells a caller to fall back (the v2 root cgroup has no
 // memory.current); essential content that makes no sense wraps
-// ErrMalformed.
+// ErrMalformed. A Sampler takes the same sample with the files kept open.
 func (g Group) Read(read ReadFunc) (Reading, error) {
 	files := g.files()
 	if files == nil {
