@@ -16,7 +16,9 @@
 // hybrid host, and cgroup v2. Locate finds the group once from
 // /proc/self/cgroup and /proc/self/mountinfo, which also places it
 // correctly inside a cgroup namespace or a bind mount. Every file is read
-// through a ReadFunc, so the parsers run on fixture files in tests.
+// through a ReadFunc, so the parsers run on fixture files in tests. Where
+// there is no cgroup, ProcessResident splits the process's own resident
+// memory the same way.
 //
 // # Where each job lives
 //
@@ -30,4 +32,6 @@
 //	sampler.go         Sampler: a Group's files kept open, one buffer
 //	sampler_unix.go    the positioned read a Sampler takes a file with
 //	sampler_other.go   the same read where there is no pread
+//	resident.go        ProcessResident, ProcessResidentProc:
+//	                   /proc/<pid>/status's RssAnon + RssShmem
 package cgroup
