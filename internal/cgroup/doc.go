@@ -1,8 +1,9 @@
 // Package cgroup reads what the Linux kernel's OOM killer acts on for the
-// memory cgroup a process is in. It serves the pod guard: a goroutine in an
-// executor's JVM that keeps native memory below the container's limit,
-// sampling every few tens of milliseconds when memory is tight, so a
-// sample is a handful of positioned reads and no allocation (Sampler).
+// memory cgroup a process is in, and wakes a watcher when memory gets
+// tight. It serves the pod guard: a goroutine in an executor's JVM that
+// keeps native memory below the container's limit, sampling every few tens
+// of milliseconds when memory is tight, so a sample is a handful of
+// positioned reads and no allocation (Sampler).
 //
 // The kernel kills when the group's charged memory reaches its limit and
 // reclaim cannot free enough; without swap it can free only clean page
@@ -20,6 +21,13 @@
 // there is no cgroup, ProcessResident splits the process's own resident
 // memory the same way.
 //
+// The wake-ups are Linux's: a v1 usage threshold (an eventfd registered
+// through cgroup.event_control) and a v2 PSI trigger on memory.pressure.
+// Either one only says "sample now"; where neither is available the error
+// wraps errors.ErrUnsupported and the watcher samples at a fixed pace. The
+// package is pure Go and builds with CGO_ENABLED=0; elsewhere than Linux
+// the wake-ups return that error.
+//
 // # Where each job lives
 //
 //	cgroup.go          ReadFunc, Version, Group, ErrMalformed
@@ -34,4 +42,8 @@
 //	sampler_other.go   the same read where there is no pread
 //	resident.go        ProcessResident, ProcessResidentProc:
 //	                   /proc/<pid>/status's RssAnon + RssShmem
+//	watch.go           Watch: the channel and the idempotent Close
+//	notify_linux.go    NotifyAbove (v1 threshold eventfd), NotifyPressure
+//	                   (v2 PSI trigger), the polling goroutine
+//	notify_other.go    both wake-ups as unsupported elsewhere than Linux
 package cgroup
