@@ -46,4 +46,13 @@
 //	notify_linux.go    NotifyAbove (v1 threshold eventfd), NotifyPressure
 //	                   (v2 PSI trigger), the polling goroutine
 //	notify_other.go    both wake-ups as unsupported elsewhere than Linux
+//
+// # Tests
+//
+// Most tests read fixture trees, maps of file name to content copied from
+// real kernels' formats (fixtures_test.go). real_linux_test.go runs against
+// the kernel: as root with a writable v1 memory controller it creates
+// cgroups, moves a helper process (the test binary run again) into them
+// and checks what Read and the wake-ups report as the helper allocates,
+// spills and is OOM-killed; without those it is skipped.
 package cgroup
