@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -62,6 +63,10 @@ func TestProcessResidentSeesThisProcessTouchMemory(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("/proc/self/status is Linux's")
 	}
+	// Return free heap pages to the kernel first, so the buffer below takes
+	// fresh ones (a previous run's buffer would otherwise be reused
+	// resident).
+	debug.FreeOSMemory()
 	before, err := ProcessResident(os.ReadFile)
 	require.NoError(t, err)
 	b := make([]byte, 32*mib)
