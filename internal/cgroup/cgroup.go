@@ -57,9 +57,10 @@ type Group struct {
 	LimitDirs []string
 }
 
-// ErrMalformed is wrapped by Read's error when an essential file is present
-// but does not hold the figure it must (memory usage not a number,
-// memory.stat without the anonymous-memory figure): the kernel is not one
-// this package knows, and the caller should fall back as for a missing
-// file.
+// ErrMalformed is wrapped by the errors of Read, Sampler.Read and
+// ProcessResident when an essential file is present but does not hold the
+// figure it must (memory usage not a number, memory.stat without the
+// anonymous-memory figure, a status without RssAnon or VmRSS): the kernel
+// is not one this package knows, and the caller should fall back as for a
+// missing file.
 var ErrMalformed = errors.New("cgroup: malformed file")

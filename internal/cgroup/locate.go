@@ -38,7 +38,8 @@ func Locate(read ReadFunc) (g Group, ok bool, err error) {
 // ok is false, with no error, when the process has no memory cgroup that
 // can be read: no proc/cgroup (not Linux, no /proc), no memory controller
 // in either hierarchy, or no mount of it that holds the process's group.
-// An error is returned only when a file that exists cannot be read.
+// An error is returned when a file cannot be read for another reason than
+// its absence, or when mountinfo is absent while proc/cgroup names a group.
 func LocateProc(read ReadFunc, proc string) (g Group, ok bool, err error) {
 	cg, err := read(proc + "/cgroup")
 	if err != nil {

@@ -19,6 +19,9 @@ type Reading struct {
 	// Usage is what the kernel charges to the group (v2 memory.current,
 	// v1 memory.usage_in_bytes). It includes page cache, which the kernel
 	// drops before it kills, so Usage reaching Limit is not yet an OOM.
+	// It is what the limit is held against, charged ahead in per-CPU
+	// batches of 64 pages, so it can run up to 256 KiB per CPU above the
+	// pages in use.
 	Usage int64
 	// Unreclaimable is what the kernel cannot drop to avoid an OOM kill,
 	// with no swap: anonymous memory, shared memory (tmpfs, shm), dirty
