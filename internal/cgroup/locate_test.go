@@ -150,7 +150,7 @@ func TestLocateProcReadsTheGivenProcess(t *testing.T) {
 	assert.Equal(t, "/sys/fs/cgroup/memory/np-cgtest-1", g.Dir)
 }
 
-func TestLocateErrsOnlyWhenAFileThatExistsCannotBeRead(t *testing.T) {
+func TestLocateErrsWhenAFileCannotBeRead(t *testing.T) {
 	denied := errors.New("permission denied")
 	t.Run("mountinfo missing while cgroup lists a memory controller", func(t *testing.T) {
 		_, ok, err := Locate(v1Exec().without("/proc/self/mountinfo").reader())
