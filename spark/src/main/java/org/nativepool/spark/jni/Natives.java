@@ -1,19 +1,21 @@
 package org.nativepool.spark.jni;
 
+import java.util.List;
+
 /**
  * The binding: every native method of {@code libnativepool.so}, exactly as {@code jni/API.md} lists
  * them (the JNI symbols are {@code Java_org_nativepool_spark_jni_Natives_<name>0}), but the two
  * that load it, {@code version0} and {@code init0}, which {@link LibraryLoader} declares.
  *
  * <p>The natives themselves ({@code name0}) are package-private. The rest of the plugin calls the
- * public methods of the same name without the {@code 0}: each is the native, with the library loaded
- * first where a caller may be the first to cross ({@link #processStats()} and the other
+ * public methods of the same name without the {@code 0}: each is the native, with the library
+ * loaded first where a caller may be the first to cross ({@link #processStats()} and the other
  * process-wide reads and settings). They take raw handles and validate nothing: the layers above
  * ({@code org.nativepool.spark.memory}) validate sizes and guard handles against a concurrent close
  * before they cross. The Go side validates again and throws {@code IllegalArgumentException} (bad
  * size, forged or wrong-type handle) or {@code IllegalStateException} (closed or stale handle); a
- * Java exception thrown inside an upcall comes back out unchanged, and a Go panic arrives as
- * {@code RuntimeException("nativepool: panic: …")}.
+ * Java exception thrown inside an upcall comes back out unchanged, and a Go panic arrives as {@code
+ * RuntimeException("nativepool: panic: …")}.
  *
  * <p>Handles are opaque, never 0, and generation-checked on the Go side: a stale or forged value is
  * rejected, never dereferenced.
@@ -95,6 +97,11 @@ public final class Natives {
   static native String recentLeaks0();
 
   static native String liveNative0(int max);
+
+  static native void configureGuard0(
+      boolean enabled, long reserve, long limit, boolean limitExplicit);
+
+  static native String guardEpisodes0();
 
   // ---- task pools and reservations ----
 
@@ -182,7 +189,9 @@ public final class Natives {
 
   // ---- process-wide ----
 
-  /** The process-wide figures of the Go side ({@link ProcessStat}), loading the library if needed. */
+  /**
+   * The process-wide figures of the Go side ({@link ProcessStat}), loading the library if needed.
+   */
   public static ProcessStats processStats() {
     ensureLoaded();
     return new ProcessStats(processStats0());
@@ -284,5 +293,28 @@ public final class Natives {
   public static String liveNative(int max) {
     ensureLoaded();
     return liveNative0(max);
+  }
+
+  // ---- the pod guard (jni/API.md "configureGuard0") ----
+
+  /**
+   * Starts the pod guard, replacing the one running (whose ballast goes back to Spark); {@code
+   * enabled} false only stops it. It keeps the memory cgroup's limit where there is one, else
+   * {@code limit} (> 0) against the process's resident memory, else it stands by; with {@code
+   * limitExplicit} the tighter of the cgroup's and {@code limit}. {@code reserve} 0: 2% of the
+   * limit, at least 32 MiB.
+   *
+   * @throws IllegalArgumentException for a negative reserve or limit; nothing changes
+   */
+  public static void configureGuard(
+      boolean enabled, long reserve, long limit, boolean limitExplicit) {
+    ensureLoaded();
+    configureGuard0(enabled, reserve, limit, limitExplicit);
+  }
+
+  /** The pod guard's last episodes (at most 32), oldest first; empty when no guard runs. */
+  public static List<GuardEpisode> guardEpisodes() {
+    ensureLoaded();
+    return GuardEpisode.parse(guardEpisodes0());
   }
 }
