@@ -99,42 +99,37 @@ func (d *denyAll) Admit(n int64) error {
 	return errors.New("the pod guard keeps 32.0 MiB of headroom")
 }
 
-// The process-wide Admission refuses only what a spillable consumer holding
-// at least a chunk would borrow from upstream: its refusal is a spill signal
-// (ErrResourcesExhausted naming the reason), and upstream never hears of the
-// request. A consumer holding less (it has too little to spill for a
-// refusal to help), a grow the slack covers, an unspillable consumer's
-// TryGrow (which has no way to spill, so a refusal would fail its task) and
-// Grow (which cannot fail) are never refused by it.
-func TestUnifiedAdmissionRefusesOnlyWhatASpillableConsumerBorrows(t *testing.T) {
+// The process-wide Admission is asked only for what a TryGrow borrows from
+// upstream: its refusal fails the TryGrow with ErrResourcesExhausted naming
+// the reason, and upstream never hears of the request. A grow the slack
+// covers and Grow (which cannot fail) never ask it.
+func TestUnifiedAdmissionIsAskedOnlyForWhatATryGrowBorrows(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
 			up := fakeupstream.New()
 			deny := &denyAll{}
 			p := unified(t, kind, up, 1<<30, pool.WithChunkSize(1<<20), pool.WithAdmission(deny))
-			spill := pool.NewConsumer("sorter").WithCanSpill(true).Register(p)
+			sorter := pool.NewConsumer("sorter").WithCanSpill(true).Register(p)
 			fixed := pool.NewConsumer("arrow-java").Register(p)
-			defer spill.Close()
+			defer sorter.Close()
 			defer fixed.Close()
 
-			require.NoError(t, spill.TryGrow(1<<20-10), "holding less than a chunk: not consulted")
-			assert.Zero(t, deny.calls)
-			require.NoError(t, spill.TryGrow(10), "covered by slack: no borrow, no check")
-			asks := len(up.Asks())
-
-			err := spill.TryGrow(4 << 20)
+			err := sorter.TryGrow(4 << 20)
 			require.ErrorIs(t, err, pool.ErrResourcesExhausted)
 			assert.Contains(t, err.Error(), "Failed to acquire 4194304 bytes for sorter")
 			assert.Contains(t, err.Error(), "the pod guard keeps 32.0 MiB of headroom")
-			assert.Len(t, up.Asks(), asks, "upstream never heard of it")
+			assert.Empty(t, up.Asks(), "upstream never heard of it")
 			assert.Equal(t, int64(1), p.Stats().AdmissionRefusals)
-			assert.Equal(t, int64(1<<20), spill.Size())
+			assert.Equal(t, int64(0), sorter.Size())
+			require.ErrorIs(t, fixed.TryGrow(1), pool.ErrResourcesExhausted)
 
-			require.NoError(t, fixed.TryGrow(2<<20), "an unspillable consumer is not refused")
-			spill.Grow(3 << 20) // Grow cannot fail
-			assert.Equal(t, int64(4<<20), spill.Size())
-			requireUnifiedInvariants(t, p, up.Held(), 1<<20, spill, fixed)
-			assert.Equal(t, int64(1), p.Stats().AdmissionRefusals)
+			sorter.Grow(1<<20 - 10) // Grow cannot fail; it borrows a whole chunk, 10 bytes of slack
+			assert.Equal(t, int64(1<<20-10), sorter.Size())
+			calls := deny.calls
+			require.NoError(t, sorter.TryGrow(10), "covered by slack: no borrow, no question")
+			assert.Equal(t, calls, deny.calls)
+			requireUnifiedInvariants(t, p, up.Held(), 1<<20, sorter, fixed)
+			assert.Equal(t, int64(2), p.Stats().AdmissionRefusals)
 		})
 	}
 }

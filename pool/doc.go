@@ -111,11 +111,9 @@
 //
 // Upstream (Spark's per-task budget) knows nothing of the memory the rest of
 // the process takes. A unified pool may be given an Admission
-// (WithAdmission; the pod guard is one) that it asks before borrowing from
-// upstream for a spillable consumer holding at least a chunk: a refusal is
-// an ErrResourcesExhausted the consumer answers by spilling. A grow covered
-// by slack, Grow, an unspillable consumer and one holding less than a chunk
-// are never refused by it: they could not spill in answer.
+// (WithAdmission; the pod guard is one) that it asks before a TryGrow
+// borrows from upstream; it may make the borrow wait while the process
+// makes room. A grow covered by slack and Grow never ask it.
 //
 // ReclaimToBallast is Reclaim for a process short of memory: what the
 // consumers free stays held from upstream as ballast, so upstream cannot

@@ -40,23 +40,23 @@ func WithName(name string) UnifiedOption {
 	return func(c *unifiedConfig) { c.name = name }
 }
 
-// Admission decides whether a unified pool may borrow more from upstream
-// for a spillable consumer: a check of the memory the whole process may
-// still take (the pod guard's headroom under the container's limit), which
-// upstream (Spark's per-task budget) does not know about. A refusal makes
-// the consumer's TryGrow fail, so the consumer spills before the kernel
-// would kill the process.
+// Admission decides whether a unified pool may borrow more from upstream: a
+// check of the memory the whole process may still take (the pod guard's
+// headroom under the container's limit), which upstream (Spark's per-task
+// budget) does not know about.
 //
-// It is consulted only on the slow path, for the bytes a TryGrow asks of
-// upstream (a grow its slack covers costs nothing more), and only for
-// consumers that can spill: an unspillable consumer's refusal would fail its
-// task, and Grow cannot fail. It is called without the pool's lock, may run
-// concurrently on many goroutines, must not call back into the pool, and
-// should be cheap (a read of a cached figure): it sits on the path of every
-// chunk a pool borrows.
+// It is consulted on TryGrow's slow path only, for the bytes a TryGrow asks
+// of upstream (a grow its slack covers costs nothing more; Grow, which
+// cannot fail, never asks). It is called without the pool's lock, may run
+// concurrently on many goroutines, and must not call back into this pool
+// on the calling goroutine. It may block while the process makes room (the
+// pod guard spills native consumers meanwhile, possibly this pool's, from
+// another goroutine); it should answer at once when there is room, since it
+// sits on the path of every chunk a pool borrows.
 type Admission interface {
-	// Admit returns nil if n more bytes may be borrowed, else why not (the
-	// refusal's text carries it; it need not wrap anything).
+	// Admit returns nil when n more bytes may be borrowed, else why not:
+	// the TryGrow then fails with ErrResourcesExhausted, its text carrying
+	// the reason.
 	Admit(n int64) error
 }
 

@@ -248,10 +248,6 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64) error {
 	debt := p.mu.overcommit
 	uncovered := n - p.slackLocked()
 	need := uncovered + debt
-	// The process-wide Admission applies to a spillable consumer that
-	// holds at least a chunk: one holding less has too little to spill for
-	// a refusal to help, and refusing it would fail its task instead.
-	consult := p.admission != nil && e.c.CanSpill() && e.bytes-e.trying >= p.chunkLocked()
 	// The bytes count against the pool's limits from now until the grow
 	// settles, so concurrent admissions see them.
 	p.addLocked(e, n)
@@ -272,10 +268,10 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64) error {
 			p.mu.Unlock()
 		}
 	}()
-	// The process-wide check first: a refusal here is one the consumer
-	// answers by spilling.
+	// The process-wide check first (it may wait while the process makes
+	// room; a refusal fails the TryGrow as upstream's would).
 	var refused error
-	if consult {
+	if p.admission != nil {
 		refused = p.admission.Admit(ask)
 	}
 	var got int64

@@ -30,6 +30,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -100,10 +101,17 @@ var known = []struct{ col, legend string }{
 	{"held", "held from upstream"},
 	{"reserved", "reserved (pool)"},
 	{"allocated", "allocated (Arrow buffers)"},
+	{"burst", "outside any accounting (burst)"},
+	{"ballast", "ballast (pod guard)"},
 }
 
+// optional are known columns drawn only when some sample is not 0: the
+// demo writes them always, and they matter only in a run with a burst.
+var optional = map[string]bool{"burst": true, "ballast": true}
+
 // readSamples parses the CSV. t_ms is required and so are reserved,
-// allocated and rss; held is drawn if present; other columns are ignored.
+// allocated and rss; held is drawn if present, burst and ballast if present
+// and not all 0; other columns are ignored.
 // It fails on a missing column, a malformed number or no samples.
 func readSamples(r io.Reader) (*samples, error) {
 	cr := csv.NewReader(r)
@@ -150,6 +158,9 @@ func readSamples(r io.Reader) (*samples, error) {
 	if len(s.t) == 0 {
 		return nil, errors.New("no samples after the header")
 	}
+	s.series = slices.DeleteFunc(s.series, func(x series) bool {
+		return optional[x.name] && !slices.ContainsFunc(x.values, func(v float64) bool { return v != 0 })
+	})
 	return s, nil
 }
 
@@ -179,6 +190,8 @@ func render(s *samples, title, out string, labels map[string]string) error {
 		"held":      color.RGBA{R: 150, G: 150, B: 150, A: 255},
 		"reserved":  color.RGBA{R: 40, G: 90, B: 200, A: 255},
 		"allocated": color.RGBA{R: 40, G: 160, B: 80, A: 255},
+		"burst":     color.RGBA{R: 230, G: 140, B: 20, A: 255},
+		"ballast":   color.RGBA{R: 140, G: 60, B: 170, A: 255},
 	}
 	for _, k := range known {
 		for _, sr := range s.series {

@@ -97,3 +97,25 @@ func TestNiceTicksLabelDecimalStepsWithoutRoundingNoise(t *testing.T) {
 	}
 	require.Equal(t, []string{"0.0", "0.1", "0.2", "0.3", "0.4", "0.5"}, labels)
 }
+
+// The burst and ballast columns are drawn when some sample is not 0, and
+// left out when every sample is.
+func TestBurstAndBallastAreDrawnOnlyWhenTheyHappened(t *testing.T) {
+	quiet := "t_ms,reserved,allocated,rss,held,burst,ballast\n0,1,1,1,1,0,0\n50,2,2,2,2,0,0\n"
+	s, err := readSamples(strings.NewReader(quiet))
+	require.NoError(t, err)
+	var names []string
+	for _, x := range s.series {
+		names = append(names, x.name)
+	}
+	assert.Equal(t, []string{"rss", "held", "reserved", "allocated"}, names)
+
+	burst := "t_ms,reserved,allocated,rss,held,burst,ballast\n0,1,1,1,1,0,0\n50,2,2,2,2,4194304,2097152\n"
+	s, err = readSamples(strings.NewReader(burst))
+	require.NoError(t, err)
+	names = names[:0]
+	for _, x := range s.series {
+		names = append(names, x.name)
+	}
+	assert.Equal(t, []string{"rss", "held", "reserved", "allocated", "burst", "ballast"}, names)
+}

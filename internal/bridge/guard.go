@@ -108,6 +108,7 @@ func (b *Bridge) startGuard(src *guardSource, reserve int64, notify func(limit, 
 	g := guard.New(guard.Config{Reserve: reserve}, src, guardNative{b}, guard.Runtime{
 		FreeOSMemory: b.freeOSMemory,
 		MallocTrim:   b.rts.rt.MallocTrim,
+		Writeback:    b.rts.rt.Writeback,
 	}, nil, b.logger)
 	rg := &runningGuard{g: g, src: src, stopWake: make(chan struct{}), wakeDone: make(chan struct{})}
 	if limit > 0 && notify != nil {
@@ -309,7 +310,8 @@ func (s *guardSource) Read() (guard.Sample, error) {
 	case sm != nil && err != nil:
 		return smp, err
 	case sm != nil && r.Limit >= 0:
-		smp.Limit, smp.Unreclaimable = r.Limit, r.Unreclaimable
+		smp.Limit, smp.Unreclaimable = r.Limit, unreclaimable(r)
+		smp.Dirty = max(r.Dirty, 0) + max(r.Writeback, 0)
 		if s.settings.LimitExplicit && s.settings.Limit > 0 && s.settings.Limit < smp.Limit {
 			smp.Limit = s.settings.Limit
 		}
@@ -323,6 +325,22 @@ func (s *guardSource) Read() (guard.Sample, error) {
 	smp.Native = s.b.nativeResident()
 	smp.Held, smp.Ballast = s.b.heldAndBallast()
 	return smp, nil
+}
+
+// unreclaimable is what the group holds that the kernel cannot drop: the
+// memory.stat sum (anonymous, shared, dirty and writeback pages), or, when
+// larger, the group's usage less its clean page cache. The second also
+// counts kernel memory charged to the group (the slab of spill files'
+// inodes and dentries, page tables, socket buffers on v1), which
+// memory.stat does not list on v1 and which the OOM killer counts all the
+// same.
+func unreclaimable(r cgroup.Reading) int64 {
+	u := r.Unreclaimable
+	if r.Usage >= 0 && r.File >= 0 {
+		clean := max(0, r.File-max(r.Shmem, 0)-max(r.Dirty, 0)-max(r.Writeback, 0))
+		u = max(u, r.Usage-clean)
+	}
+	return u
 }
 
 // nativeResident is the memory the native side owns now: what the Go

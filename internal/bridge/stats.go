@@ -167,7 +167,8 @@ const (
 	PStatGuardSpilledBytes
 	PStatGuardReleasedBytes
 	PStatGuardReactionMicros
-	PStatGuardRefusals
+	PStatGuardWaits
+	PStatGuardAdmittedShort
 	PStatGuardWakes
 	PStatCount // length of the array
 )
@@ -215,7 +216,8 @@ var processStatFields = [PStatCount]statField[ProcessStats]{
 	PStatGuardSpilledBytes:   {"GUARD_SPILLED_BYTES", "guardSpilledBytes", "Bytes native consumers spilled for the guard, cumulative.", func(s ProcessStats) int64 { return s.Guard.Spilled }},
 	PStatGuardReleasedBytes:  {"GUARD_RELEASED_BYTES", "guardReleasedBytes", "Ballast handed back to Spark once the headroom was back, cumulative.", func(s ProcessStats) int64 { return s.Guard.Released }},
 	PStatGuardReactionMicros: {"GUARD_REACTION_MICROS", "guardReactionMicros", "The last episode's reaction time: from the sample that saw the headroom under the reserve to the first native spill that freed memory, in microseconds; -1 = none yet.", func(s ProcessStats) int64 { return micros(s.Guard.LastReaction) }},
-	PStatGuardRefusals:       {"GUARD_REFUSALS", "guardRefusals", "Native borrows the guard refused (a spill signal to the consumer: its TryGrow failed), cumulative.", func(s ProcessStats) int64 { return s.Guard.AdmissionRefusals }},
+	PStatGuardWaits:          {"GUARD_WAITS", "guardWaits", "Native borrows that waited for the guard to make room (they would have eaten into the reserve), cumulative.", func(s ProcessStats) int64 { return s.Guard.AdmissionWaits }},
+	PStatGuardAdmittedShort:  {"GUARD_ADMITTED_SHORT", "guardAdmittedShort", "Of those, the borrows admitted when their wait ran out with the reserve still short (nothing native was left to give in time), cumulative.", func(s ProcessStats) int64 { return s.Guard.AdmittedShort }},
 	PStatGuardWakes:          {"GUARD_WAKES", "guardWakes", "Times the kernel's memory notifications woke the guard before its next sample, cumulative.", func(s ProcessStats) int64 { return s.Guard.Wakes }},
 }
 

@@ -11,18 +11,20 @@
 //     memory it cannot reclaim; clean page cache never counts), more often
 //     as the headroom shrinks, and earlier when the kernel notifies.
 //   - Admission (Guard.Admit, a pool.Admission on every task pool): a
-//     spillable consumer's borrow from Spark is refused when native memory's
-//     claim plus everything resident outside it would eat into the reserve,
-//     so engines spill before the kernel would kill.
+//     borrow from Spark that would take native memory's footprint, plus
+//     everything resident outside it, into the reserve waits while the guard
+//     makes room, so native memory grows only into memory the process has.
+//     It is never refused: a refusal would fail the task of a consumer that
+//     cannot spill at that moment.
 //   - Reaction: when the headroom falls under the reserve (a burst outside
 //     native memory), native consumers spill across every task pool,
 //     largest first, and the bytes they free stay with their pools as
 //     ballast, kept from Spark's other consumers while the pressure lasts;
 //     then the Go runtime's idle heap goes back, then the C allocator's free
 //     memory. The ballast goes back to Spark once the headroom is back.
-//   - It never fails anything: a refusal is a spill signal, Grow still
-//     overcommits, and when nothing native is left to give it says so once
-//     per episode and leaves the decision to the kernel.
+//   - It never fails anything: a borrow waits at most Config.AdmitWait, Grow
+//     still overcommits, and when nothing native is left to give it says so
+//     once per episode and leaves the decision to the kernel.
 //   - Every stretch of short headroom is an Episode: when it started and
 //     ended, the figures, who spilled what, the reaction time.
 //

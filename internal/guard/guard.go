@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/timandy/routine"
+
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -44,6 +46,10 @@ type Runtime struct {
 	FreeOSMemory func() int64
 	// MallocTrim returns the C allocator's free memory to the OS.
 	MallocTrim func()
+	// Writeback writes dirty file pages to disk and returns when they are
+	// (sync): spill files become clean page cache, which the kernel may
+	// drop. It runs on a goroutine of its own, one at a time.
+	Writeback func()
 }
 
 // Clock is the guard's time: the real one in production, a fake in tests.
@@ -63,7 +69,8 @@ func (RealClock) Now() time.Time { return time.Now() }
 func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Episode is one stretch of time with less headroom than the reserve: from
-// the sample that saw it to the one that saw the reserve free again.
+// the sample that saw it to the one that saw the headroom back where
+// admission keeps it (a reserve and a half).
 type Episode struct {
 	// ID numbers episodes from 1 in the guard's life.
 	ID int64
@@ -82,9 +89,10 @@ type Episode struct {
 	Spilled int64
 	Spills  []Spill
 	// GoFreed is idle Go heap returned to the OS; Trims the calls to the C
-	// allocator's trim.
-	GoFreed int64
-	Trims   int
+	// allocator's trim; Writebacks the writebacks of dirty pages started.
+	GoFreed    int64
+	Trims      int
+	Writebacks int
 	// Reaction is the time from Start to the first native spill that freed
 	// something; -1 if none did.
 	Reaction time.Duration
@@ -112,15 +120,18 @@ type Stats struct {
 	// (the first three -1 while inactive); Reserve as configured.
 	Limit, Unreclaimable, Headroom, Reserve, Ballast int64
 	// Episodes counts episodes started; Spilled the bytes native consumers
-	// gave up to ballast; Released the ballast handed back to Spark.
-	Episodes, Spilled, Released int64
+	// gave up to ballast, SpilledForBorrows the part of it spilled to make
+	// room for waiting borrows (outside episodes); Released the ballast
+	// handed back to Spark.
+	Episodes, Spilled, SpilledForBorrows, Released int64
 	// LastReaction is the last episode's reaction time (-1 if none).
 	LastReaction time.Duration
 	// Samples counts samples taken; Wakes the notifications that woke the
 	// guard early.
 	Samples, Wakes int64
-	// AdmissionRefusals counts borrows Admit refused.
-	AdmissionRefusals int64
+	// AdmissionWaits counts borrows that had to wait for room; AdmittedShort
+	// those admitted when their wait ran out with the reserve still short.
+	AdmissionWaits, AdmittedShort int64
 }
 
 // keptEpisodes is how many past episodes the guard keeps for Episodes.
@@ -131,17 +142,18 @@ const keptEpisodes = 32
 const returnInterval = 100 * time.Millisecond
 
 // Guard keeps native memory under what the process may use: it samples the
-// memory group, refuses native borrows that would eat into the reserve
-// (Admit, a pool.Admission), and when the headroom falls under the reserve
+// memory group, holds back native borrows that would eat into the reserve
+// until it has made room (Admit, a pool.Admission), and when the headroom
+// falls under the reserve
 // it makes native memory give way: spills to ballast across every task
 // pool, then the Go runtime's idle heap, then the C allocator's free memory.
 // The ballast goes back to Spark once the headroom is back.
 //
 // A Guard is safe for concurrent use: Admit runs on the pools' goroutines,
 // Wake on a notifier's, and one goroutine (Start, or a test calling Step)
-// drives the rest. It never fails anything by itself: a refusal is a spill
-// signal, and when nothing native is left to give it says so once per
-// episode and leaves the decision to the kernel.
+// drives the rest. It never fails anything by itself: a borrow waits at most
+// Config.AdmitWait, and when nothing native is left to give it says so once
+// per episode and leaves the decision to the kernel.
 type Guard struct {
 	cfg    Config
 	src    Source
@@ -153,9 +165,29 @@ type Guard struct {
 	latest  atomic.Pointer[Sample]
 	pending atomic.Int64 // bytes admitted since latest was read
 	wake    chan struct{}
-	refused atomic.Int64
+	waits   atomic.Int64
+	short   atomic.Int64
 	samples atomic.Int64
+	// roomMade is the bytes spilled for waiting borrows.
+	roomMade atomic.Int64
 	wakes   atomic.Int64
+	// next is closed when the next sample is published (and replaced):
+	// what waiting borrows wait on.
+	next struct {
+		sync.Mutex
+		ch chan struct{}
+	}
+	// stepping is the goroutine running Step (0: none): a borrow made on it
+	// (a spill for the guard growing its pool) cannot wait for the guard.
+	stepping atomic.Uint64
+	// exhausted says that the last reaction found nothing native to give:
+	// a waiting borrow then has nothing to wait for.
+	exhausted atomic.Bool
+	// waiting is the bytes of the borrows waiting for room: a step makes
+	// room for them.
+	waiting atomic.Int64
+	// writing says that a writeback of dirty pages runs.
+	writing atomic.Bool
 
 	// The driving goroutine's state, and what Stats and Episodes read.
 	mu struct {
@@ -194,29 +226,76 @@ func New(cfg Config, src Source, native Native, rt Runtime, clock Clock, logger 
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	g.mu.calm = -1
+	g.next.ch = make(chan struct{})
 	return g
+}
+
+// nextSample returns a channel closed when the next sample is published.
+func (g *Guard) nextSample() <-chan struct{} {
+	g.next.Lock()
+	defer g.next.Unlock()
+	return g.next.ch
+}
+
+// published wakes the borrows waiting for a sample.
+func (g *Guard) published() {
+	g.next.Lock()
+	close(g.next.ch)
+	g.next.ch = make(chan struct{})
+	g.next.Unlock()
 }
 
 var _ pool.Admission = (*Guard)(nil)
 
-// Admit implements pool.Admission: a native borrow of n bytes is refused
-// when the native side's claim after it, plus what is resident outside
-// native memory as of the latest sample, would eat into the reserve. Bytes
-// admitted since that sample count too, so a burst of borrows between two
-// samples cannot all pass. Before the first sample, and without a limit,
-// everything is admitted.
+// Admit implements pool.Admission: a native borrow of n bytes is admitted
+// at once while native memory's footprint after it, plus what is resident
+// outside native memory as of the latest sample, leaves the reserve free.
+// Bytes admitted since that sample count too, so a burst of borrows between
+// two samples cannot all pass. Otherwise the borrow waits: the guard is
+// woken to react (native consumers spill, the borrower's included, largest
+// first), and the borrow is admitted at the first sample that has room for
+// it, or when Config.AdmitWait runs out — it is never refused, since a
+// refusal fails the task of a consumer that cannot spill at that moment (a
+// sort merging its runs), and the guard never fails a task. Before the
+// first sample, without a limit, and on the guard's own goroutine (a
+// spill for the guard that grows its pool), everything is admitted at once.
 func (g *Guard) Admit(n int64) error {
-	s := g.latest.Load()
-	if s == nil {
-		return nil
-	}
-	pending := g.pending.Add(n)
-	if err := g.cfg.Admit(*s, pending-n, n); err != nil {
+	var deadline <-chan time.Time
+	for {
+		next := g.nextSample() // before the check: a sample published after it wakes us
+		s := g.latest.Load()
+		if s == nil {
+			return nil
+		}
+		pending := g.pending.Add(n)
+		if g.cfg.Admit(*s, pending-n, n) == nil {
+			return nil
+		}
+		// No room. Nothing to wait for on the guard's own goroutine, or when
+		// its last reaction found nothing native to give.
+		if g.stepping.Load() == routine.Goid() || (deadline != nil && g.exhausted.Load()) {
+			g.short.Add(1)
+			return nil // still counted in pending
+		}
 		g.pending.Add(-n)
-		g.refused.Add(1)
-		return err
+		if deadline == nil {
+			g.waits.Add(1)
+			g.waiting.Add(n)
+			defer g.waiting.Add(-n)
+			deadline = g.clock.After(g.cfg.admitWait())
+			g.Wake()
+		}
+		select {
+		case <-next:
+		case <-deadline:
+			g.short.Add(1)
+			g.pending.Add(n)
+			return nil
+		case <-g.stop:
+			g.pending.Add(n)
+			return nil
+		}
 	}
-	return nil
 }
 
 // Wake makes the driving goroutine sample now (a memory notification came).
@@ -263,6 +342,8 @@ func (g *Guard) Stop() {
 // what a test calls with a fake clock and source. It returns the sample it
 // acted on (the last one it took).
 func (g *Guard) Step() Sample {
+	g.stepping.Store(routine.Goid())
+	defer g.stepping.Store(0)
 	s, ok := g.sample()
 	if !ok {
 		return Sample{Limit: -1}
@@ -270,9 +351,19 @@ func (g *Guard) Step() Sample {
 	if deficit := g.cfg.Deficit(s); deficit > 0 {
 		s = g.react(s, deficit)
 	} else {
-		g.endEpisode(s)
+		// An episode ends once the headroom is back where admission keeps
+		// it (a reserve and a half), so that a headroom hovering at the
+		// reserve is one episode, not many.
+		if s.Limit < 0 || s.Headroom() >= g.cfg.Reserve+g.cfg.band() {
+			g.endEpisode(s)
+		} else {
+			g.updateOpen(s)
+		}
+		if need := g.cfg.Shortfall(s, g.pending.Load()+g.waiting.Load()); need > 0 {
+			s = g.makeRoom(s, need)
+		}
 	}
-	if n := g.cfg.Releasable(s); n > 0 {
+	if n := g.cfg.Releasable(s); n > 0 && g.waiting.Load() == 0 {
 		released := g.native.ReleaseBallast(n)
 		if released > 0 {
 			g.mu.Lock()
@@ -294,41 +385,85 @@ func (g *Guard) sample() (Sample, bool) {
 	g.samples.Add(1)
 	g.latest.Store(&s)
 	g.pending.Store(0)
+	g.published()
 	return s, true
+}
+
+// gaveWay is what one giveWay did.
+type gaveWay struct {
+	at        time.Time // when the spills returned
+	freed     int64
+	spills    []Spill
+	goFreed   int64
+	trimmed   bool
+	wroteBack bool
+}
+
+// giveWay makes native memory give way for target bytes: native consumers
+// spill into ballast, then the runtimes give back what is free. It returns
+// the sample it took after (s if it could not take one).
+func (g *Guard) giveWay(s Sample, target int64) (Sample, gaveWay) {
+	var w gaveWay
+	// Dirty pages (spill files being written) count until they are on
+	// disk; start writing them, so that the kernel may drop them.
+	if g.rt.Writeback != nil && s.Dirty >= g.cfg.Reserve/4 && g.writing.CompareAndSwap(false, true) {
+		w.wroteBack = true
+		go func() {
+			defer g.writing.Store(false)
+			g.rt.Writeback()
+		}()
+	}
+	w.freed, w.spills = g.native.SpillToBallast(target)
+	w.at = g.clock.Now()
+	// What consumers freed leaves the process only when the runtimes give
+	// it back: the Go heap after a collection, malloc's arenas after a trim.
+	// Both run after every spill that freed something, and otherwise (the
+	// headroom still short, with garbage perhaps left) at most every
+	// returnInterval: a full collection is not free.
+	g.mu.Lock()
+	ret := w.freed > 0 || g.mu.lastReturn.IsZero() || w.at.Sub(g.mu.lastReturn) >= returnInterval
+	if ret {
+		g.mu.lastReturn = w.at
+	}
+	g.mu.spilled += w.freed
+	g.mu.Unlock()
+	if ret {
+		if g.rt.FreeOSMemory != nil {
+			w.goFreed = g.rt.FreeOSMemory()
+		}
+		if g.rt.MallocTrim != nil {
+			g.rt.MallocTrim()
+			w.trimmed = true
+		}
+	}
+	g.exhausted.Store(w.freed == 0)
+	after, ok := g.sample()
+	if !ok {
+		after = s
+	}
+	return after, w
+}
+
+// makeRoom makes native memory give way for need bytes that waiting
+// borrows lack, with the headroom over the reserve (no episode): the
+// largest consumers spill, the borrowers included, as a refused borrow
+// would have made its consumer spill.
+func (g *Guard) makeRoom(s Sample, need int64) Sample {
+	after, w := g.giveWay(s, need)
+	g.roomMade.Add(w.freed)
+	if w.freed > 0 {
+		g.logger.Debug("pod guard: native memory gave way for waiting borrows", "need", need,
+			"spilled", w.freed, "headroom", after.Headroom())
+	}
+	return after
 }
 
 // react makes native memory give way for deficit bytes during the episode
 // s belongs to (opening it if needed), and returns the sample it took after.
 func (g *Guard) react(s Sample, deficit int64) Sample {
 	g.openOrUpdate(s)
-	freed, spills := g.native.SpillToBallast(deficit)
-	now := g.clock.Now()
-	// What consumers freed leaves the process only when the runtimes give
-	// it back: the Go heap after a collection, malloc's arenas after a trim.
-	// Both run after every spill that freed something, and otherwise (the
-	// headroom still short, with garbage perhaps left) at most every
-	// returnInterval: a full collection is not free.
-	var goFreed int64
-	trimmed := false
-	g.mu.Lock()
-	ret := freed > 0 || g.mu.lastReturn.IsZero() || now.Sub(g.mu.lastReturn) >= returnInterval
-	if ret {
-		g.mu.lastReturn = now
-	}
-	g.mu.Unlock()
-	if ret {
-		if g.rt.FreeOSMemory != nil {
-			goFreed = g.rt.FreeOSMemory()
-		}
-		if g.rt.MallocTrim != nil {
-			g.rt.MallocTrim()
-			trimmed = true
-		}
-	}
-	after, ok := g.sample()
-	if !ok {
-		after = s
-	}
+	after, w := g.giveWay(s, deficit)
+	freed, spills, goFreed, trimmed, wroteBack, now := w.freed, w.spills, w.goFreed, w.trimmed, w.wroteBack, w.at
 	g.mu.Lock()
 	e := &g.mu.episodes[len(g.mu.episodes)-1]
 	if freed > 0 {
@@ -336,12 +471,14 @@ func (g *Guard) react(s Sample, deficit int64) Sample {
 			e.Reaction = now.Sub(e.Start)
 		}
 		e.Spilled += freed
-		g.mu.spilled += freed
 		e.Spills = mergeSpills(e.Spills, spills)
 	}
 	e.GoFreed += goFreed
 	if trimmed {
 		e.Trims++
+	}
+	if wroteBack {
+		e.Writebacks++
 	}
 	stillShort := g.cfg.Deficit(after) > 0
 	nothing := freed == 0 && stillShort
@@ -396,8 +533,20 @@ func (g *Guard) openOrUpdate(s Sample) {
 	e.PeakNonNative = max(e.PeakNonNative, s.NonNative())
 }
 
-// endEpisode closes the open episode, if any, at s: the reserve is free.
+// updateOpen raises the open episode's peaks, if one is open.
+func (g *Guard) updateOpen(s Sample) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n := len(g.mu.episodes); n > 0 && g.mu.episodes[n-1].Open() {
+		e := &g.mu.episodes[n-1]
+		e.PeakUnreclaimable = max(e.PeakUnreclaimable, s.Unreclaimable)
+		e.PeakNonNative = max(e.PeakNonNative, s.NonNative())
+	}
+}
+
+// endEpisode closes the open episode, if any, at s: the headroom is back.
 func (g *Guard) endEpisode(s Sample) {
+	g.exhausted.Store(false)
 	g.mu.Lock()
 	g.mu.calm = s.NonNative()
 	n := len(g.mu.episodes)
@@ -450,11 +599,13 @@ func (g *Guard) Stats() Stats {
 	}
 	g.mu.Lock()
 	st.Episodes, st.Spilled, st.Released = g.mu.count, g.mu.spilled, g.mu.released
+	st.SpilledForBorrows = g.roomMade.Load()
 	if n := len(g.mu.episodes); n > 0 {
 		st.LastReaction = g.mu.episodes[n-1].Reaction
 	}
 	g.mu.Unlock()
-	st.Samples, st.Wakes, st.AdmissionRefusals = g.samples.Load(), g.wakes.Load(), g.refused.Load()
+	st.Samples, st.Wakes = g.samples.Load(), g.wakes.Load()
+	st.AdmissionWaits, st.AdmittedShort = g.waits.Load(), g.short.Load()
 	return st
 }
 

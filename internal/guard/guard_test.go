@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,10 +18,12 @@ import (
 
 const mib = 1 << 20
 
-// fakeClock is a clock that moves only when told to.
+// fakeClock is a clock that moves only when told to; its timers fire only
+// when fire is called.
 type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu     sync.Mutex
+	now    time.Time
+	timers []chan time.Time
 }
 
 func (c *fakeClock) Now() time.Time {
@@ -35,7 +38,32 @@ func (c *fakeClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func (c *fakeClock) After(time.Duration) <-chan time.Time { return make(chan time.Time) }
+func (c *fakeClock) After(time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	c.timers = append(c.timers, ch)
+	return ch
+}
+
+// fire fires every timer made so far and returns how many.
+func (c *fakeClock) fire() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ch := range c.timers {
+		ch <- c.now
+	}
+	n := len(c.timers)
+	c.timers = nil
+	return n
+}
+
+// timersMade is how many timers are waiting to fire.
+func (c *fakeClock) timersMade() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
 
 // fakeProcess is a memory group and its native side: JVM memory outside
 // native (jvm), native memory resident (native), what the pools hold from
@@ -155,19 +183,44 @@ func newPod(t *testing.T) (*fakeProcess, *guard.Guard, *logRecorder, *fakeClock)
 
 // Admission counts everything resident outside native memory and native
 // memory's whole claim (what its pools hold), so that a borrow never eats
-// into the reserve: here 1024 − 32 − 700 = 292 MiB for native memory, of
-// which 250 are claimed.
-func TestAdmissionKeepsTheReserveFreeOfNativeClaims(t *testing.T) {
-	_, g, _, _ := newPod(t)
+// into the reserve and the half reserve above it: here 1024 − 32 − 16 − 700
+// = 276 MiB for native memory, of which 250 are claimed. A borrow that does
+// not fit waits, and the guard makes room for it: native consumers spill
+// into ballast, as a refused borrow would have made its consumer spill, but
+// without failing anything. When nothing native is left to spill, the
+// waiting borrow is admitted at once: the guard never refuses.
+func TestABorrowThatWouldEatIntoTheReserveWaitsWhileTheGuardMakesRoom(t *testing.T) {
+	p, g, _, clock := newPod(t)
 	require.NoError(t, g.Admit(1<<40), "before the first sample, everything is admitted")
 	g.Step()
-	require.NoError(t, g.Admit(42*mib))
-	err := g.Admit(1)
-	require.Error(t, err, "42 MiB admitted since the sample count: the room is used")
-	assert.Contains(t, err.Error(), "the pod guard keeps 32.0 MB free under the 1024.0 MB limit")
-	assert.Equal(t, int64(1), g.Stats().AdmissionRefusals)
+	require.NoError(t, g.Admit(26*mib))
+
+	admitted := make(chan error, 1)
+	go func() { admitted <- g.Admit(4 * mib) }() // 26 MiB admitted since the sample: no room left
+	require.Eventually(t, func() bool { return clock.timersMade() == 1 }, 5*time.Second, time.Millisecond)
+	select {
+	case <-admitted:
+		t.Fatal("admitted without room")
+	case <-time.After(20 * time.Millisecond):
+	}
+	p.set(func(p *fakeProcess) { p.held += 26 * mib }) // the pool booked the 26 MiB
 	g.Step()
-	require.NoError(t, g.Admit(42*mib), "a new sample starts the count again")
+	require.NoError(t, <-admitted)
+	assert.Equal(t, []int64{4 * mib}, p.targets, "the guard spilled what the waiting borrow lacked")
+	st := g.Stats()
+	assert.Equal(t, int64(1), st.AdmissionWaits)
+	assert.Equal(t, int64(0), st.AdmittedShort)
+	assert.Equal(t, int64(4*mib), st.SpilledForBorrows)
+	assert.Equal(t, int64(0), st.Episodes, "the headroom never fell under the reserve")
+
+	p.set(func(p *fakeProcess) { p.spillable = 0; p.held += 4 * mib })
+	go func() { admitted <- g.Admit(100 * mib) }()
+	require.Eventually(t, func() bool { return clock.timersMade() == 2 }, 5*time.Second, time.Millisecond) // the first wait's, unfired, and this one's
+	g.Step()
+	require.NoError(t, <-admitted, "nothing native left to spill: admitted at once, never refused")
+	st = g.Stats()
+	assert.Equal(t, int64(2), st.AdmissionWaits)
+	assert.Equal(t, int64(1), st.AdmittedShort)
 }
 
 // Without a limit the guard stands by: it admits everything and never
@@ -197,7 +250,7 @@ func TestABurstOutsideNativeMemoryMakesNativeMemoryGiveWayAndTheBallastComesBack
 	start := clock.Now()
 	s := g.Step()
 	require.Len(t, p.targets, 1)
-	assert.Equal(t, int64(32*mib+8*mib+26*mib), p.targets[0], "deficit 26 MiB (1024-1050+... ) plus the reserve and a quarter")
+	assert.Equal(t, int64(32*mib+16*mib+26*mib), p.targets[0], "the headroom is −26 MiB: a reserve and a half more")
 	assert.GreaterOrEqual(t, s.Headroom(), int64(32*mib), "the sample after the reaction sees the reserve free")
 	eps := g.Episodes()
 	require.Len(t, eps, 1)
@@ -205,11 +258,11 @@ func TestABurstOutsideNativeMemoryMakesNativeMemoryGiveWayAndTheBallastComesBack
 	assert.True(t, e.Open())
 	assert.Equal(t, start, e.Start)
 	assert.Equal(t, 3*time.Millisecond, e.Reaction)
-	assert.Equal(t, int64(66*mib), e.Spilled)
-	assert.Equal(t, []guard.Spill{{Consumer: "sorter", Bytes: 66 * mib}}, e.Spills)
+	assert.Equal(t, int64(74*mib), e.Spilled)
+	assert.Equal(t, []guard.Spill{{Consumer: "sorter", Bytes: 74 * mib}}, e.Spills)
 	assert.Equal(t, int64(700*mib), e.StartNonNative)
 	assert.Equal(t, int64(850*mib), e.PeakNonNative)
-	assert.Equal(t, int64(66*mib), g.Stats().Ballast)
+	assert.Equal(t, int64(74*mib), g.Stats().Ballast)
 
 	clock.advance(5 * time.Millisecond)
 	g.Step()
@@ -220,11 +273,11 @@ func TestABurstOutsideNativeMemoryMakesNativeMemoryGiveWayAndTheBallastComesBack
 
 	p.set(func(p *fakeProcess) { p.jvm -= 150 * mib }) // the burst is over
 	g.Step()
-	assert.Equal(t, int64(66*mib), p.released, "the ballast went back to Spark")
+	assert.Equal(t, int64(74*mib), p.released, "the ballast went back to Spark")
 	st := g.Stats()
 	assert.Equal(t, int64(1), st.Episodes)
-	assert.Equal(t, int64(66*mib), st.Spilled)
-	assert.Equal(t, int64(66*mib), st.Released)
+	assert.Equal(t, int64(74*mib), st.Spilled)
+	assert.Equal(t, int64(74*mib), st.Released)
 	assert.Equal(t, 3*time.Millisecond, st.LastReaction)
 }
 
@@ -286,27 +339,58 @@ func TestAFailedReadChangesNothing(t *testing.T) {
 	require.NoError(t, g.Admit(mib))
 }
 
-// Admit runs on many goroutines at once while the guard samples: together
-// they never admit past the room a sample leaves (run under -race). The
-// room here is 42 MiB; 64 goroutines ask for 1 MiB each, and exactly 42
-// are admitted.
-func TestConcurrentAdmissionsNeverPassTheRoomTogether(t *testing.T) {
-	_, g, _, _ := newPod(t)
+// Admit runs on many goroutines at once: together they never pass the
+// room a sample leaves at once (run under -race). The room here is 26 MiB;
+// 64 goroutines ask for 1 MiB each: 26 are admitted, the other 38 wait, and
+// their waits running out admits them.
+func TestConcurrentBorrowsNeverPassTheRoomTogether(t *testing.T) {
+	_, g, _, clock := newPod(t)
 	g.Step()
-	var admitted sync.Map
+	var admitted atomic.Int64
 	var eg errgroup.Group
-	for i := range 64 {
+	for range 64 {
 		eg.Go(func() error {
-			if g.Admit(mib) == nil {
-				admitted.Store(i, true)
-			}
-			return nil
+			err := g.Admit(mib)
+			admitted.Add(1)
+			return err
 		})
 	}
+	require.Eventually(t, func() bool { return admitted.Load() == 26 && clock.timersMade() == 38 }, 5*time.Second, time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	assert.Equal(t, int64(26), admitted.Load(), "no more before a sample or the end of a wait")
+	assert.Equal(t, 38, clock.fire())
 	require.NoError(t, eg.Wait())
-	n := 0
-	admitted.Range(func(any, any) bool { n++; return true })
-	assert.Equal(t, 42, n)
+	assert.Equal(t, int64(64), admitted.Load())
+	assert.Equal(t, int64(38), g.Stats().AdmittedShort)
+}
+
+// A borrow made on the goroutine stepping the guard (a spill for the guard
+// that grows its own pool) is admitted at once: nothing else would make
+// room while it waited.
+func TestABorrowInsideTheGuardsOwnSpillDoesNotWait(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	p := &fakeProcess{clock: clock, limit: 1024 * mib, jvm: 700 * mib, native: 200 * mib, held: 250 * mib, spillable: 200 * mib}
+	var g *guard.Guard
+	var inside error
+	spilling := &growingSpill{fakeProcess: p, grow: func() { inside = g.Admit(100 * mib) }}
+	g = guard.New(guard.Config{Reserve: 32 * mib}, p, spilling, p.runtime(), clock, slog.New(slog.DiscardHandler))
+	g.Step()
+	p.set(func(p *fakeProcess) { p.jvm += 150 * mib })
+	g.Step()
+	require.NoError(t, inside)
+	assert.Equal(t, int64(1), g.Stats().AdmittedShort)
+	assert.Zero(t, clock.timersMade())
+}
+
+// growingSpill is a native side whose spill borrows (calls grow) first.
+type growingSpill struct {
+	*fakeProcess
+	grow func()
+}
+
+func (s *growingSpill) SpillToBallast(target int64) (int64, []guard.Spill) {
+	s.grow()
+	return s.fakeProcess.SpillToBallast(target)
 }
 
 // Start and Stop: the loop runs on the real clock and ends without

@@ -25,6 +25,10 @@ type Sample struct {
 	// Held is what the native pools hold from Spark: their claim, resident
 	// or not yet. Ballast is the part of Held kept back (not resident).
 	Held, Ballast int64
+	// Dirty is the part of Unreclaimable that is file pages dirty or being
+	// written back (spill files not yet on disk): it becomes reclaimable
+	// once written, and a reaction starts that writeback.
+	Dirty int64
 }
 
 // Headroom is what the process may still take before the kill: Limit −
@@ -48,6 +52,23 @@ type Config struct {
 	// Native admission keeps it free, and a reaction starts when headroom
 	// falls below it.
 	Reserve int64
+	// AdmitWait is the longest a native borrow that would eat into the
+	// reserve waits for the guard to make room before it is admitted all
+	// the same; 0 is DefaultAdmitWait.
+	AdmitWait time.Duration
+}
+
+// DefaultAdmitWait is the default Config.AdmitWait: long enough for a
+// reaction to spill a sort's buffers and return them (tens to hundreds of
+// milliseconds), short enough that a task whose consumers cannot spill is
+// only slowed.
+const DefaultAdmitWait = 500 * time.Millisecond
+
+func (c Config) admitWait() time.Duration {
+	if c.AdmitWait > 0 {
+		return c.AdmitWait
+	}
+	return DefaultAdmitWait
 }
 
 // DefaultReserve is the reserve for a limit: 2% of it, at least 32 MiB.
@@ -89,16 +110,24 @@ func (c Config) Period(s Sample) time.Duration {
 // yet returned).
 func (s Sample) Footprint() int64 { return max(s.Native, s.Claim()) }
 
+// band is the margin between admission and reaction: borrows keep the
+// headroom at a reserve and a half, a reaction starts under one reserve and
+// restores a reserve and a half. Without it native memory would grow to the
+// very point where a reaction starts, and every small move of the JVM's
+// memory would be an episode.
+func (c Config) band() int64 { return c.Reserve / 2 }
+
 // Admit is the check of a native borrow of n bytes against a sample, with
 // pending bytes admitted since it was taken: native memory's footprint
-// after the borrow, plus everything resident outside it, must leave the
-// reserve free under the limit. When the JVM's own memory grows, native
-// memory's allowance shrinks by the same bytes. It returns nil, or why not.
+// after the borrow, plus everything resident outside it, must leave a
+// reserve and a half free under the limit. When the JVM's own memory
+// grows, native memory's allowance shrinks by the same bytes. It returns
+// nil, or why the borrow must wait.
 func (c Config) Admit(s Sample, pending, n int64) error {
 	if s.Limit < 0 {
 		return nil
 	}
-	room := s.Limit - c.Reserve - s.NonNative()
+	room := s.Limit - c.Reserve - c.band() - s.NonNative()
 	native := s.Footprint() + pending
 	if native+n <= room {
 		return nil
@@ -108,14 +137,25 @@ func (c Config) Admit(s Sample, pending, n int64) error {
 		pool.HumanReadableSize(s.NonNative()), pool.HumanReadableSize(native+n))
 }
 
-// Deficit is what the process must give up to have the reserve free again,
-// with a margin of a quarter reserve so that one reaction is not followed
-// at once by the next; 0 when headroom is at least the reserve.
+// Shortfall is what native memory must give up for borrows of n bytes to
+// fit (borrows admitted since the sample and borrows waiting): 0 when they
+// fit or there is no limit.
+func (c Config) Shortfall(s Sample, n int64) int64 {
+	if s.Limit < 0 || n <= 0 {
+		return 0
+	}
+	room := s.Limit - c.Reserve - c.band() - s.NonNative()
+	return max(0, s.Footprint()+n-room)
+}
+
+// Deficit is what the process must give up to have a reserve and a half
+// free again (the headroom admission keeps); 0 when the headroom is at
+// least the reserve.
 func (c Config) Deficit(s Sample) int64 {
 	if s.Limit < 0 || s.Headroom() >= c.Reserve {
 		return 0
 	}
-	return c.Reserve + c.Reserve/4 - s.Headroom()
+	return c.Reserve + c.band() - s.Headroom()
 }
 
 // Releasable is how much ballast may go back to Spark without taking the

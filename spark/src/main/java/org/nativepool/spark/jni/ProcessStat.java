@@ -137,10 +137,15 @@ public enum ProcessStat {
    */
   GUARD_REACTION_MICROS("guardReactionMicros"),
   /**
-   * Native borrows the guard refused (a spill signal to the consumer: its TryGrow failed),
+   * Native borrows that waited for the guard to make room (they would have eaten into the reserve),
    * cumulative.
    */
-  GUARD_REFUSALS("guardRefusals"),
+  GUARD_WAITS("guardWaits"),
+  /**
+   * Of those, the borrows admitted when their wait ran out with the reserve still short (nothing
+   * native was left to give in time), cumulative.
+   */
+  GUARD_ADMITTED_SHORT("guardAdmittedShort"),
   /** Times the kernel's memory notifications woke the guard before its next sample, cumulative. */
   GUARD_WAKES("guardWakes");
 

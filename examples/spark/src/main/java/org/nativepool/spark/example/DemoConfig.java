@@ -53,6 +53,10 @@ public final class DemoConfig implements Serializable {
   public final String library;
   /** Output directory: samples.csv, report.properties; run files go under its tmp/. */
   public final String outDir;
+  /** Memory the JVM takes outside any accounting during the measured run ({@link Burst}). */
+  public final Burst.Plan burst;
+  /** {@code spark.nativepool.guard.enabled}: {@code auto}, {@code true} or {@code false}. */
+  public final String guard;
 
   DemoConfig(
       String job,
@@ -69,7 +73,12 @@ public final class DemoConfig implements Serializable {
       long warmupRows,
       long seed,
       String library,
-      String outDir) {
+      String outDir,
+      Burst.Plan burst,
+      String guard) {
+    if (!guard.equals("auto") && !guard.equals("true") && !guard.equals("false")) {
+      throw new IllegalArgumentException("sortdemo: --guard " + guard + ": expected auto, true or false");
+    }
     if (rows < 0 || budget <= 0 || chunk < 0 || poolSize < 0 || batchRows <= 0 || groups <= 0) {
       throw new IllegalArgumentException(
           "sortdemo: need rows >= 0, budget > 0, chunk >= 0, pool-size >= 0, batch > 0, groups > 0");
@@ -96,6 +105,8 @@ public final class DemoConfig implements Serializable {
     this.seed = seed;
     this.library = library;
     this.outDir = outDir;
+    this.burst = burst;
+    this.guard = guard;
   }
 
   /** {@link #job}: the native sort next to a Spark aggregation. */
@@ -141,7 +152,7 @@ public final class DemoConfig implements Serializable {
     int p = autoPartitions ? partitionsFor(job, n, threads) : partitions;
     return new DemoConfig(
         job, n, budget, chunk, pool, poolSize, batchRows, groups, p, autoPartitions, threads, 0, seed,
-        library, outDir);
+        library, outDir, Burst.Plan.NONE, guard);
   }
 
   /** Where the sorters put their run files. */
@@ -155,7 +166,8 @@ public final class DemoConfig implements Serializable {
           "usage: SortDemo [--job demo|sort] [--rows N] [--budget SIZE] [--chunk SIZE] [--pool fair_unified|greedy_unified]",
           "                [--pool-size SIZE]",
           "                [--batch ROWS] [--groups G] [--partitions P] [--threads T] [--warmup N]",
-          "                [--seed S] [--library PATH] [--out DIR]",
+          "                [--seed S] [--library PATH] [--out DIR] [--guard auto|true|false]",
+          "                [--burst SIZE] [--burst-at S] [--burst-ramp S] [--burst-hold S]",
           "  --job        demo: the sort next to a Spark aggregation (default); sort: the native sort",
           "               alone, its output checked and dropped in the task (pool-size defaults to 0)",
           "  --rows       rows to sort (default 32000000)",
@@ -172,7 +184,15 @@ public final class DemoConfig implements Serializable {
           "  --warmup     rows of the unmeasured warm-up run (default rows/8, at most 1000000)",
           "  --seed       generator seed (default 1)",
           "  --library    libnativesort.so (default build/lib/libnativesort.so, or -Dnativepool.library)",
-          "  --out        output directory (default build/demo)");
+          "  --out        output directory (default build/demo)",
+          "  --guard      spark.nativepool.guard.enabled, the pod guard (default auto: on under a",
+          "               memory cgroup limit)",
+          "  --burst      direct buffers the JVM takes outside any accounting during the measured run,",
+          "               as Netty chunks and spill readers do (default 0: none)",
+          "  --burst-at   seconds into the measured run, once the native pools hold memory (default 2)",
+          "  --burst-ramp seconds to reach the burst's size in 4 MiB steps; 0 takes it at once",
+          "               (default 2)",
+          "  --burst-hold seconds the burst is held before it is freed (default 10)");
 
   /**
    * Parses {@code --name value} options; sizes accept Spark's suffixes (64m, 1g).
@@ -194,6 +214,9 @@ public final class DemoConfig implements Serializable {
     long seed = 1;
     String library = System.getProperty("nativepool.library", "build/lib/libnativesort.so");
     String out = "build/demo";
+    long burst = 0;
+    double burstAt = 2, burstRamp = 2, burstHold = 10;
+    String guard = "auto";
     for (int i = 0; i < args.length; i++) {
       String opt = args[i];
       if (opt.equals("-h") || opt.equals("--help")) {
@@ -219,6 +242,11 @@ public final class DemoConfig implements Serializable {
           case "--seed" -> seed = Long.parseLong(v);
           case "--library" -> library = v;
           case "--out" -> out = v;
+          case "--guard" -> guard = v.toLowerCase(Locale.ROOT);
+          case "--burst" -> burst = JavaUtils.byteStringAsBytes(v);
+          case "--burst-at" -> burstAt = Double.parseDouble(v);
+          case "--burst-ramp" -> burstRamp = Double.parseDouble(v);
+          case "--burst-hold" -> burstHold = Double.parseDouble(v);
           default -> throw new IllegalArgumentException("sortdemo: unknown option " + opt + "\n" + USAGE);
         }
       } catch (NumberFormatException e) {
@@ -250,6 +278,13 @@ public final class DemoConfig implements Serializable {
         warmup,
         seed,
         new File(library).getAbsolutePath(),
-        new File(out).getAbsolutePath());
+        new File(out).getAbsolutePath(),
+        new Burst.Plan(burst, seconds(burstAt), seconds(burstRamp), seconds(burstHold)),
+        guard);
+  }
+
+  /** Seconds as whole milliseconds. */
+  private static long seconds(double s) {
+    return Math.round(s * 1000);
   }
 }

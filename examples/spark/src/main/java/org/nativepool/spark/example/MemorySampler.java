@@ -6,8 +6,10 @@ import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import org.apache.spark.SparkEnv;
 import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.jni.ProcessStat;
 import org.nativepool.spark.jni.ProcessStats;
 
 /**
@@ -30,7 +32,9 @@ import org.nativepool.spark.jni.ProcessStats;
  *       memory is not yet touched); {@code cgroup_anon}: the JVM's memory cgroup's anonymous
  *       memory (-1 without one); {@code direct}: the JVM's direct buffers in use; {@code
  *       malloc_retained}: free bytes glibc's malloc keeps in its arenas ({@code mallinfo2}, -1
- *       unknown), the part of {@code untracked} that is memory C code freed but the allocator kept.
+ *       unknown), the part of {@code untracked} that is memory C code freed but the allocator kept;
+ *       {@code burst}: the demo's burst of direct buffers held now ({@link Burst}); {@code
+ *       ballast}: what native consumers spilled for the pod guard and the pools keep from Spark.
  * </ul>
  *
  * <p>Peaks are kept for the report. Started once, stopped once; safe to read after {@link #stop()}.
@@ -80,29 +84,36 @@ final class MemorySampler extends CsvSampler {
 
   private final long baselineGo;
   private final TruePeaks.Cgroup cgroup;
+  private final LongSupplier burst;
+  /** Peak of the pod guard's ballast, sampled. */
+  final AtomicLong peakBallast = new AtomicLong();
 
-  private MemorySampler(long baselineRss, long baselineGo, TruePeaks.Cgroup cgroup, Path csvPath)
+  private MemorySampler(
+      long baselineRss, long baselineGo, TruePeaks.Cgroup cgroup, LongSupplier burst, Path csvPath)
       throws IOException {
     super(
         csvPath,
         "t_ms,reserved,allocated,rss,held,native_reserved,sorter_reserved,go_runtime,rss_abs,"
-            + "untracked,cgroup_anon,direct,malloc_retained",
+            + "untracked,cgroup_anon,direct,malloc_retained,burst,ballast",
         PERIOD_MS,
         "nativepool-demo-sampler",
         "the samples");
     this.baselineRss = baselineRss;
     this.baselineGo = baselineGo;
     this.cgroup = cgroup;
+    this.burst = burst;
   }
 
   /**
    * Starts sampling; RSS is written relative to {@code baselineRss}, and the untracked figure
    * takes the Go runtime's growth over {@code baselineGo}. {@code cgroup} (may be null) is the
-   * JVM's memory cgroup, whose anonymous memory is sampled too.
+   * JVM's memory cgroup, whose anonymous memory is sampled too; {@code burst} reads the bytes of
+   * the demo's burst held now.
    */
-  static MemorySampler start(long baselineRss, long baselineGo, TruePeaks.Cgroup cgroup, Path csvPath)
+  static MemorySampler start(
+      long baselineRss, long baselineGo, TruePeaks.Cgroup cgroup, LongSupplier burst, Path csvPath)
       throws IOException {
-    MemorySampler s = new MemorySampler(baselineRss, baselineGo, cgroup, csvPath);
+    MemorySampler s = new MemorySampler(baselineRss, baselineGo, cgroup, burst, csvPath);
     s.sample(); // one sample at t = 0
     s.startThread();
     return s;
@@ -144,6 +155,8 @@ final class MemorySampler extends CsvSampler {
     max(peakDirect, directUsed);
     long anon = cgroup == null ? -1 : cgroup.anon();
     max(peakCgroupAnon, anon);
+    long ballast = p.get(ProcessStat.GUARD_BALLAST);
+    max(peakBallast, ballast);
     samples.incrementAndGet();
     long t = (System.nanoTime() - start) / 1_000_000;
     writeRow(
@@ -162,7 +175,9 @@ final class MemorySampler extends CsvSampler {
                 Long.toString(untracked),
                 Long.toString(anon),
                 Long.toString(directUsed),
-                Long.toString(malloc))));
+                Long.toString(malloc),
+                Long.toString(burst.getAsLong()),
+                Long.toString(ballast))));
   }
 
   /** Spark's off-heap execution memory in use, over the process (0 without a SparkEnv). */

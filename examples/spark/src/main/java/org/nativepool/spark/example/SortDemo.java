@@ -31,6 +31,7 @@ import org.apache.spark.util.CollectionAccumulator;
 import org.nativepool.spark.NativePoolPlugin;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.PoolKind;
+import org.nativepool.spark.jni.GuardEpisode;
 import org.nativepool.spark.jni.LibraryLoader;
 import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.jni.PoolStat;
@@ -124,6 +125,7 @@ public final class SortDemo {
             .config(NativePoolConf.POOL.key(), cfg.pool.configName())
             .config(NativePoolConf.CHUNK_SIZE.key(), Long.toString(cfg.chunk))
             .config(NativePoolConf.POOL_SIZE.key(), Long.toString(cfg.poolSize > 0 ? cfg.poolSize : cfg.budget))
+            .config("spark.nativepool.guard.enabled", cfg.guard)
             .config("spark.memory.offHeap.enabled", "true")
             .config("spark.memory.offHeap.size", Long.toString(cfg.budget))
             .config("spark.unsafe.exceptionOnMemoryLeak", "true")
@@ -182,24 +184,45 @@ public final class SortDemo {
         executorLedger.resetPeaks();
       }
       long t0 = System.nanoTime();
+      long t0Millis = System.currentTimeMillis();
       Job job;
-      MemorySampler sampler =
-          MemorySampler.start(
-              baseline, sampleBefore[SortBridge.SAMPLE_GO_RUNTIME], cgroup, dir.resolve("samples.csv"));
+      // The burst waits for the native sort to hold memory, so that it overlaps native memory.
+      Burst burst = Burst.start(cfg.burst, t0, () -> Natives.processStats().held(), 1);
+      MemorySampler sampler;
       LedgerSampler ledger;
+      try {
+        sampler =
+            MemorySampler.start(
+                baseline,
+                sampleBefore[SortBridge.SAMPLE_GO_RUNTIME],
+                cgroup,
+                burst::held,
+                dir.resolve("samples.csv"));
+      } catch (IOException | RuntimeException e) {
+        burst.close();
+        throw e;
+      }
       try {
         ledger = LedgerSampler.start(executorLedger, t0, dir.resolve("ledger.csv"));
       } catch (IOException | RuntimeException e) {
         sampler.close();
+        burst.close();
         throw e;
       }
       try {
         job = runJob(spark, cfg);
       } finally {
         try {
+          burst.close();
           ledger.close();
         } finally {
           sampler.close();
+        }
+      }
+      List<GuardEpisode> episodes = new ArrayList<>();
+      for (GuardEpisode e : Natives.guardEpisodes()) {
+        if (e.startMillis() >= t0Millis) {
+          episodes.add(e);
         }
       }
       long elapsedMs = (System.nanoTime() - t0) / 1_000_000;
@@ -219,7 +242,7 @@ public final class SortDemo {
 
       report(
           r, cfg, job, metrics, sampler, before, after, sampleBefore, sampleAfter, baseline,
-          goLoadRss, goRuntimeAtLoad, elapsedMs, peaks, ledger, executorLedger);
+          goLoadRss, goRuntimeAtLoad, elapsedMs, peaks, ledger, executorLedger, burst, episodes);
     } finally {
       spark.stop();
     }
@@ -369,7 +392,9 @@ public final class SortDemo {
       long elapsedMs,
       Peaks peaks,
       LedgerSampler ledger,
-      ExecutorLedger executorLedger) {
+      ExecutorLedger executorLedger,
+      Burst burst,
+      List<GuardEpisode> episodes) {
     // Native figures summed over the sort tasks.
     long rowsIn = 0, rowsOut = 0, self = 0, requested = 0, requests = 0, spilledBytes = 0;
     long runs = 0, batchesIn = 0, batchesOut = 0, peakSorterReserved = 0, peakAllocated = 0;
@@ -624,6 +649,7 @@ public final class SortDemo {
         smp.samples.get(), Path.of(cfg.outDir, "samples.csv")));
     LedgerReport.add(
         r, b, ledger, executorLedger, Path.of(cfg.outDir, "ledger.csv").toString());
+    GuardReport.add(r, b, cfg.burst, burst, before, after, episodes, smp.peakBallast.get());
     b.append(ok ? "result: OK\n" : "result: FAIL\n");
     r.put("text", b.toString());
   }
@@ -651,7 +677,7 @@ public final class SortDemo {
     return b.toString();
   }
 
-  private static void line(StringBuilder b, String name, String value) {
+  static void line(StringBuilder b, String name, String value) {
     b.append(String.format(Locale.ROOT, "  %-22s %s%n", name, value));
   }
 
