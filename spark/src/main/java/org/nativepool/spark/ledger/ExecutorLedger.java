@@ -43,8 +43,8 @@ import org.slf4j.LoggerFactory;
  *       #CONSUMER_PEAKS_KEPT}), since the last {@link #resetPeaks()}. The driver keeps the same
  *       marks per stage from each sample's interval peaks and resets them when the stage ends
  *       ({@link StagePeaksEvent}).
- *   <li><b>Thresholds</b> ({@value LedgerSettings#THRESHOLDS}): each crossing, up or down with
- *       hysteresis, goes to the {@link LedgerListener}s, a log line (WARN up, INFO down), the
+ *   <li><b>Thresholds</b> ({@link NativePoolConf#LEDGER_THRESHOLDS}): each crossing, up or down
+ *       with hysteresis, goes to the {@link LedgerListener}s, a log line (WARN up, INFO down), the
  *       crossings counter and the driver (event log).
  *   <li><b>Growth</b>: at each task end the parts go to a {@link GrowthDetector}; a part whose
  *       floor keeps rising is reported (WARN, counter, listeners, event log), naming for native
