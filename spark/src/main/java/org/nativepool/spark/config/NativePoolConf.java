@@ -1,9 +1,5 @@
 package org.nativepool.spark.config;
 
-
-
-
-
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -63,8 +59,8 @@ public final class NativePoolConf {
   // ---- loading ----
 
   /**
-   * The JVM system property that names the library when {@link #LIBRARY} is unset: for a JVM
-   * whose Spark configuration the operator cannot change per process (an executor's {@code
+   * The JVM system property that names the library when {@link #LIBRARY} is unset: for a JVM whose
+   * Spark configuration the operator cannot change per process (an executor's {@code
    * extraJavaOptions}).
    */
   public static final String LIBRARY_PROPERTY = "nativepool.library";
@@ -248,8 +244,7 @@ public final class NativePoolConf {
           "`128k`",
           "size, ≤ `32m`",
           Side.EXECUTOR,
-          v ->
-              atMost(Bytes.parse(v), MAX_MALLOC_MMAP_THRESHOLD, "above glibc's maximum of 32 MiB"),
+          v -> atMost(Bytes.parse(v), MAX_MALLOC_MMAP_THRESHOLD, "above glibc's maximum of 32 MiB"),
           "glibc's `M_MMAP_THRESHOLD`, set with `mallopt` when the plugin starts: blocks of this"
               + " size or more (Spark's 1 MiB Tungsten pages, Netty's chunks, every large `malloc`"
               + " in the process) are mmapped and unmapped on free, and glibc's dynamic"
@@ -283,6 +278,69 @@ public final class NativePoolConf {
               + " max(`spark.executor.minMemoryOverhead` (384m),"
               + " `spark.executor.memoryOverheadFactor` (0.10) × `spark.executor.memory`); in"
               + " local mode the driver's");
+
+  // ---- the pod guard ----
+
+  /** Whether the pod guard runs: {@code auto}, {@code true} or {@code false}. */
+  public static final ConfigKey<GuardSettings.Mode> GUARD_ENABLED =
+      key(
+          "spark.nativepool.guard.enabled",
+          "auto",
+          "`auto`",
+          "`auto`, `true` or `false`",
+          Side.EXECUTOR,
+          GuardSettings.Mode::parse,
+          "the pod guard (docs/DEPLOYING.md, \"The pod guard\"): keeps native memory from getting"
+              + " the executor killed at its memory limit by memory the JVM takes outside any"
+              + " accounting (direct buffers, Netty chunks, spill readers). It samples what the"
+              + " kernel cannot reclaim (clean page cache never counts); when the headroom under"
+              + " the limit falls below `spark.nativepool.guard.reserve`, native consumers spill"
+              + " across every task pool, and the bytes they free stay held from Spark until the"
+              + " headroom is back; each such episode is logged at WARN on"
+              + " `org.nativepool.spark.executor.ExecutorReporter` and posted to the event log"
+              + " (`GuardEpisodeEvent`). `auto`: on where the executor's memory cgroup has a"
+              + " limit, and on YARN and Kubernetes (`spark.master` `yarn`, `k8s://…`), which"
+              + " size the executor's container, where without a cgroup limit it keeps the"
+              + " container size against the resident set; in local mode and standalone only"
+              + " under a cgroup limit. `true`: on, with the container size as the limit"
+              + " wherever no cgroup limit is found. `false`: off");
+
+  /** The headroom the pod guard keeps free; 0 (unset): 2% of the limit, at least 32 MiB. */
+  public static final ConfigKey<Long> GUARD_RESERVE =
+      key(
+          "spark.nativepool.guard.reserve",
+          null,
+          "unset: 2% of the limit, at least 32 MiB",
+          "size",
+          Side.EXECUTOR,
+          v -> v == null || v.isEmpty() ? 0L : Bytes.parse(v),
+          "the headroom the pod guard keeps free under the limit: a native borrow from Spark"
+              + " that would eat into it is refused (a spill signal to the consumer), and native"
+              + " consumers spill when memory outside native memory takes it. It is there because"
+              + " a burst arrives faster than any reaction: a 16 MiB burst killed an executor at"
+              + " its survival point within 0.1 s, and 32 MiB is two of the 16 MiB Netty chunks"
+              + " Spark's shuffle and spill readers allocate at once; 2% scales it with larger"
+              + " executors, whose bursts come from more threads at once. Must be below the"
+              + " limit");
+
+  /** The limit the pod guard keeps without a cgroup limit; null (unset): the container size. */
+  public static final ConfigKey<Long> GUARD_LIMIT =
+      key(
+          "spark.nativepool.guard.limit",
+          null,
+          "unset: the container size",
+          "size",
+          Side.EXECUTOR,
+          v -> v == null || v.isEmpty() ? null : positiveLimit(Bytes.parse(v)),
+          "the memory limit the pod guard keeps where the executor's memory cgroup sets none,"
+              + " held against the process's resident anonymous and shared memory (what YARN's"
+              + " process-tree check counts). Unset: the container size Spark computes"
+              + " (`ContainerSize`): `spark.executor.memory` + `spark.memory.offHeap.size` (if"
+              + " `spark.memory.offHeap.enabled`) + memoryOverhead (`MemoryOverhead`) +"
+              + " `spark.executor.pyspark.memory` (if set), in local mode with the driver's"
+              + " memory and overhead; used by `auto` on YARN and Kubernetes only, by `true`"
+              + " everywhere. Set: used on every master, and under a cgroup limit too, where the"
+              + " tighter of the two counts");
 
   // ---- reporting ----
 
@@ -324,9 +382,9 @@ public final class NativePoolConf {
           "boolean",
           Side.DRIVER,
           NativePoolConf::bool,
-          "sets `spark.executor.memoryOverhead` before the default ResourceProfile is built"
-              + " (Spark 4.1 and later): Spark's own overhead (`MemoryOverhead`) + 16m (Go runtime) + 10% of"
-              + " `spark.memory.offHeap.size` (+ the whole off-heap size when"
+          "sets `spark.executor.memoryOverhead` before the default ResourceProfile is built (Spark"
+              + " 4.1 and later): Spark's own overhead (`MemoryOverhead`) + 16m (Go runtime) + 10%"
+              + " of `spark.memory.offHeap.size` (+ the whole off-heap size when"
               + " `spark.memory.offHeap.enabled` is false), in MiB rounded up; never below the"
               + " user's value; logged");
 
@@ -516,6 +574,13 @@ public final class NativePoolConf {
       out[i] = atLeast(s, 1);
     }
     return out;
+  }
+
+  static long positiveLimit(long v) {
+    if (v == 0) {
+      throw new IllegalArgumentException("must be > 0 (unset it for the container size)");
+    }
+    return v;
   }
 
   static long atLeast(long v, long min) {

@@ -1,9 +1,5 @@
 package org.nativepool.spark.driver;
 
-
-
-
-
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricFilter;
 import com.codahale.metrics.MetricRegistry;
@@ -17,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.ToLongFunction;
 import org.apache.spark.SparkContext;
 import org.apache.spark.api.plugin.DriverPlugin;
@@ -28,11 +25,11 @@ import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.StageInfo;
 import org.nativepool.spark.config.NativePoolConf;
-import org.nativepool.spark.config.PoolSettings;
 import org.nativepool.spark.config.ReportingSettings;
 import org.nativepool.spark.events.ExecutorSample;
 import org.nativepool.spark.events.ExecutorSampleEvent;
 import org.nativepool.spark.events.GrowthReportEvent;
+import org.nativepool.spark.events.GuardEpisodeEvent;
 import org.nativepool.spark.events.LedgerCrossingEvent;
 import org.nativepool.spark.events.ReservedThresholdEvent;
 import org.nativepool.spark.events.StagePeaksEvent;
@@ -46,40 +43,48 @@ import org.slf4j.LoggerFactory;
  * The driver side of {@code NativePoolPlugin}: it gathers the executors' figures for Spark's
  * metrics system and event log, and may choose the executors' memoryOverhead.
  *
- * <p><b>Figures.</b> Each executor sends an {@link ExecutorSample} once per heartbeat interval
- * over plugin RPC ({@link #receive}). For each executor, the driver's metric source ({@code
+ * <p><b>Figures.</b> Each executor sends an {@link ExecutorSample} once per heartbeat interval over
+ * plugin RPC ({@link #receive}). For each executor, the driver's metric source ({@code
  * plugin.org.nativepool.spark.NativePoolPlugin}, so Spark's PrometheusServlet serves it at {@code
  * /metrics/prometheus} with no JMX exporter) gets one gauge per figure, {@code
  * executor.<id>.<figure>} (the figures are the executor gauges of the README's metrics table), plus
  * {@code executor.<id>.stagePeakReserved} and {@code .stagePeakHeld}; the totals over live
  * executors are {@code total.<figure>} for the additive figures ({@link #TOTALS}), {@code
- * total.executors}, {@code total.stagePeakReserved} and {@code total.stagePeakHeld}. An
- * executor's gauges go when Spark removes it ({@code onExecutorRemoved}) or when it has sent
- * nothing for ten heartbeat intervals. Gauges show the last sample: they are as old as one
- * heartbeat interval.
+ * total.executors}, {@code total.stagePeakReserved} and {@code total.stagePeakHeld}. An executor's
+ * gauges go when Spark removes it ({@code onExecutorRemoved}) or when it has sent nothing for ten
+ * heartbeat intervals. Gauges show the last sample: they are as old as one heartbeat interval.
  *
  * <p><b>Local mode.</b> The executor plugin lives in the driver's JVM, and both sides register a
  * source named {@code plugin.org.nativepool.spark.NativePoolPlugin} under executor id {@code
- * driver}. Spark's metrics registry takes each plugin registry as a child and copies its gauges
- * one by one, so the two coexist as long as no gauge name is in both: the executor's names are
- * bare ({@code reserved}), the driver's all start with {@code executor.}, {@code total.}.
+ * driver}. Spark's metrics registry takes each plugin registry as a child and copies its gauges one
+ * by one, so the two coexist as long as no gauge name is in both: the executor's names are bare
+ * ({@code reserved}), the driver's all start with {@code executor.}, {@code total.} or {@code
+ * guard.}.
  *
- * <p><b>Stage peaks.</b> The highest reserved and held bytes per executor and in total are kept
- * per stage from the samples' interval peaks (an interval's peak includes the peak of every task
- * pool that closed in it), from the stage's submission until two heartbeat intervals after its
- * end, so that the samples covering its last moments count; then they are posted as a {@link
- * StagePeaksEvent}. The {@code stagePeak*} gauges show the highest figures since the
- * last stage completed: they start again from 0 whenever one does.
+ * <p><b>Stage peaks.</b> The highest reserved and held bytes per executor and in total are kept per
+ * stage from the samples' interval peaks (an interval's peak includes the peak of every task pool
+ * that closed in it), from the stage's submission until two heartbeat intervals after its end, so
+ * that the samples covering its last moments count; then they are posted as a {@link
+ * StagePeaksEvent}. The {@code stagePeak*} gauges show the highest figures since the last stage
+ * completed: they start again from 0 whenever one does.
+ *
+ * <p><b>Pod guard.</b> Each executor sends a {@link GuardEpisodeEvent} when an episode of its pod
+ * guard ends (the headroom under its memory limit was below the guard's reserve, and native memory
+ * gave way). The driver posts it to the event log, logs a WARN line ({@link
+ * GuardEpisodeEvent#summary()}) and counts it in three gauges over the application's life, removed
+ * executors included: {@value #GUARD_EPISODES}, {@value #GUARD_SPILLED} and {@value
+ * #GUARD_LAST_REACTION}.
  *
  * <p><b>Event log.</b> Posted to Spark's listener bus, so the event log keeps them and the History
- * Server replays them: one sample of each executor per {@value
- * ReportingSettings#EVENT_LOG_SAMPLE_EVERY} heartbeat intervals ({@link ExecutorSampleEvent}),
- * every crossing of a {@value PoolSettings#THRESHOLDS} level by an executor's reserved bytes
- * ({@link ReservedThresholdEvent}), and each stage's peaks.
+ * Server replays them: one sample of each executor per {@link
+ * NativePoolConf#EVENT_LOG_SAMPLE_EVERY} heartbeat intervals ({@link ExecutorSampleEvent}), every
+ * crossing of a {@link NativePoolConf#EXECUTOR_RESERVED_THRESHOLDS} level by an executor's reserved
+ * bytes ({@link ReservedThresholdEvent}), each stage's peaks, the executors' ledger crossings and
+ * growth reports, and their pod guard episodes.
  *
- * <p><b>memoryOverhead.</b> With {@value ReportingSettings#AUTO_OVERHEAD}, {@link #init} sets
- * {@code spark.executor.memoryOverhead} by {@link AutoOverhead}'s formula before SparkContext
- * builds the default ResourceProfile, never lower than the user's, and logs the choice.
+ * <p><b>memoryOverhead.</b> With {@link NativePoolConf#AUTO_OVERHEAD}, {@link #init} sets {@code
+ * spark.executor.memoryOverhead} by {@link AutoOverhead}'s formula before SparkContext builds the
+ * default ResourceProfile, never lower than the user's, and logs the choice.
  *
  * <p>Safe for concurrent use: samples arrive on Spark's RPC threads, listener events on the
  * listener bus's thread, gauge reads on the metrics sinks' threads.
@@ -122,6 +127,18 @@ public final class DriverSide implements DriverPlugin {
   /** Gauge name suffix: the highest held bytes since the last stage completed. */
   static final String STAGE_PEAK_HELD = "stagePeakHeld";
 
+  /** Gauge: pod guard episodes the executors reported, over the application's life. */
+  static final String GUARD_EPISODES = "guard.episodes";
+
+  /** Gauge: bytes native consumers spilled in those episodes. */
+  static final String GUARD_SPILLED = "guard.spilledBytes";
+
+  /**
+   * Gauge: the reaction time of the last episode reported (ms, rounded; -1 before any, or when the
+   * last one spilled nothing).
+   */
+  static final String GUARD_LAST_REACTION = "guard.lastReactionMillis";
+
   private SparkContext sc;
   private MetricRegistry registry;
   private ReportingSettings settings;
@@ -147,13 +164,19 @@ public final class DriverSide implements DriverPlugin {
 
   private volatile long totalStagePeakHeld;
 
+  /** The {@code guard.*} gauges' figures. */
+  private final AtomicLong guardEpisodes = new AtomicLong();
+
+  private final AtomicLong guardSpilled = new AtomicLong();
+  private volatile long guardLastReactionMillis = -1;
+
   /** Public no-argument constructor; {@code NativePoolPlugin.driverPlugin()} makes one. */
   public DriverSide() {}
 
   /**
-   * Reads the settings, applies {@link NativePoolConf#AUTO_OVERHEAD}, registers the total
-   * gauges (so that Spark registers the source after {@code init}) and a listener for stages and
-   * executor removals.
+   * Reads the settings, applies {@link NativePoolConf#AUTO_OVERHEAD}, registers the total gauges
+   * (so that Spark registers the source after {@code init}) and a listener for stages and executor
+   * removals.
    */
   @Override
   public Map<String, String> init(SparkContext sc, PluginContext ctx) {
@@ -186,22 +209,40 @@ public final class DriverSide implements DriverPlugin {
     registry.register("total.executors", (Gauge<Long>) () -> (long) executors.size());
     registry.register("total." + STAGE_PEAK_RESERVED, (Gauge<Long>) () -> totalStagePeakReserved);
     registry.register("total." + STAGE_PEAK_HELD, (Gauge<Long>) () -> totalStagePeakHeld);
+    registry.register(GUARD_EPISODES, (Gauge<Long>) guardEpisodes::get);
+    registry.register(GUARD_SPILLED, (Gauge<Long>) guardSpilled::get);
+    registry.register(GUARD_LAST_REACTION, (Gauge<Long>) () -> guardLastReactionMillis);
     sc.addSparkListener(new Listener());
     LOG.info("nativepool: driver side started ({})", settings);
     return Collections.emptyMap();
   }
 
-  /** Takes an {@link ExecutorSample}; anything else is logged and ignored. Returns null. */
+  /**
+   * Takes an {@link ExecutorSample}, a {@link GuardEpisodeEvent}, a ledger crossing or growth
+   * report; anything else is logged and ignored. Returns null.
+   */
   @Override
   public Object receive(Object message) {
     if (message instanceof ExecutorSample s) {
       onSample(s);
+    } else if (message instanceof GuardEpisodeEvent g) {
+      onGuardEpisode(g);
     } else if (message instanceof LedgerCrossingEvent || message instanceof GrowthReportEvent) {
       post((SparkListenerEvent) message); // the event log keeps it
     } else {
       LOG.warn("nativepool: driver side got an unknown message {}", message);
     }
     return null;
+  }
+
+  /** Counts a pod guard episode in the {@code guard.*} gauges, logs it and posts it. */
+  private void onGuardEpisode(GuardEpisodeEvent g) {
+    guardEpisodes.incrementAndGet();
+    guardSpilled.addAndGet(Math.max(0, g.getSpilled()));
+    long reaction = g.getReactionMicros();
+    guardLastReactionMillis = reaction < 0 ? -1 : Math.round(reaction / 1000.0);
+    LOG.warn(g.summary());
+    post(g); // the event log keeps it
   }
 
   /** The sum of {@code figure} over live executors (negative figures, "unknown", are skipped). */
@@ -287,9 +328,9 @@ public final class DriverSide implements DriverPlugin {
    * The state of the sample's executor, made at its first sample; null if Spark removed it. The
    * check and the add are one atomic step on the executor's map entry, and {@link
    * #onExecutorRemoved} marks the id removed before it removes the entry: a sample racing the
-   * removal either is added first and then removed with the rest, or finds the id removed. (A
-   * check before a separate add let such a sample re-add the executor after its removal, with
-   * gauges nobody would remove.)
+   * removal either is added first and then removed with the rest, or finds the id removed. (A check
+   * before a separate add let such a sample re-add the executor after its removal, with gauges
+   * nobody would remove.)
    */
   private ExecutorView admit(ExecutorSample s) {
     boolean[] made = new boolean[1];
@@ -371,8 +412,8 @@ public final class DriverSide implements DriverPlugin {
   /**
    * Posts the peaks of completed stages whose grace period is over: two heartbeat intervals after
    * the stage's end, by when every executor has sent the sample covering it (executors also send
-   * one as a task ends). {@code all}: post every one now (shutdown). Called on each sample, so
-   * with no executor left a stage's event waits for the driver's shutdown.
+   * one as a task ends). {@code all}: post every one now (shutdown). Called on each sample, so with
+   * no executor left a stage's event waits for the driver's shutdown.
    */
   private void postDueStages(long now, boolean all) {
     List<StagePeaks> due = new ArrayList<>();
@@ -415,8 +456,8 @@ public final class DriverSide implements DriverPlugin {
   }
 
   /**
-   * A gauge-name-safe form of an executor id: letters, digits, '_' and '-' kept, anything else
-   * (a '.', which would split the Dropwizard name) becomes '_'.
+   * A gauge-name-safe form of an executor id: letters, digits, '_' and '-' kept, anything else (a
+   * '.', which would split the Dropwizard name) becomes '_'.
    */
   static String gaugeKey(String executorId) {
     return executorId.replaceAll("[^A-Za-z0-9_-]", "_");
@@ -426,20 +467,26 @@ public final class DriverSide implements DriverPlugin {
   private static final class ExecutorView {
     final String id;
     final String prefix;
+
     /** The last sample; replaced on each, read by gauges without a lock. */
     volatile ExecutorSample latest;
 
     volatile long lastSeenMillis;
+
     /** The {@code stagePeak*} gauges' figures. Written under the plugin's lock. */
     volatile long stagePeakReserved;
 
     volatile long stagePeakHeld;
+
     /** Figures with a gauge. Guarded by this. */
     final Set<String> gauges = new HashSet<>();
+
     /** Per threshold: whether reserved is at or above it. Guarded by this. */
     final boolean[] above;
+
     /** Set once, when the executor's gauges are removed. Guarded by this. */
     boolean removed;
+
     /** Sample events posted, and when the last was (sample time). Written by the RPC thread. */
     long sampleEvents;
 
@@ -461,14 +508,18 @@ public final class DriverSide implements DriverPlugin {
     final Map<String, Long> held = new LinkedHashMap<>();
     long totalReserved;
     long totalHeld;
+
     /** Executor → ledger figure → peak, from the samples' {@code ledgerPeak.*} figures. */
     final Map<String, Map<String, Long>> ledger = new LinkedHashMap<>();
+
     long taskPoolPeak;
+
     /**
      * Consumer → peak, from the samples' {@code consumerPeak.*} figures: the largest {@value
      * ExecutorLedger#CONSUMER_PEAKS_KEPT}, as the executors keep them.
      */
     final Map<String, Long> consumers = new LinkedHashMap<>();
+
     /** When the stage completed (epoch ms); 0 while it runs. */
     long completedMillis;
 

@@ -9,10 +9,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.spark.api.plugin.PluginContext;
 import org.nativepool.spark.config.Bytes;
+import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.ReportingSettings;
 import org.nativepool.spark.events.ExecutorSample;
 import org.nativepool.spark.events.LedgerSample;
 import org.nativepool.spark.jni.ArrowProcessStat;
+import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.jni.ProcessStat;
 import org.nativepool.spark.ledger.ExecutorLedger;
 import org.nativepool.spark.ledger.LedgerReader;
@@ -30,24 +32,31 @@ import org.slf4j.LoggerFactory;
  *       and at every task end (the growth detector);
  *   <li>sends an {@link ExecutorSample} to the driver side every heartbeat interval ({@code
  *       PluginContext.send}: one-way, nothing waits for the driver), and when a task ends if none
- *       went out within the poll period, with the ledger's figures; a task pool that closed in
- *       the interval counts in its peak of reserved bytes ({@link ExecutorLedger#poolClosed});
- *   <li>logs one summary line every {@value ReportingSettings#LOG_INTERVAL}, if set, ending with
- *       the ledger ({@link LedgerSnapshot#line()}).
+ *       went out within the poll period, with the ledger's figures; a task pool that closed in the
+ *       interval counts in its peak of reserved bytes ({@link ExecutorLedger#poolClosed});
+ *   <li>logs one summary line every {@link NativePoolConf#LOG_INTERVAL}, if set, ending with the
+ *       ledger ({@link LedgerSnapshot#line()});
+ *   <li>with the pod guard on, polls its episodes every {@value GuardEpisodeReports#POLL_MILLIS}
+ *       ms, a schedule of its own that costs one native call and no ledger reading while no episode
+ *       lasts: each episode is logged once at WARN on this class's logger and sent to the driver
+ *       when it ends ({@link GuardEpisodeReports}).
  * </ul>
  *
- * <p>Every period runs on that one thread. A failure to read or send is logged (the first at WARN, later ones at DEBUG) and the next period tries again: the
- * figures are for watching, never for the tasks.
+ * <p>Every period runs on that one thread. A failure to read or send is logged (the first at WARN,
+ * later ones at DEBUG) and the next period tries again: the figures are for watching, never for the
+ * tasks.
  */
 final class ExecutorReporter {
   private static final Logger LOG = LoggerFactory.getLogger(ExecutorReporter.class);
-
 
   private final PluginContext ctx;
   private final ReportingSettings settings;
   private final ExecutorGauges gauges;
   private final ExecutorLedger ledger;
   private final ScheduledExecutorService thread;
+
+  /** The pod guard's episode reports; null when the guard is off. */
+  private final GuardEpisodeReports guardReports;
 
   /** Task ends not yet given to the ledger ({@link #taskBoundary()}). */
   private final AtomicInteger pendingBoundaries = new AtomicInteger();
@@ -60,11 +69,17 @@ final class ExecutorReporter {
   private boolean warned;
 
   private ExecutorReporter(
-      PluginContext ctx, ReportingSettings settings, ExecutorGauges gauges, ExecutorLedger ledger) {
+      PluginContext ctx,
+      ReportingSettings settings,
+      ExecutorGauges gauges,
+      ExecutorLedger ledger,
+      boolean guard) {
     this.ctx = ctx;
     this.settings = settings;
     this.gauges = gauges;
     this.ledger = ledger;
+    this.guardReports =
+        guard ? new GuardEpisodeReports(ctx.executorID(), ledger, LOG::warn, this::toDriver) : null;
     this.thread =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -79,10 +94,15 @@ final class ExecutorReporter {
    *
    * @param gauges the executor's gauges, refreshed every poll period
    * @param ledger the executor's memory ledger, read every poll period and at each task end
+   * @param guard whether the pod guard runs, so that its episodes are polled and reported
    */
   static ExecutorReporter start(
-      PluginContext ctx, ReportingSettings settings, ExecutorGauges gauges, ExecutorLedger ledger) {
-    ExecutorReporter r = new ExecutorReporter(ctx, settings, gauges, ledger);
+      PluginContext ctx,
+      ReportingSettings settings,
+      ExecutorGauges gauges,
+      ExecutorLedger ledger,
+      boolean guard) {
+    ExecutorReporter r = new ExecutorReporter(ctx, settings, gauges, ledger, guard);
     long poll = settings.pollMillis();
     long send = settings.heartbeatMillis();
     r.thread.scheduleWithFixedDelay(r::poll, poll, poll, TimeUnit.MILLISECONDS);
@@ -91,12 +111,16 @@ final class ExecutorReporter {
     if (log > 0) {
       r.thread.scheduleWithFixedDelay(r::logSummary, log, log, TimeUnit.MILLISECONDS);
     }
+    if (guard) {
+      long g = GuardEpisodeReports.POLL_MILLIS;
+      r.thread.scheduleWithFixedDelay(r::pollGuard, g, g, TimeUnit.MILLISECONDS);
+    }
     return r;
   }
 
   /**
-   * Called when a task ends: sends a sample now unless one went out within the poll period, so
-   * that the driver gets the task's interval peak close to its stage's end.
+   * Called when a task ends: sends a sample now unless one went out within the poll period, so that
+   * the driver gets the task's interval peak close to its stage's end.
    */
   void taskEnded() {
     try {
@@ -118,7 +142,7 @@ final class ExecutorReporter {
     try {
       ledger.taskBoundary(pendingBoundaries.getAndSet(0));
     } catch (RuntimeException e) {
-      failed("read the ledger of", e);
+      failed("read the ledger", e);
     }
   }
 
@@ -136,7 +160,25 @@ final class ExecutorReporter {
       ExecutorGauges.Reading r = gauges.refresh();
       ledger.readNow(r.process(), r.arrow()); // its interval peaks are the sample's
     } catch (RuntimeException e) {
-      failed("read", e);
+      failed("read the native figures", e);
+    }
+  }
+
+  /** The pod guard's episodes: see {@link GuardEpisodeReports}. */
+  private void pollGuard() {
+    try {
+      guardReports.poll(Natives.guardEpisodes());
+    } catch (RuntimeException e) {
+      failed("read the pod guard's episodes", e);
+    }
+  }
+
+  /** Sends a pod guard episode to the driver side; a failure is logged. */
+  private void toDriver(Object message) {
+    try {
+      ctx.send(message);
+    } catch (IOException | RuntimeException e) {
+      failed("send a " + message.getClass().getSimpleName() + " to the driver", e);
     }
   }
 
@@ -158,7 +200,7 @@ final class ExecutorReporter {
           new ExecutorSample(
               ctx.executorID(), r.timeMillis(), sequence++, f, peakReserved, peakHeld, l));
     } catch (IOException | RuntimeException e) {
-      failed("send", e);
+      failed("send the native figures", e);
     }
   }
 
@@ -169,24 +211,24 @@ final class ExecutorReporter {
           summaryLine(ctx.executorID(), gauges.figures(gauges.latest()))
               + (l == null ? "" : "; ledger: " + l.line()));
     } catch (RuntimeException e) {
-      failed("log", e);
+      failed("log the native figures", e);
     }
   }
 
   private void failed(String what, Exception e) {
     if (!warned) {
       warned = true;
-      LOG.warn("nativepool: executor {}: cannot {} the native figures", ctx.executorID(), what, e);
+      LOG.warn("nativepool: executor {}: cannot {}", ctx.executorID(), what, e);
     } else {
-      LOG.debug("nativepool: executor {}: cannot {} the native figures", ctx.executorID(), what, e);
+      LOG.debug("nativepool: executor {}: cannot {}", ctx.executorID(), what, e);
     }
   }
 
   /**
-   * The summary line of {@value ReportingSettings#LOG_INTERVAL}, from an executor's figures, e.g.
+   * The summary line of {@link NativePoolConf#LOG_INTERVAL}, from an executor's figures, e.g.
    * {@code nativepool: executor 1 memory: reserved 12.0 MiB, allocated 8.0 MiB, held 16.0 MiB
-   * (slack 4.0 MiB), RSS 1.2 GiB (Go runtime 9.5 MiB, limit 55.4 MiB), 2 task pools, peak 32.0
-   * MiB, spills 3 (40.0 MiB freed)}.
+   * (slack 4.0 MiB), RSS 1.2 GiB (Go runtime 9.5 MiB, limit 55.4 MiB), 2 task pools, peak 32.0 MiB,
+   * spills 3 (40.0 MiB freed)}.
    */
   static String summaryLine(String executorId, Map<String, Long> f) {
     long goLimit = get(f, ProcessStat.GO_MEMORY_LIMIT);
@@ -219,6 +261,4 @@ final class ExecutorReporter {
   private static long get(Map<String, Long> f, ProcessStat s) {
     return f.getOrDefault(s.gaugeName(), -1L);
   }
-
-
 }

@@ -1,14 +1,11 @@
 package org.nativepool.spark.executor;
 
-
-
-
-
 import java.io.IOException;
 import java.util.Map;
 import org.apache.spark.TaskFailedReason;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
+import org.nativepool.spark.config.GuardSettings;
 import org.nativepool.spark.config.LedgerSettings;
 import org.nativepool.spark.config.PoolSettings;
 import org.nativepool.spark.config.ReportingSettings;
@@ -27,24 +24,30 @@ import org.slf4j.LoggerFactory;
  * The executor side of the plugin. Its {@code init} reads the settings, loads the library ({@code
  * spark.nativepool.library}, else the jar's copy), routes the Go side's logs to log4j ({@link
  * GoLog}), configures the library (the process memory policy included: glibc's mmap threshold and
- * the Go runtime's soft memory limit), registers the gauges ({@link ExecutorGauges}), installs the
- * executor's state ({@link ExecutorState}: the settings tasks open their pools with, and the
- * executor memory ledger as the observer of closing pools), and starts the {@link
- * ExecutorReporter}. Tasks then open their pool with {@code TaskPool.openForCurrentTask()}.
+ * the Go runtime's soft memory limit), starts the pod guard ({@link GuardSettings}: it makes native
+ * memory give way when memory outside it takes the headroom under the executor's memory limit),
+ * registers the gauges ({@link ExecutorGauges}), installs the executor's state ({@link
+ * ExecutorState}: the settings tasks open their pools with, and the executor memory ledger as the
+ * observer of closing pools), and starts the {@link ExecutorReporter}. Tasks then open their pool
+ * with {@code TaskPool.openForCurrentTask()}.
  *
  * <p>A library that does not load or a setting that does not parse never makes {@code init} throw:
- * that would make Spark kill the executor and start another one that fails the same way. The
- * reason is logged once and installed instead ({@link ExecutorState#disable}), so every task asking
- * for a native pool fails with it, and the job fails after Spark's task retries.
+ * that would make Spark kill the executor and start another one that fails the same way. The reason
+ * is logged once and installed instead ({@link ExecutorState#disable}), so every task asking for a
+ * native pool fails with it, and the job fails after Spark's task retries.
  */
 public final class ExecutorSide implements ExecutorPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(ExecutorSide.class);
 
   private ExecutorReporter reporter;
+
   /** What this plugin installed in {@link ExecutorState}, for {@link #shutdown()}. */
   private Object installed;
 
   private boolean configured;
+
+  /** Whether this plugin started the pod guard, which {@link #shutdown()} then stops. */
+  private boolean guardStarted;
 
   /** Made by {@code NativePoolPlugin.executorPlugin()}. */
   public ExecutorSide() {}
@@ -53,11 +56,13 @@ public final class ExecutorSide implements ExecutorPlugin {
   public void init(PluginContext ctx, Map<String, String> extraConf) {
     PoolSettings s;
     ReportingSettings reporting;
+    GuardSettings guard;
     ExecutorLedger ledger;
     String source;
     try {
       s = PoolSettings.fromConf(ctx.conf());
       reporting = ReportingSettings.fromConf(ctx.conf());
+      guard = GuardSettings.fromConf(ctx.conf());
       ledger =
           new ExecutorLedger(
               ctx.executorID(),
@@ -81,12 +86,21 @@ public final class ExecutorSide implements ExecutorPlugin {
     ExecutorState.setAllocationSites(s.allocationSites()); // Go's and Java's, for leaks
     Natives.configureRuntime(s.mallocMmapThreshold(), s.goMemoryLimit(), s.memoryOverhead());
     configured = true;
+    // Off also stops a guard an earlier plugin of this JVM left running. A guard that cannot
+    // start is logged, never thrown: the executor runs on without it.
+    try {
+      Natives.configureGuard(
+          guard.enabled(), guard.reserve(), guard.limit(), guard.limitExplicit());
+      guardStarted = guard.enabled();
+    } catch (RuntimeException e) {
+      LOG.error("nativepool: executor {}: the pod guard did not start", ctx.executorID(), e);
+    }
     ExecutorGauges gauges =
         new ExecutorGauges(Natives.processArrowStats().get(ArrowProcessStat.RSS));
     gauges.register(ctx.metricRegistry());
     installed = ExecutorState.install(s, ledger);
-    reporter = ExecutorReporter.start(ctx, reporting, gauges, ledger);
-    LOG.info("nativepool: executor {} uses {} ({})", ctx.executorID(), s, source);
+    reporter = ExecutorReporter.start(ctx, reporting, gauges, ledger, guardStarted);
+    LOG.info("nativepool: executor {} uses {}; {} ({})", ctx.executorID(), s, guard, source);
   }
 
   /** Sends a sample early, so that the driver's stage peaks see the task (see the reporter). */
@@ -105,13 +119,22 @@ public final class ExecutorSide implements ExecutorPlugin {
   }
 
   /**
-   * Stops the reporting thread, forgets what this plugin installed (unless a later start replaced
-   * it) and turns the process-wide logging and site options off.
+   * Stops the reporting thread and the pod guard this plugin started (its ballast goes back to
+   * Spark), forgets what this plugin installed (unless a later start replaced it) and turns the
+   * process-wide logging and site options off.
    */
   @Override
   public void shutdown() {
     if (reporter != null) {
       reporter.stop();
+    }
+    if (guardStarted) {
+      guardStarted = false;
+      try {
+        Natives.configureGuard(false, 0, 0, false);
+      } catch (RuntimeException e) {
+        LOG.warn("nativepool: cannot stop the pod guard", e);
+      }
     }
     ExecutorState.uninstall(installed);
     if (configured) {

@@ -36,19 +36,22 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li><b>Gauges</b> in the plugin's metric source: {@code ledger.<part>} for every part, {@code
- *       ledger.rss} and {@code ledger.unexplained}, served from the latest reading; counters
- *       {@code ledger.thresholdCrossings} and {@code ledger.growthReports}.
+ *       ledger.rss} and {@code ledger.unexplained}, served from the latest reading; counters {@code
+ *       ledger.thresholdCrossings} and {@code ledger.growthReports}.
  *   <li><b>High-water marks</b> ({@link #peaks()}): per part, per task pool ({@link
  *       #taskPoolPeak()}) and per consumer ({@link #consumerPeaks()}, the largest {@value
  *       #CONSUMER_PEAKS_KEPT}), since the last {@link #resetPeaks()}. The driver keeps the same
  *       marks per stage from each sample's interval peaks and resets them when the stage ends
  *       ({@link StagePeaksEvent}).
- *   <li><b>Thresholds</b> ({@value LedgerSettings#THRESHOLDS}): each crossing, up or down with
- *       hysteresis, goes to the {@link LedgerListener}s, a log line (WARN up, INFO down), the
+ *   <li><b>Thresholds</b> ({@link NativePoolConf#LEDGER_THRESHOLDS}): each crossing, up or down
+ *       with hysteresis, goes to the {@link LedgerListener}s, a log line (WARN up, INFO down), the
  *       crossings counter and the driver (event log).
  *   <li><b>Growth</b>: at each task end the parts go to a {@link GrowthDetector}; a part whose
  *       floor keeps rising is reported (WARN, counter, listeners, event log), naming for native
  *       memory the consumers and allocation sites still live.
+ *   <li><b>History</b> ({@link #history()}): the last minute of readings with their times, so that
+ *       what the ledger looked like before and during a moment (a pod guard episode) can be read
+ *       afterwards.
  * </ul>
  */
 public final class ExecutorLedger implements TaskPoolObserver {
@@ -90,6 +93,9 @@ public final class ExecutorLedger implements TaskPoolObserver {
   private final IntFunction<List<String>> owners;
 
   private volatile LedgerSnapshot latest;
+
+  /** Every reading of the last minute ({@link LedgerHistory}'s default bounds). */
+  private final LedgerHistory history = new LedgerHistory();
 
   // Guarded by this.
   private final Set<String> gauges = new HashSet<>();
@@ -180,9 +186,14 @@ public final class ExecutorLedger implements TaskPoolObserver {
     return latest;
   }
 
+  /** The recent readings, every one this ledger made, within the history's bounds. */
+  public LedgerHistory history() {
+    return history;
+  }
+
   /**
-   * Reads the ledger now, and updates the gauges' reading, the high-water marks and the
-   * thresholds (a crossing notifies on this thread).
+   * Reads the ledger now, and updates the gauges' reading, the high-water marks and the thresholds
+   * (a crossing notifies on this thread).
    */
   public LedgerSnapshot readNow() {
     return update(ledger.read());
@@ -200,6 +211,7 @@ public final class ExecutorLedger implements TaskPoolObserver {
     List<LedgerCrossingEvent> crossed = new ArrayList<>();
     synchronized (this) {
       latest = s;
+      history.add(s);
       Map<String, Long> f = s.figures();
       for (Map.Entry<String, Long> e : f.entrySet()) {
         peaks.merge(e.getKey(), e.getValue(), Math::max);
@@ -225,8 +237,7 @@ public final class ExecutorLedger implements TaskPoolObserver {
         if (!above[i] && v >= t.level()) {
           above[i] = true;
           crossed.add(
-              new LedgerCrossingEvent(
-                  executorId, s.timeMillis(), part, t.level(), true, v, lower));
+              new LedgerCrossingEvent(executorId, s.timeMillis(), part, t.level(), true, v, lower));
         } else if (above[i] && v < lower) {
           above[i] = false;
           crossed.add(
@@ -300,7 +311,13 @@ public final class ExecutorLedger implements TaskPoolObserver {
       List<String> named = ownedByNative(g.part()) ? owners.apply(OWNERS_PER_REPORT) : List.of();
       GrowthReportEvent r =
           new GrowthReportEvent(
-              executorId, s.timeMillis(), g.part(), g.fromBytes(), g.toBytes(), g.tasks(), seen,
+              executorId,
+              s.timeMillis(),
+              g.part(),
+              g.fromBytes(),
+              g.toBytes(),
+              g.tasks(),
+              seen,
               named);
       growthReports.inc();
       LOG.warn(r.describe());

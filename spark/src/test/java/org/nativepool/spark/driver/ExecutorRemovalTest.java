@@ -14,8 +14,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
-import org.apache.spark.api.plugin.PluginContext;
-import org.apache.spark.resource.ResourceInformation;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -24,12 +22,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.events.ExecutorSample;
+import org.nativepool.spark.testing.DriverContext;
 
 /**
- * The driver side's bookkeeping of executors that come and go, on a real SparkContext (its
- * listener bus delivers the removals) without the executor plugin: samples of executors "7" and
- * "8" are handed to {@link DriverSide#receive} as Spark's plugin endpoint would, and
- * the plugin's gauges are read from the registry its context gave it.
+ * The driver side's bookkeeping of executors that come and go, on a real SparkContext (its listener
+ * bus delivers the removals) without the executor plugin: samples of executors "7" and "8" are
+ * handed to {@link DriverSide#receive} as Spark's plugin endpoint would, and the plugin's gauges
+ * are read from the registry its context gave it.
  */
 @Tag("spark") // starts a SparkContext: the second group of tests
 @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
@@ -49,7 +48,7 @@ class ExecutorRemovalTest {
                 .set("spark.executor.heartbeatInterval", "100ms")
                 .set(NativePoolConf.EXECUTOR_RESERVED_THRESHOLDS.key(), "1m"));
     driver = new DriverSide();
-    driver.init(sc, new Context(sc.conf(), registry));
+    driver.init(sc, new DriverContext(sc.conf(), registry));
   }
 
   @AfterEach
@@ -150,33 +149,5 @@ class ExecutorRemovalTest {
         registry.getNames().stream().anyMatch(n -> n.startsWith("executor.8.")),
         registry.getNames()::toString);
     assertEquals(2L << 20, gauge("total.reserved"));
-  }
-
-  /** What Spark's PluginContextImpl gives a driver plugin, over the test's registry. */
-  private record Context(SparkConf conf, MetricRegistry metricRegistry) implements PluginContext {
-    @Override
-    public String executorID() {
-      return "driver";
-    }
-
-    @Override
-    public String hostname() {
-      return "localhost";
-    }
-
-    @Override
-    public Map<String, ResourceInformation> resources() {
-      return Map.of();
-    }
-
-    @Override
-    public void send(Object message) {
-      throw new UnsupportedOperationException("the driver does not send");
-    }
-
-    @Override
-    public Object ask(Object message) {
-      throw new UnsupportedOperationException("the driver does not ask");
-    }
   }
 }

@@ -48,17 +48,20 @@ class StatsTest {
             + " upstreamCalls=7, spillRequests=8, spillBytesFreed=9, lateReleases=10, leaks=11,"
             + " leakedBytes=12, goMemoryLimit=13, goBaseline=14, goMapped=15, goPeak=16,"
             + " goHeapReturns=17, goHeapReturnedBytes=18, vmHwm=19, cgroupPeak=20,"
-            + " mallocMmapThreshold=21, mallocRetained=22, goHeapInUse=23, goHeapIdle=24, goStacks=25,"
-            + " goGcMeta=26, goOther=27, leakedResident=28, spillReentries=29)",
+            + " mallocMmapThreshold=21, mallocRetained=22, goHeapInUse=23, goHeapIdle=24,"
+            + " goStacks=25, goGcMeta=26, goOther=27, leakedResident=28, spillReentries=29,"
+            + " guardLimit=30, guardUnreclaimable=31, guardHeadroom=32, guardReserve=33,"
+            + " guardBallast=34, guardEpisodes=35, guardSpilledBytes=36, guardReleasedBytes=37,"
+            + " guardReactionMicros=38, guardRefusals=39, guardWakes=40)",
         new ProcessStats(allProcessFigures()).toString());
   }
 
   @Test
   void snapshotsAreEqualOnlyToTheSameTypeWithTheSameFigures() {
     assertEquals(new PoolStats(allPoolFigures()), new PoolStats(allPoolFigures()));
-    assertEquals(new PoolStats(allPoolFigures()).hashCode(), new PoolStats(allPoolFigures()).hashCode());
-    assertNotEquals(
-        new PoolStats(allPoolFigures()), new ProcessStats(allProcessFigures()));
+    assertEquals(
+        new PoolStats(allPoolFigures()).hashCode(), new PoolStats(allPoolFigures()).hashCode());
+    assertNotEquals(new PoolStats(allPoolFigures()), new ProcessStats(allProcessFigures()));
     long[] other = allPoolFigures();
     other[11] = 0;
     assertNotEquals(new PoolStats(allPoolFigures()), new PoolStats(other));

@@ -1,0 +1,198 @@
+package org.nativepool.spark.config;
+
+import java.util.Locale;
+import org.apache.spark.SparkConf;
+
+/**
+ * The executor's view of the pod guard's keys of {@link NativePoolConf} ({@link
+ * NativePoolConf#GUARD_ENABLED}, {@link NativePoolConf#GUARD_RESERVE}, {@link
+ * NativePoolConf#GUARD_LIMIT}), resolved into the four arguments of {@code Natives.configureGuard}:
+ * whether the guard runs, its reserve, the limit it keeps where the memory cgroup sets none, and
+ * whether that limit also applies under a cgroup limit.
+ *
+ * <p>The guard keeps the executor's memory cgroup's limit wherever there is one (the Go side finds
+ * it); the limit resolved here is the fallback, held against the process's resident memory:
+ *
+ * <ul>
+ *   <li>an explicit {@link NativePoolConf#GUARD_LIMIT}: on every master, and where a cgroup limit
+ *       exists too the tighter of the two counts ({@link #limitExplicit()});
+ *   <li>else, with {@code auto}, the container size Spark computes ({@link ContainerSize}) where
+ *       Spark sizes executors' containers (YARN, Kubernetes: YARN's process-tree check kills over
+ *       it without any cgroup limit), and 0 elsewhere (local mode, standalone): there only a cgroup
+ *       limit counts, and without one the guard stands by;
+ *   <li>else, with {@code true}, the container size everywhere.
+ * </ul>
+ *
+ * <p>Immutable.
+ */
+public final class GuardSettings {
+
+  /** What {@link NativePoolConf#GUARD_ENABLED} says. */
+  public enum Mode {
+    /** On where a limit is known: a cgroup's, or the container size on YARN and Kubernetes. */
+    AUTO("auto"),
+    /** On, with the container size as the limit wherever no cgroup limit is found. */
+    ON("true"),
+    /** Off. */
+    OFF("false");
+
+    private final String word;
+
+    Mode(String word) {
+      this.word = word;
+    }
+
+    /** The value as an operator writes it: {@code auto}, {@code true} or {@code false}. */
+    public String word() {
+      return word;
+    }
+
+    /**
+     * Parses a value of {@link NativePoolConf#GUARD_ENABLED}, in any case.
+     *
+     * @throws IllegalArgumentException for anything but {@code auto}, {@code true} or {@code false}
+     */
+    public static Mode parse(String v) {
+      String w = v == null ? "" : v.trim().toLowerCase(Locale.ROOT);
+      for (Mode m : values()) {
+        if (m.word.equals(w)) {
+          return m;
+        }
+      }
+      throw new IllegalArgumentException("not auto, true or false");
+    }
+  }
+
+  private final Mode mode;
+  private final boolean enabled;
+  private final long reserve;
+  private final long limit;
+  private final boolean limitExplicit;
+  private final String limitOrigin;
+
+  private GuardSettings(
+      Mode mode, boolean enabled, long reserve, long limit, boolean limitExplicit, String origin) {
+    this.mode = mode;
+    this.enabled = enabled;
+    this.reserve = reserve;
+    this.limit = limit;
+    this.limitExplicit = limitExplicit;
+    this.limitOrigin = origin;
+  }
+
+  /**
+   * Reads and resolves the settings of a Spark configuration (the executor's: {@code spark.master}
+   * says where it runs).
+   *
+   * @throws IllegalArgumentException naming the key and the value, for a value that does not parse,
+   *     a limit of 0, or a reserve not below the limit
+   */
+  public static GuardSettings fromConf(SparkConf conf) {
+    Mode mode = NativePoolConf.GUARD_ENABLED.read(conf);
+    long reserve = NativePoolConf.GUARD_RESERVE.read(conf);
+    Long explicit = NativePoolConf.GUARD_LIMIT.read(conf);
+    String master = conf.get("spark.master", "");
+    long limit;
+    String origin;
+    if (explicit != null) {
+      limit = explicit;
+      origin = NativePoolConf.GUARD_LIMIT.key();
+    } else if (mode == Mode.ON || (mode == Mode.AUTO && containerSized(master))) {
+      limit = ContainerSize.bytes(conf);
+      origin = "the container size: " + ContainerSize.describe(conf);
+    } else {
+      limit = 0;
+      origin =
+          mode == Mode.OFF
+              ? "none"
+              : "none: Spark sizes no container on master '"
+                  + master
+                  + "'; only a cgroup limit counts";
+    }
+    if (reserve > 0 && limit > 0 && reserve >= limit) {
+      throw new IllegalArgumentException(
+          "nativepool: "
+              + NativePoolConf.GUARD_RESERVE.key()
+              + " = '"
+              + conf.get(NativePoolConf.GUARD_RESERVE.key())
+              + "': not below the guard's limit "
+              + Bytes.format(limit)
+              + " ("
+              + origin
+              + ")");
+    }
+    return new GuardSettings(mode, mode != Mode.OFF, reserve, limit, explicit != null, origin);
+  }
+
+  /**
+   * Whether Spark runs executors on {@code master} in containers it sizes: YARN ({@code yarn}) and
+   * Kubernetes ({@code k8s://…}).
+   */
+  public static boolean containerSized(String master) {
+    return master.startsWith("yarn") || master.startsWith("k8s://");
+  }
+
+  /** {@link NativePoolConf#GUARD_ENABLED} as set. */
+  public Mode mode() {
+    return mode;
+  }
+
+  /** Whether the guard runs: {@code configureGuard}'s {@code enabled}. */
+  public boolean enabled() {
+    return enabled;
+  }
+
+  /**
+   * {@link NativePoolConf#GUARD_RESERVE} in bytes: {@code configureGuard}'s {@code reserve}; 0 =
+   * the Go side's default, 2% of the limit and at least 32 MiB.
+   */
+  public long reserve() {
+    return reserve;
+  }
+
+  /**
+   * The limit the guard keeps where the memory cgroup sets none, in bytes: {@code configureGuard}'s
+   * {@code limit}; 0 = none (only a cgroup limit counts).
+   */
+  public long limit() {
+    return limit;
+  }
+
+  /**
+   * Whether {@link #limit()} was set ({@link NativePoolConf#GUARD_LIMIT}): {@code configureGuard}'s
+   * {@code limitExplicit}, so that under a cgroup limit too the tighter counts.
+   */
+  public boolean limitExplicit() {
+    return limitExplicit;
+  }
+
+  /** Where {@link #limit()} came from, in words. */
+  public String limitOrigin() {
+    return limitOrigin;
+  }
+
+  /**
+   * One line for the executor's startup log, e.g. {@code pod guard auto: on, reserve default (2% of
+   * the limit, at least 32 MiB), limit 4.4 GiB (the container size: executor memory 4.0 GiB +
+   * memoryOverhead 409.0 MiB = 4.4 GiB; where no cgroup sets one)}.
+   */
+  @Override
+  public String toString() {
+    if (!enabled) {
+      return "pod guard off (" + NativePoolConf.GUARD_ENABLED.key() + "=false)";
+    }
+    return "pod guard "
+        + mode.word()
+        + ": on, reserve "
+        + (reserve > 0 ? Bytes.format(reserve) : "default (2% of the limit, at least 32 MiB)")
+        + ", limit "
+        + (limit > 0
+            ? Bytes.format(limit)
+                + " ("
+                + limitOrigin
+                + (limitExplicit
+                    ? "; under a cgroup limit the tighter counts)"
+                    : "; where no cgroup sets one)")
+            : limitOrigin);
+  }
+}
