@@ -170,7 +170,7 @@ type Guard struct {
 	samples atomic.Int64
 	// roomMade is the bytes spilled for waiting borrows.
 	roomMade atomic.Int64
-	wakes   atomic.Int64
+	wakes    atomic.Int64
 	// next is closed when the next sample is published (and replaced):
 	// what waiting borrows wait on.
 	next struct {

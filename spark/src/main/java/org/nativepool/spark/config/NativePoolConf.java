@@ -315,8 +315,9 @@ public final class NativePoolConf {
           Side.EXECUTOR,
           v -> v == null || v.isEmpty() ? 0L : Bytes.parse(v),
           "the headroom the pod guard keeps free under the limit: a native borrow from Spark"
-              + " that would eat into it is refused (a spill signal to the consumer), and native"
-              + " consumers spill when memory outside native memory takes it. It is there because"
+              + " that would eat into it (or into the half reserve above it) waits while native"
+              + " consumers spill, and native consumers spill when memory outside native memory"
+              + " takes it. It is there because"
               + " a burst arrives faster than any reaction: a 16 MiB burst killed an executor at"
               + " its survival point within 0.1 s, and 32 MiB is two of the 16 MiB Netty chunks"
               + " Spark's shuffle and spill readers allocate at once; 2% scales it with larger"

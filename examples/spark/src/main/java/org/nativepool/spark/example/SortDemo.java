@@ -125,7 +125,7 @@ public final class SortDemo {
             .config(NativePoolConf.POOL.key(), cfg.pool.configName())
             .config(NativePoolConf.CHUNK_SIZE.key(), Long.toString(cfg.chunk))
             .config(NativePoolConf.POOL_SIZE.key(), Long.toString(cfg.poolSize > 0 ? cfg.poolSize : cfg.budget))
-            .config("spark.nativepool.guard.enabled", cfg.guard)
+            .config(NativePoolConf.GUARD_ENABLED.key(), cfg.guard)
             .config("spark.memory.offHeap.enabled", "true")
             .config("spark.memory.offHeap.size", Long.toString(cfg.budget))
             .config("spark.unsafe.exceptionOnMemoryLeak", "true")
