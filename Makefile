@@ -1,7 +1,7 @@
 # nativepool — see README.md. Two commands matter to a newcomer:
 #   make example   runs the main demo
 #   make test      runs every test (Go with -race, the bridge core without cgo, go vet, gofmt check,
-#                  Java/JUnit against real Spark)
+#                  Java/JUnit against real Spark, the streaming soak's 5-minute smoke)
 SHELL := /bin/bash
 GO ?= go
 MVN ?= mvn -B -ntp
@@ -15,7 +15,7 @@ JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
 export JAVA_HOME
 export CGO_CFLAGS := -O2 -g -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all lib lib-aarch64 jar test-cluster bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example clean
+.PHONY: all lib lib-aarch64 jar test-cluster bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
 
 all: lib jar
 
@@ -74,7 +74,7 @@ test-java-checkjni: lib
 	grep -E '^\[INFO\] (Tests run: .*Skipped: [0-9]+$$|Building nativepool|BUILD)' $(BUILD)/checkjni.log
 	python3 $(PLUGIN_DIR)/check_jni_warnings.py $(BUILD)/checkjni.log $$(ls $(PLUGIN_DIR)/target/surefire-reports/*.dumpstream $(DEMO_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null)
 
-test: test-go test-java test-java-checkjni test-container test-cluster
+test: test-go test-java test-java-checkjni test-container test-cluster soak-smoke
 
 ## test-cluster: a standalone Master and Worker on 127.0.0.1 (own JVMs, free ports, Spark's jars
 ## from Maven in build/spark-home), jobs submitted with only the plugin jar: the library loads
@@ -105,6 +105,19 @@ test-container:
 ## Options: make example ARGS="--rows 8000000 --budget 64m --chunk 8m --pool greedy_unified"
 example:
 	bash examples/spark/run.sh $(ARGS)
+
+## soak: the streaming soak (examples/spark/README.md, "The streaming soak"): a Spark Structured
+## Streaming query running a native Go aggregation on every micro-batch, in its own JVM, first the
+## clean run for SOAK_MINUTES minutes (default 60: the executor memory ledger must stay flat and the
+## growth detector silent), then the planted-leak run (the detector must name the leak within 200
+## micro-batches). Outputs in build/soak/. Options: make soak SOAK_MINUTES=20 ARGS="--rate 10000"
+SOAK_MINUTES ?= 60
+soak:
+	SOAK_MINUTES=$(SOAK_MINUTES) bash examples/spark/soak.sh $(ARGS)
+
+## soak-smoke: the soak with a 5-minute clean run (part of make test; about 7 minutes in all).
+soak-smoke:
+	SOAK_MINUTES=5 bash examples/spark/soak.sh $(ARGS)
 
 ## example-go: the small Go-only program (two spillers sharing a fair pool).
 example-go:
