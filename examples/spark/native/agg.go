@@ -504,7 +504,7 @@ func (a *aggregator) Finish() error {
 // fails when neither is possible.
 func (a *aggregator) openMerge(pending []*fileSource) error {
 	var wbuf []byte
-	if err := a.allocateInMerge("the state writer", func() { wbuf = a.alloc.Allocate(readBufferBytes) }); err != nil {
+	if err := a.allocateInMerge("the state writer", func() { wbuf = a.allocateWriterBuffer() }); err != nil {
 		a.release(pending)
 		return err
 	}
@@ -798,6 +798,10 @@ func (a *aggregator) Next() (arrow.RecordBatch, error) {
 	a.batchesOut.Add(1)
 	return rec, nil
 }
+
+// allocateWriterBuffer allocates the state writer's buffer (a refusal
+// panics: ffi.Catch).
+func (a *aggregator) allocateWriterBuffer() []byte { return a.alloc.Allocate(readBufferBytes) }
 
 // allocateOutput allocates the buffers of an output batch that bufs lacks
 // (a refusal panics: ffi.Catch).

@@ -216,19 +216,12 @@ const readBufferBytes = 65536 / entryBytes * entryBytes
 // (which may refuse: ffi.Catch) and reports whether the file has a group.
 // Call it without the aggregator's lock: it allocates.
 func (s *fileSource) open(mem memory.Allocator) (bool, error) {
+	b := mem.Allocate(readBufferBytes) // first: a refusal leaves no file open
 	f, err := os.Open(s.path)
 	if err != nil {
+		mem.Free(b)
 		return false, fmt.Errorf("aggregate: %w", err)
 	}
-	var b []byte
-	func() {
-		defer func() {
-			if b == nil {
-				f.Close()
-			}
-		}()
-		b = mem.Allocate(readBufferBytes)
-	}()
 	s.f, s.mem, s.buf = f, mem, b
 	return s.fill()
 }
