@@ -12,8 +12,16 @@ import org.nativepool.spark.PoolKind;
  * groups grows to: Spark asks the aggregation to spill in about every micro-batch.
  */
 final class SoakConfig {
-  /** How long the clean run streams, ms (the leak run stops at its report or its batch limit). */
+  /**
+   * How long the clean run streams, ms, its JVM warm-up included (the leak run stops at its report
+   * or its batch limit).
+   */
   final long durationMs;
+  /**
+   * The clean run's JVM warm-up, ms: the first part of {@link #durationMs}, streamed in a first
+   * SparkSession whose ledger and detector are discarded; 0 for none.
+   */
+  final long jvmWarmupMs;
   /** The planted-leak run instead of the clean one. */
   final boolean leak;
   /** Bytes the planted leak keeps per task (one batch per partition and micro-batch). */
@@ -42,7 +50,7 @@ final class SoakConfig {
   final PoolKind pool;
   /** Milliseconds between ledger readings written to the CSV. */
   final long sampleMs;
-  /** The verdict's warm-up, ms: readings before it are not judged. */
+  /** The verdict's warm-up, ms: readings of the measured session before it are not judged. */
   final long warmupMs;
   /** The verdict's window, ms. */
   final long windowMs;
@@ -57,6 +65,7 @@ final class SoakConfig {
 
   SoakConfig(
       long durationMs,
+      long jvmWarmupMs,
       boolean leak,
       long leakBytes,
       int leakBatches,
@@ -78,6 +87,8 @@ final class SoakConfig {
       String outDir,
       String analyze) {
     if (durationMs <= 0
+        || jvmWarmupMs < 0
+        || jvmWarmupMs >= durationMs
         || leakBytes <= 0
         || leakBatches <= 0
         || rate <= 0
@@ -94,11 +105,12 @@ final class SoakConfig {
         || windowMs <= 0
         || toleranceBytes < 0) {
       throw new IllegalArgumentException(
-          "soak: every duration, rate, size and count must be > 0 (pool-size, chunk, warm-up and"
-              + " tolerance >= 0)\n"
+          "soak: every duration, rate, size and count must be > 0 (pool-size, chunk, warm-ups and"
+              + " tolerance >= 0, the JVM warm-up shorter than the duration)\n"
               + USAGE);
     }
     this.durationMs = durationMs;
+    this.jvmWarmupMs = jvmWarmupMs;
     this.leak = leak;
     this.leakBytes = leakBytes;
     this.leakBatches = leakBatches;
@@ -124,13 +136,16 @@ final class SoakConfig {
   static final String USAGE =
       String.join(
           "\n",
-          "usage: StreamingSoak [--duration T] [--leak] [--leak-bytes SIZE] [--leak-batches N]",
+          "usage: StreamingSoak [--duration T] [--jvm-warmup T] [--leak] [--leak-bytes SIZE] [--leak-batches N]",
           "                     [--rate R] [--trigger T] [--keys K] [--partitions P] [--threads T]",
           "                     [--batch ROWS] [--budget SIZE] [--pool-size SIZE] [--chunk SIZE]",
           "                     [--pool fair_unified|greedy_unified] [--sample T] [--warmup T]",
           "                     [--window T] [--tolerance SIZE] [--library PATH] [--out DIR]",
           "       StreamingSoak --analyze LEDGER.csv [--warmup T] [--window T] [--tolerance SIZE]",
-          "  --duration   how long the clean run streams (default 60m)",
+          "  --duration   how long the clean run streams, its JVM warm-up included (default 60m)",
+          "  --jvm-warmup the clean run's first part, streamed in a first SparkSession whose ledger",
+          "               and growth detector are discarded, so that the measured session starts",
+          "               with the JIT's and the JVM's warm-up behind it (default max(60s, duration/12))",
           "  --leak       the planted-leak run: each task keeps one batch forever; passes when the",
           "               growth detector names it within --leak-batches micro-batches",
           "  --leak-bytes bytes each task keeps in the leak run (default 512k)",
@@ -147,7 +162,8 @@ final class SoakConfig {
           "  --chunk      spark.nativepool.chunkSize (default 256k)",
           "  --pool       spark.nativepool.pool (default fair_unified)",
           "  --sample     ledger reading period for ledger.csv (default 1s)",
-          "  --warmup     readings before this are not judged (default max(60s, duration/12))",
+          "  --warmup     readings of the measured session before this are not judged",
+          "               (default max(30s, duration/60))",
           "  --window     the verdict's window (default max(30s, duration/12))",
           "  --tolerance  a window minimum rises when it is above the previous by more than this",
           "               (default 1m)",
@@ -155,9 +171,22 @@ final class SoakConfig {
           "  --out        output directory (default build/soak)",
           "  --analyze    only judge an existing ledger CSV (its verdict and trend table)");
 
-  /** The verdict's default warm-up for a run of {@code durationMs}: max(60 s, duration / 12). */
-  static long defaultWarmupMs(long durationMs) {
+  /** The default JVM warm-up of a clean run of {@code durationMs}: max(60 s, duration / 12). */
+  static long defaultJvmWarmupMs(long durationMs) {
     return Math.max(60_000, durationMs / 12);
+  }
+
+  /**
+   * The verdict's default warm-up for a run of {@code durationMs}, counted from the start of the
+   * measured session: max(30 s, duration / 60).
+   */
+  static long defaultWarmupMs(long durationMs) {
+    return Math.max(30_000, durationMs / 60);
+  }
+
+  /** How long the measured session of the clean run streams, ms. */
+  long measuredMs() {
+    return durationMs - jvmWarmupMs;
   }
 
   /** The verdict's default window for a run of {@code durationMs}: max(30 s, duration / 12). */
@@ -173,6 +202,7 @@ final class SoakConfig {
    */
   static SoakConfig parse(String[] args) {
     long duration = 60 * 60_000L;
+    Long jvmWarmup = null;
     boolean leak = false;
     long leakBytes = 512 << 10;
     int leakBatches = 200;
@@ -209,6 +239,7 @@ final class SoakConfig {
       try {
         switch (opt) {
           case "--duration" -> duration = time(v);
+          case "--jvm-warmup" -> jvmWarmup = time(v);
           case "--leak-bytes" -> leakBytes = JavaUtils.byteStringAsBytes(v);
           case "--leak-batches" -> leakBatches = Integer.parseInt(v);
           case "--rate" -> rate = Long.parseLong(v);
@@ -236,6 +267,7 @@ final class SoakConfig {
     }
     return new SoakConfig(
         duration,
+        jvmWarmup != null ? jvmWarmup : defaultJvmWarmupMs(duration),
         leak,
         leakBytes,
         leakBatches,

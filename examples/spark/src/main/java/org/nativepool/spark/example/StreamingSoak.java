@@ -98,52 +98,21 @@ public final class StreamingSoak {
     Path dir = Path.of(cfg.outDir).toAbsolutePath();
     Files.createDirectories(dir);
     String mode = cfg.leak ? "leak" : "clean";
-    Path tmp = dir.resolve("tmp-" + mode);
-    deleteTree(tmp);
-    Files.createDirectories(tmp);
     Path csv = dir.resolve(cfg.leak ? "leak-ledger.csv" : "ledger.csv");
     NativeLoader.ensureLoaded(cfg.library);
     AggBridge.ensureLoaded();
+    String warmupFailure = null;
+    if (!cfg.leak && cfg.jvmWarmupMs > 0) {
+      warmupFailure = warmUp(cfg, dir, out);
+    }
 
-    SparkSession spark =
-        SparkSession.builder()
-            .appName("nativepool-soak-" + mode)
-            .master("local[" + cfg.threads + "]")
-            .config("spark.plugins", NativePoolPlugin.class.getName())
-            .config(NativePoolSettings.LIBRARY, cfg.library)
-            .config(NativePoolSettings.POOL, cfg.pool.configName())
-            .config(NativePoolSettings.CHUNK_SIZE, Long.toString(cfg.chunk))
-            .config(NativePoolSettings.POOL_SIZE, Long.toString(cfg.poolSize > 0 ? cfg.poolSize : cfg.budget))
-            // Growth reports and leak lines name the Go function (and Java method) that allocated.
-            .config(NativePoolSettings.ALLOCATION_SITES, "true")
-            .config("spark.memory.offHeap.enabled", "true")
-            .config("spark.memory.offHeap.size", Long.toString(cfg.budget))
-            .config("spark.unsafe.exceptionOnMemoryLeak", "true")
-            .config("spark.ui.enabled", "false")
-            .config("spark.sql.shuffle.partitions", Integer.toString(cfg.partitions))
-            .config("spark.sql.adaptive.enabled", "false")
-            // An hour of micro-batches: keep the driver's job, stage and SQL history short, and
-            // let the context cleaner remove each micro-batch's shuffle files within minutes
-            // (it acts on garbage-collected shuffles; the default periodic GC is every 30 min).
-            .config("spark.ui.retainedJobs", "50")
-            .config("spark.ui.retainedStages", "50")
-            .config("spark.sql.ui.retainedExecutions", "20")
-            .config("spark.sql.streaming.numRecentProgressUpdates", "20")
-            .config("spark.cleaner.periodicGC.interval", "2min")
-            .config("spark.driver.host", "localhost")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.local.dir", tmp.resolve("spark").toString())
-            .getOrCreate();
+    Path tmp = dir.resolve("tmp-" + mode);
+    deleteTree(tmp);
+    Files.createDirectories(tmp.resolve("spill"));
+    SparkSession spark = session(cfg, mode, tmp);
     try {
-      ExecutorLedger ledger = ExecutorLedger.current();
-      if (ledger == null) {
-        throw new IllegalStateException("soak: the nativepool executor plugin installed no ledger");
-      }
-      CollectionAccumulator<AggOutcome> outcomes =
-          spark.sparkContext().collectionAccumulator("nativeagg outcomes");
-      SoakSink sink =
-          new SoakSink(cfg, tmp.resolve("state").toString(), tmp.resolve("spill").toString(), outcomes, out);
-      Files.createDirectories(tmp.resolve("spill"));
+      ExecutorLedger ledger = ledger();
+      SoakSink sink = sink(spark, cfg, tmp, out);
       GrowthWatcher watcher = new GrowthWatcher(sink::started);
       ledger.addListener(watcher);
       out.printf(
@@ -151,7 +120,7 @@ public final class StreamingSoak {
           "soak: %s run%s: rate %,d rows/s, trigger %s, %d partitions, %,d keys, pool %s (%s per task),"
               + " off-heap %s, chunk %s%s; ledger every %s into %s%n",
           mode,
-          cfg.leak ? "" : " of " + TrendAnalysis.duration(cfg.durationMs),
+          cfg.leak ? "" : ", measured for " + TrendAnalysis.duration(cfg.measuredMs()),
           cfg.rate,
           TrendAnalysis.duration(cfg.triggerMs),
           cfg.partitions,
@@ -165,12 +134,13 @@ public final class StreamingSoak {
           csv);
 
       long t0 = System.nanoTime();
-      String failure = null;
+      String failure = warmupFailure;
       LedgerSampler sampler = LedgerSampler.start(ledger, t0, csv, cfg.sampleMs);
       try {
         StreamingQuery q = start(spark, cfg, sink, tmp.resolve("checkpoint"));
         try {
-          failure = stream(cfg, q, sink, watcher, ledger, t0, out);
+          String f = stream(cfg.leak, cfg.leak ? 0 : cfg.measuredMs(), cfg, q, sink, watcher, ledger, t0, out);
+          failure = failure != null ? failure : f;
         } finally {
           q.stop();
         }
@@ -186,9 +156,105 @@ public final class StreamingSoak {
           ? leakVerdict(cfg, dir, csv, sink, watcher, counter, agg, elapsedMs, failure, out)
           : cleanVerdict(cfg, dir, csv, sink, watcher, counter, ps, elapsedMs, failure, out);
     } finally {
-      spark.stop();
+      stop(spark);
       deleteTree(tmp);
     }
+  }
+
+  /**
+   * The clean run's JVM warm-up: the same query for {@code --jvm-warmup} in a first SparkSession,
+   * stopped before the measured one starts. The JVM keeps what it compiled and loaded; the plugin's
+   * ledger and growth detector go with the session (a new session's executor plugin makes new
+   * ones), so the measured session's detector starts on a warm JVM. Its results are checked like
+   * any others; its growth reports are printed, not judged. Returns why it failed, or null.
+   */
+  private static String warmUp(SoakConfig cfg, Path dir, PrintStream out) throws Exception {
+    Path tmp = dir.resolve("tmp-warmup");
+    deleteTree(tmp);
+    Files.createDirectories(tmp.resolve("spill"));
+    out.printf(
+        Locale.ROOT,
+        "soak: JVM warm-up: %s of the same query in a first SparkSession (not judged)%n",
+        TrendAnalysis.duration(cfg.jvmWarmupMs));
+    SparkSession spark = session(cfg, "warmup", tmp);
+    try {
+      ExecutorLedger ledger = ledger();
+      SoakSink sink = sink(spark, cfg, tmp, out);
+      GrowthWatcher watcher = new GrowthWatcher(sink::started);
+      ledger.addListener(watcher);
+      long t0 = System.nanoTime();
+      String failure;
+      StreamingQuery q = start(spark, cfg, sink, tmp.resolve("checkpoint"));
+      try {
+        failure = stream(false, cfg.jvmWarmupMs, cfg, q, sink, watcher, ledger, t0, out);
+      } finally {
+        q.stop();
+      }
+      out.println("soak: JVM warm-up: " + sink.progress());
+      for (GrowthWatcher.Seen r : watcher.reports()) {
+        out.println("soak: JVM warm-up, not judged: " + r.report().describe());
+      }
+      if (sink.errors() > 0) {
+        return "wrong results in the JVM warm-up: " + sink.firstProblem();
+      }
+      return failure == null ? null : "the JVM warm-up: " + failure;
+    } finally {
+      stop(spark);
+      deleteTree(tmp);
+    }
+  }
+
+  /** A local SparkSession with the plugin, configured for the soak. */
+  private static SparkSession session(SoakConfig cfg, String name, Path tmp) {
+    return SparkSession.builder()
+        .appName("nativepool-soak-" + name)
+        .master("local[" + cfg.threads + "]")
+        .config("spark.plugins", NativePoolPlugin.class.getName())
+        .config(NativePoolSettings.LIBRARY, cfg.library)
+        .config(NativePoolSettings.POOL, cfg.pool.configName())
+        .config(NativePoolSettings.CHUNK_SIZE, Long.toString(cfg.chunk))
+        .config(NativePoolSettings.POOL_SIZE, Long.toString(cfg.poolSize > 0 ? cfg.poolSize : cfg.budget))
+        // Growth reports and leak lines name the Go function (and Java method) that allocated.
+        .config(NativePoolSettings.ALLOCATION_SITES, "true")
+        .config("spark.memory.offHeap.enabled", "true")
+        .config("spark.memory.offHeap.size", Long.toString(cfg.budget))
+        .config("spark.unsafe.exceptionOnMemoryLeak", "true")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", Integer.toString(cfg.partitions))
+        .config("spark.sql.adaptive.enabled", "false")
+        // An hour of micro-batches: keep the driver's job, stage and SQL history short, and let
+        // the context cleaner remove each micro-batch's shuffle files within minutes (it acts on
+        // garbage-collected shuffles; the default periodic GC is every 30 min).
+        .config("spark.ui.retainedJobs", "50")
+        .config("spark.ui.retainedStages", "50")
+        .config("spark.sql.ui.retainedExecutions", "20")
+        .config("spark.sql.streaming.numRecentProgressUpdates", "20")
+        .config("spark.cleaner.periodicGC.interval", "2min")
+        .config("spark.driver.host", "localhost")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.local.dir", tmp.resolve("spark").toString())
+        .getOrCreate();
+  }
+
+  private static void stop(SparkSession spark) {
+    spark.stop();
+    SparkSession.clearActiveSession();
+    SparkSession.clearDefaultSession();
+  }
+
+  /** The executor plugin's ledger of the session just started. */
+  private static ExecutorLedger ledger() {
+    ExecutorLedger ledger = ExecutorLedger.current();
+    if (ledger == null) {
+      throw new IllegalStateException("soak: the nativepool executor plugin installed no ledger");
+    }
+    return ledger;
+  }
+
+  private static SoakSink sink(SparkSession spark, SoakConfig cfg, Path tmp, PrintStream out) {
+    CollectionAccumulator<AggOutcome> outcomes =
+        spark.sparkContext().collectionAccumulator("nativeagg outcomes");
+    return new SoakSink(cfg, tmp.resolve("state").toString(), tmp.resolve("spill").toString(), outcomes, out);
   }
 
   private static StreamingQuery start(SparkSession spark, SoakConfig cfg, SoakSink sink, Path checkpoint)
@@ -208,11 +274,13 @@ public final class StreamingSoak {
   }
 
   /**
-   * Streams until the run is over: the duration (clean), the growth report or the batch limit
-   * (leak), a wrong micro-batch or a failed query. Prints progress every 30 s. Returns why the
-   * run failed early, or null.
+   * Streams until the run is over: {@code durationMs} (clean), the growth report or the batch
+   * limit (leak), a wrong micro-batch or a failed query. Prints progress every 30 s. Returns why
+   * the run failed early, or null.
    */
   private static String stream(
+      boolean leak,
+      long durationMs,
       SoakConfig cfg,
       StreamingQuery q,
       SoakSink sink,
@@ -224,7 +292,7 @@ public final class StreamingSoak {
     long nextProgress = t0 + TimeUnit.SECONDS.toNanos(30);
     for (; ; ) {
       try {
-        if (q.awaitTermination(cfg.leak ? 200 : 1000)) {
+        if (q.awaitTermination(leak ? 200 : 1000)) {
           return "the query stopped on its own";
         }
       } catch (StreamingQueryException e) {
@@ -234,14 +302,14 @@ public final class StreamingSoak {
       if (sink.errors() > 0) {
         return "wrong result: " + sink.firstProblem();
       }
-      if (cfg.leak) {
+      if (leak) {
         if (watcher.first(MemoryLedger.NATIVE_ALLOCATED) != null) {
           return null;
         }
         if (sink.done() >= cfg.leakBatches) {
           return "no growth report of " + MemoryLedger.NATIVE_ALLOCATED + " after " + sink.done() + " micro-batches";
         }
-      } else if (now - t0 >= TimeUnit.MILLISECONDS.toNanos(cfg.durationMs)) {
+      } else if (now - t0 >= TimeUnit.MILLISECONDS.toNanos(durationMs)) {
         return null;
       }
       if (now >= nextProgress) {
@@ -299,9 +367,11 @@ public final class StreamingSoak {
     b.append(
         String.format(
             Locale.ROOT,
-            "Streaming soak, clean run: %s of streaming (%s of it sampled), rate %,d rows/s, trigger %s,"
-                + " %d partitions, %,d keys, pool %s of %s per task, off-heap %s%n%n",
+            "Streaming soak, clean run: %s of streaming (a JVM warm-up of %s, then %s measured),"
+                + " rate %,d rows/s, trigger %s, %d partitions, %,d keys, pool %s of %s per task,"
+                + " off-heap %s%n%n",
             TrendAnalysis.duration(cfg.durationMs),
+            TrendAnalysis.duration(cfg.jvmWarmupMs),
             TrendAnalysis.duration(elapsedMs / 1000 * 1000),
             cfg.rate,
             TrendAnalysis.duration(cfg.triggerMs),

@@ -116,13 +116,18 @@ class TrendAnalysisTest {
 
   @Test
   void theDefaultsScaleWithTheDuration() {
+    // The hour: 5 minutes warming the JVM, then 55 measured: a minute's warm-up and 10 windows of 5.
+    assertEquals(300_000, SoakConfig.defaultJvmWarmupMs(3_600_000));
+    assertEquals(60_000, SoakConfig.defaultWarmupMs(3_600_000));
     assertEquals(300_000, SoakConfig.defaultWindowMs(3_600_000), "5-minute windows for an hour");
-    assertEquals(300_000, SoakConfig.defaultWarmupMs(3_600_000));
-    assertEquals(30_000, SoakConfig.defaultWindowMs(300_000), "30 s windows for the 5-minute smoke");
-    assertEquals(60_000, SoakConfig.defaultWarmupMs(300_000));
+    // The smoke: 1 minute warming the JVM, then 4 measured: 30 s of warm-up and 7 windows of 30 s.
     SoakConfig c = SoakConfig.parse(new String[] {"--duration", "5m"});
     assertEquals(300_000, c.durationMs);
-    assertEquals(30_000, c.windowMs);
+    assertEquals(60_000, c.jvmWarmupMs);
+    assertEquals(240_000, c.measuredMs());
+    assertEquals(30_000, c.warmupMs);
+    assertEquals(30_000, c.windowMs, "30 s windows for the 5-minute smoke");
+    assertEquals(7, (c.measuredMs() - c.warmupMs) / c.windowMs);
   }
 
   @Test
