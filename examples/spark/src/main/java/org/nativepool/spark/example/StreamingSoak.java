@@ -43,11 +43,12 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>Two runs:
  *
  * <ul>
- *   <li><b>clean</b> (the default): streams for {@code --duration}, sampling the executor memory
- *       ledger into {@code ledger.csv}; passes when every micro-batch was right, the aggregation
- *       spilled, the plugin's growth detector reported nothing, no task leaked, and no ledger part
- *       (nor the RSS) keeps rising after the warm-up ({@link TrendAnalysis}, written to {@code
- *       trend.md});
+ *   <li><b>clean</b> (the default): streams for {@code --duration}: first {@code --jvm-warmup} in
+ *       a SparkSession of its own (the JVM's warm-up, not judged), then in the measured session,
+ *       sampling the executor memory ledger into {@code ledger.csv}; passes when every micro-batch
+ *       was right, the aggregation spilled, the plugin's growth detector reported nothing, no task
+ *       leaked, and no ledger part (nor the RSS) keeps rising after the warm-up ({@link
+ *       TrendAnalysis}, written to {@code trend.md});
  *   <li><b>leak</b> ({@code --leak}): every task keeps one Go batch forever; passes when the
  *       growth detector names {@code native.allocated}, the aggregation's consumer and the
  *       allocating function within {@code --leak-batches} micro-batches, and the clean verdict,
