@@ -53,6 +53,9 @@ import (
 // instance, as sorts is SortBridge's; tests build their own.
 var aggs = newAggEngine(jni.Logger(), joinTaskPool)
 
+// Java_org_nativepool_spark_example_AggBridge_create0 is AggBridge.create0: an
+// aggregation of micro-batch version on the pool of task taskAttemptID.
+//
 //export Java_org_nativepool_spark_example_AggBridge_create0
 func Java_org_nativepool_spark_example_AggBridge_create0(env *C.JNIEnv, _ C.jclass, taskAttemptID C.jlong, name C.jstring, version C.jlong, stateDir, tempDir C.jstring, batchRows C.jint, allocationSites C.jboolean, retainBytes C.jlong) (h C.jlong) {
 	var err error
@@ -85,6 +88,9 @@ func Java_org_nativepool_spark_example_AggBridge_create0(env *C.JNIEnv, _ C.jcla
 	return C.jlong(id)
 }
 
+// Java_org_nativepool_spark_example_AggBridge_push0 is AggBridge.push0: import a
+// batch (key, value), add its rows to their groups, release it.
+//
 //export Java_org_nativepool_spark_example_AggBridge_push0
 func Java_org_nativepool_spark_example_AggBridge_push0(env *C.JNIEnv, _ C.jclass, h, arrayAddr, schemaAddr C.jlong) {
 	var err error
@@ -96,6 +102,9 @@ func Java_org_nativepool_spark_example_AggBridge_push0(env *C.JNIEnv, _ C.jclass
 	err = aggs.push(int64(h), arrayAt(arrayAddr), schemaAt(schemaAddr))
 }
 
+// Java_org_nativepool_spark_example_AggBridge_finish0 is AggBridge.finish0: end
+// of input, the merge with the state opens.
+//
 //export Java_org_nativepool_spark_example_AggBridge_finish0
 func Java_org_nativepool_spark_example_AggBridge_finish0(env *C.JNIEnv, _ C.jclass, h C.jlong) {
 	var err error
@@ -104,6 +113,9 @@ func Java_org_nativepool_spark_example_AggBridge_finish0(env *C.JNIEnv, _ C.jcla
 	err = aggs.finish(int64(h))
 }
 
+// Java_org_nativepool_spark_example_AggBridge_next0 is AggBridge.next0: export
+// the next batch of updated groups, or return false after the last.
+//
 //export Java_org_nativepool_spark_example_AggBridge_next0
 func Java_org_nativepool_spark_example_AggBridge_next0(env *C.JNIEnv, _ C.jclass, h, outArrayAddr, outSchemaAddr C.jlong) (more C.jboolean) {
 	var err error
@@ -123,6 +135,9 @@ func Java_org_nativepool_spark_example_AggBridge_next0(env *C.JNIEnv, _ C.jclass
 	return 0
 }
 
+// Java_org_nativepool_spark_example_AggBridge_stats0 is AggBridge.stats0: the
+// aggregation's figures, in AggStat order.
+//
 //export Java_org_nativepool_spark_example_AggBridge_stats0
 func Java_org_nativepool_spark_example_AggBridge_stats0(env *C.JNIEnv, _ C.jclass, h C.jlong) (stats C.jlongArray) {
 	var err error
@@ -135,6 +150,9 @@ func Java_org_nativepool_spark_example_AggBridge_stats0(env *C.JNIEnv, _ C.jclas
 	return C.jlongArray(jni.NewJavaLongArray(unsafe.Pointer(env), a))
 }
 
+// Java_org_nativepool_spark_example_AggBridge_close0 is AggBridge.close0:
+// release everything the aggregation holds.
+//
 //export Java_org_nativepool_spark_example_AggBridge_close0
 func Java_org_nativepool_spark_example_AggBridge_close0(env *C.JNIEnv, _ C.jclass, h C.jlong) {
 	var err error
@@ -143,6 +161,9 @@ func Java_org_nativepool_spark_example_AggBridge_close0(env *C.JNIEnv, _ C.jclas
 	err = aggs.close(int64(h))
 }
 
+// Java_org_nativepool_spark_example_AggBridge_sample0 is AggBridge.sample0:
+// SAMPLE_* over the process.
+//
 //export Java_org_nativepool_spark_example_AggBridge_sample0
 func Java_org_nativepool_spark_example_AggBridge_sample0(env *C.JNIEnv, _ C.jclass) (sample C.jlongArray) {
 	var c jni.EngineCall // reads only: no upcall
