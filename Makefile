@@ -1,7 +1,8 @@
 # nativepool — see README.md. Two commands matter to a newcomer:
 #   make example   runs the main demo
 #   make test      runs every test (Go with -race, every cgo-free package without cgo, go vet, gofmt check,
-#                  Java/JUnit against real Spark)
+#                  Java/JUnit against real Spark, the demo in pod-sized cgroups with and without a burst,
+#                  a standalone cluster, the streaming soak's 5-minute smoke)
 SHELL := /bin/bash
 GO ?= go
 MVN ?= mvn -B -ntp
@@ -15,7 +16,7 @@ JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
 export JAVA_HOME
 export CGO_CFLAGS := -O2 -g -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all lib lib-aarch64 jar config-table test-cluster bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example clean
+.PHONY: all lib lib-aarch64 jar config-table test-cluster bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
 
 all: lib jar
 
@@ -88,7 +89,7 @@ test-java-checkjni: lib
 	grep -E '^\[INFO\] (Tests run: .*Skipped: [0-9]+$$|Building nativepool|BUILD)' $(BUILD)/checkjni.log
 	python3 $(PLUGIN_DIR)/check_jni_warnings.py $(BUILD)/checkjni.log $$(ls $(PLUGIN_DIR)/target/surefire-reports/*.dumpstream $(DEMO_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null)
 
-test: test-go test-java test-java-checkjni test-container test-cluster
+test: test-go test-java test-java-checkjni test-container test-cluster soak-smoke
 
 ## config-table: renders the README's configuration table from the key registry
 ## (org.nativepool.spark.config.NativePoolConf); a test fails while the two differ.
@@ -116,15 +117,31 @@ bench-container:
 	bash bench/container/run.sh $(ARGS)
 
 ## test-container: the demo at a one-minute size inside such a cgroup, with the idle-JVM baseline plus
-## a stated margin as its overhead: exit 0 and a correct result, or the test fails (skipped without a
-## writable memory cgroup). bench/container/test-demo.sh.
+## a stated margin as its overhead: exit 0 and a correct result, or the test fails
+## (bench/container/test-demo.sh); then the pod guard's test, the demo at its survival point with a
+## burst of memory nobody accounts for: killed without the guard, alive and correct with it
+## (bench/container/test-burst.sh). Both skip without a writable memory cgroup.
 test-container:
 	bash bench/container/test-demo.sh
+	bash bench/container/test-burst.sh
 
 ## example: the main demo, a native Go sort inside Spark 4.1 local[2] (examples/spark/README.md).
 ## Options: make example ARGS="--rows 8000000 --budget 64m --chunk 8m --pool greedy_unified"
 example:
 	bash examples/spark/run.sh $(ARGS)
+
+## soak: the streaming soak (examples/spark/README.md, "The streaming soak"): a Spark Structured
+## Streaming query running a native Go aggregation on every micro-batch, in its own JVM, first the
+## clean run for SOAK_MINUTES minutes (default 60: the executor memory ledger must stay flat and the
+## growth detector silent), then the planted-leak run (the detector must name the leak within 200
+## micro-batches). Outputs in build/soak/. Options: make soak SOAK_MINUTES=20 ARGS="--rate 10000"
+SOAK_MINUTES ?= 60
+soak:
+	SOAK_MINUTES=$(SOAK_MINUTES) bash examples/spark/soak.sh $(ARGS)
+
+## soak-smoke: the soak with a 5-minute clean run (part of make test; about 7 minutes in all).
+soak-smoke:
+	SOAK_MINUTES=5 bash examples/spark/soak.sh $(ARGS)
 
 ## example-go: the small Go-only program (two spillers sharing a fair pool).
 example-go:

@@ -23,43 +23,14 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 
-JAVA_HOME=${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}
-export JAVA_HOME
-export CGO_ENABLED=1
-export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g} -I$JAVA_HOME/include -I$JAVA_HOME/include/linux"
 heap=${DEMO_HEAP:-1g}
 nmt=${DEMO_NMT:-summary}
 out=build/demo
-lib=build/lib/libnativesort.so
 
-echo "run.sh: building $lib and the Java modules..." >&2
-mkdir -p build/lib "$out"
-go build -buildmode=c-shared -o "$lib" ./examples/spark/native
-# The plugin jar carries libnativepool.so (Maven refuses to package without it); the demo itself
-# loads $lib by path (spark.nativepool.library).
-# (Replaced only when it changed, so that an unchanged library does not make Maven run below.)
-go build -buildmode=c-shared -o build/lib/libnativepool.so.new ./jni/libnativepool
-if cmp -s build/lib/libnativepool.so.new build/lib/libnativepool.so; then
-	rm -f build/lib/libnativepool.so.new
-else
-	mv build/lib/libnativepool.so.new build/lib/libnativepool.so
-fi
-# The Maven reactor (pom.xml) builds the plugin (spark/) and the demo (examples/spark/) together;
-# the demo module's package phase also writes the demo JVM's classpath: the plugin jar, and Spark
-# and Arrow, which are 'provided' by an executor but must be on this JVM's classpath.
-# Maven is skipped when its outputs are newer than every source and pom (a harness that runs the
-# demo many times, like bench/container, then pays the build once).
-cp_file=examples/spark/target/classpath.txt
-jar=$(ls examples/spark/target/nativepool-spark-demo-*.jar 2>/dev/null | head -1 || true)
-plugin_jar=$(ls spark/target/nativepool-spark-*.jar 2>/dev/null | head -1 || true)
-if [[ -z $jar || -z $plugin_jar || ! -s $cp_file ]] ||
-	[[ -n $(find pom.xml spark/pom.xml spark/src/main build/lib/libnativepool.so -newer "$plugin_jar" -print -quit) ]] ||
-	[[ -n $(find pom.xml examples/spark/pom.xml examples/spark/src/main -newer "$jar" -print -quit) ]]; then
-	mvn -B -q -f pom.xml -DskipTests package
-	jar=$(ls examples/spark/target/nativepool-spark-demo-*.jar | head -1)
-else
-	echo "run.sh: the Java modules are up to date (Maven skipped)" >&2
-fi
+# Builds libnativesort.so, libnativepool.so and both jars; sets JAVA_HOME, lib, jar and cp_file.
+# shellcheck source=examples/spark/build.sh
+source examples/spark/build.sh
+mkdir -p "$out"
 
 # Spark's Java 17 module options: the one copy is spark/spark-jvm.args (a java @argfile).
 opens=("@$root/spark/spark-jvm.args")

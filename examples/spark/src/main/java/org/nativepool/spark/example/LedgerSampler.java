@@ -13,7 +13,8 @@ import org.nativepool.spark.ledger.LedgerSnapshot;
 import org.nativepool.spark.ledger.LedgerSnapshot.Kind;
 
 /**
- * Reads the executor memory ledger every {@value #PERIOD_MS} ms on a daemon thread and writes the
+ * Reads the executor memory ledger every {@value #PERIOD_MS} ms (or a period of the caller's) on a
+ * daemon thread and writes the
  * readings as {@code ledger.csv} for {@code examples/chart}'s stacked chart. A reading costs a few
  * ms (a Native Memory Tracking summary when NMT is on, a walk over netty's chunk lists), so it is
  * taken less often than {@link MemorySampler}'s 50 ms; {@link #readMillisAvg()} says what it cost.
@@ -63,6 +64,7 @@ final class LedgerSampler extends CsvSampler {
       LedgerReader own,
       long startNanos,
       Path csvPath,
+      long periodMs,
       LedgerSnapshot first,
       long firstAtNanos,
       long firstReadNanos)
@@ -71,7 +73,7 @@ final class LedgerSampler extends CsvSampler {
         csvPath,
         String.join(
             ",", header(first.partsOf(Kind.RESIDENT), first.partsOf(Kind.ACCOUNTING))),
-        PERIOD_MS,
+        periodMs,
         "nativepool-demo-ledger",
         "the ledger");
     this.executor = executor;
@@ -89,12 +91,18 @@ final class LedgerSampler extends CsvSampler {
    */
   static LedgerSampler start(ExecutorLedger executor, long startNanos, Path csvPath)
       throws IOException {
+    return start(executor, startNanos, csvPath, PERIOD_MS);
+  }
+
+  /** {@link #start(ExecutorLedger, long, Path)} with a reading every {@code periodMs} ms. */
+  static LedgerSampler start(ExecutorLedger executor, long startNanos, Path csvPath, long periodMs)
+      throws IOException {
     LedgerReader own = executor == null ? new LedgerReader() : null;
     long t0 = System.nanoTime();
     LedgerSnapshot first = executor != null ? executor.readNow() : own.read();
     LedgerSampler s =
         new LedgerSampler(
-            executor, own, startNanos, csvPath, first, t0, System.nanoTime() - t0);
+            executor, own, startNanos, csvPath, periodMs, first, t0, System.nanoTime() - t0);
     s.startThread();
     return s;
   }
