@@ -3,11 +3,13 @@ package pool_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/nativepool/nativepool/internal/fakeupstream"
+	"github.com/nativepool/nativepool/internal/guard"
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -83,7 +85,10 @@ func BenchmarkUnifiedUpstreamCallsPerGiB(b *testing.B) {
 // greedy pool (a CAS loop) as the baseline, on one goroutine and on all
 // of them (each goroutine its own consumer). Summarise with
 // benchstat -col /impl -row /goroutines, which reports each pool's ratio to
-// the greedy baseline.
+// the greedy baseline. The _guard variants ask a pod guard (internal/guard,
+// with room to spare) before every borrow from upstream: the chunked pool's
+// pair, covered by slack, never asks it; the exact pool's asks it on every
+// grow.
 func BenchmarkUnifiedTryGrowShrinkPair(b *testing.B) {
 	type variant struct {
 		name string
@@ -99,6 +104,12 @@ func BenchmarkUnifiedTryGrowShrinkPair(b *testing.B) {
 		}},
 		{"fair_unified_exact", func() pool.Pool {
 			return pool.NewFairUnified(fakeupstream.NewCounting(), 1<<50, pool.WithChunkSize(0), pool.WithLogger(quietLogger()))
+		}},
+		{"fair_unified_8MiB_guard", func() pool.Pool {
+			return pool.NewFairUnified(fakeupstream.NewCounting(), 1<<50, pool.WithLogger(quietLogger()), pool.WithAdmission(roomyGuard(b)))
+		}},
+		{"fair_unified_exact_guard", func() pool.Pool {
+			return pool.NewFairUnified(fakeupstream.NewCounting(), 1<<50, pool.WithChunkSize(0), pool.WithLogger(quietLogger()), pool.WithAdmission(roomyGuard(b)))
 		}},
 	}
 	for _, v := range variants {
@@ -132,3 +143,25 @@ func BenchmarkUnifiedTryGrowShrinkPair(b *testing.B) {
 }
 
 func sum(a, b int64) int64 { return a + b }
+
+// roomySource is a process far from its limit: a guard over it admits
+// every borrow on its fast path.
+type roomySource struct{}
+
+func (roomySource) Read() (guard.Sample, error) {
+	return guard.Sample{Time: time.Now(), Limit: 1 << 50, Unreclaimable: 1 << 30}, nil
+}
+
+// noNative is a native side with nothing to spill.
+type noNative struct{}
+
+func (noNative) SpillToBallast(int64) (int64, []guard.Spill) { return 0, nil }
+func (noNative) ReleaseBallast(int64) int64                { return 0 }
+
+// roomyGuard is a pod guard that has taken one sample of roomySource.
+func roomyGuard(b *testing.B) *guard.Guard {
+	g := guard.New(guard.Config{Reserve: 32 << 20}, roomySource{}, noNative{}, guard.Runtime{}, nil, quietLogger())
+	g.Step()
+	b.Cleanup(g.Stop)
+	return g
+}

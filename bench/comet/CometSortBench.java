@@ -1,5 +1,5 @@
 /*
- * CometSortBench: the Comet side of issue 6 part 5. It sorts rows of {key int64, payload int64}
+ * CometSortBench: the Comet side of the sort comparison. It sorts rows of {key int64, payload int64}
  * in Spark 4.1 local[2] through DataFusion Comet 1.2.0 (native CometSortExec, which spills) with
  * a small spark.memory.offHeap.size, and reports
  *
@@ -25,6 +25,11 @@
  *   --sample-ms MS      RSS sampling period (default 50)
  *   --warmup-rows N     rows of the warm-up job that loads libcomet.so and JITs (default 2,000,000)
  *   --csv FILE          write every sample (t_ms, rss, rss_anon, offheap_exec, heap_used)
+ *   --burst SIZE        direct buffers taken outside any accounting during the measured job, as
+ *                       nativepool's demo --burst does (default 0: none): --burst-at S seconds
+ *                       into the job once Spark's off-heap execution memory is in use (default 2),
+ *                       over --burst-ramp S seconds in 4 MiB steps (0: at once; default 2), held
+ *                       --burst-hold S seconds (default 10), then freed
  *
  * With -XX:NativeMemoryTracking=summary on the JVM (run.sh: NMT=summary), it also prints the NMT
  * summary.diff over the measured job: the JVM's own native growth, which RSS growth includes.
@@ -75,7 +80,8 @@ public final class CometSortBench {
 
   /** Parsed command line. */
   record Options(long rows, int partitions, String budget, String engine, String pool,
-      long sampleMs, long warmupRows, String csv) {
+      long sampleMs, long warmupRows, String csv, long burst, double burstAt, double burstRamp,
+      double burstHold) {
 
     static Options parse(String[] args) {
       long rows = 20_000_000L;
@@ -86,6 +92,8 @@ public final class CometSortBench {
       long sampleMs = 50;
       long warmupRows = 2_000_000L;
       String csv = null;
+      long burst = 0;
+      double burstAt = 2, burstRamp = 2, burstHold = 10;
       for (int i = 0; i < args.length; i++) {
         String a = args[i];
         if (i + 1 >= args.length) {
@@ -101,6 +109,10 @@ public final class CometSortBench {
           case "--sample-ms" -> sampleMs = Long.parseLong(v);
           case "--warmup-rows" -> warmupRows = Long.parseLong(v.replace("_", ""));
           case "--csv" -> csv = v;
+          case "--burst" -> burst = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(v);
+          case "--burst-at" -> burstAt = Double.parseDouble(v);
+          case "--burst-ramp" -> burstRamp = Double.parseDouble(v);
+          case "--burst-hold" -> burstHold = Double.parseDouble(v);
           default -> throw new IllegalArgumentException("unknown option " + a);
         }
       }
@@ -110,7 +122,90 @@ public final class CometSortBench {
       if (rows <= 0 || partitions <= 0 || sampleMs <= 0 || warmupRows <= 0) {
         throw new IllegalArgumentException("--rows, --partitions, --sample-ms, --warmup-rows must be > 0");
       }
-      return new Options(rows, partitions, budget, engine, pool, sampleMs, warmupRows, csv);
+      return new Options(rows, partitions, budget, engine, pool, sampleMs, warmupRows, csv,
+          burst, burstAt, burstRamp, burstHold);
+    }
+  }
+
+  /**
+   * The burst: direct buffers (zeroed by allocateDirect, so touched) taken on a thread of its own,
+   * in 4 MiB steps over the ramp, once Spark's off-heap execution memory is in use and the start
+   * time has come; held, then freed at once (StorageUtils.dispose).
+   */
+  static final class Burst extends Thread {
+    static final long STEP = 4L << 20;
+    private final Options o;
+    private final long t0;
+    private final List<java.nio.ByteBuffer> buffers = new ArrayList<>();
+    volatile long startedMs = -1, freedMs = -1;
+    private volatile boolean stop;
+
+    Burst(Options o, long t0) {
+      super("comet-bench-burst");
+      setDaemon(true);
+      this.o = o;
+      this.t0 = t0;
+    }
+
+    private long now() {
+      return (System.nanoTime() - t0) / 1_000_000;
+    }
+
+    @Override
+    public void run() {
+      try {
+        while (!stop && (now() < o.burstAt() * 1000
+            || SparkEnv.get().memoryManager().offHeapExecutionMemoryUsed() <= 0)) {
+          Thread.sleep(10);
+        }
+        if (stop) {
+          return;
+        }
+        startedMs = now();
+        long steps = o.burstRamp() == 0 ? 1 : Math.max(1, (o.burst() + STEP - 1) / STEP);
+        long pause = steps == 1 ? 0 : (long) (o.burstRamp() * 1000 / steps);
+        long taken = 0;
+        for (long i = 0; i < steps && !stop; i++) {
+          long n = steps == 1 ? o.burst() : Math.min(STEP, o.burst() - taken);
+          while (n > 0) {
+            int piece = (int) Math.min(n, STEP);
+            synchronized (buffers) {
+              buffers.add(java.nio.ByteBuffer.allocateDirect(piece));
+            }
+            taken += piece;
+            n -= piece;
+          }
+          Thread.sleep(pause);
+        }
+        long until = now() + (long) (o.burstHold() * 1000);
+        while (!stop && now() < until) {
+          Thread.sleep(10);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      } finally {
+        free();
+      }
+    }
+
+    void free() {
+      synchronized (buffers) {
+        if (buffers.isEmpty()) {
+          return;
+        }
+        for (java.nio.ByteBuffer b : buffers) {
+          org.apache.spark.storage.StorageUtils.dispose(b);
+        }
+        buffers.clear();
+      }
+      freedMs = now();
+    }
+
+    void finish() throws InterruptedException {
+      stop = true;
+      interrupt();
+      join(10_000);
+      free();
     }
   }
 
@@ -406,8 +501,21 @@ public final class CometSortBench {
     Map<String, Integer> threadsBefore = threadsByName();
     sampler.start();
     long t0 = System.nanoTime();
-    long[] result = runJob(spark, o.rows(), o.partitions());
+    Burst burst = new Burst(o, t0);
+    if (o.burst() > 0) {
+      burst.start();
+    }
+    long[] result;
+    try {
+      result = runJob(spark, o.rows(), o.partitions());
+    } finally {
+      burst.finish();
+    }
     long elapsedNs = System.nanoTime() - t0;
+    if (o.burst() > 0) {
+      System.out.printf(Locale.ROOT, "burst=%d burst_started_ms=%d burst_freed_ms=%d%n",
+          o.burst(), burst.startedMs, burst.freedMs);
+    }
     Thread.sleep(2 * o.sampleMs());
     List<Sample> samples = sampler.stop();
     // JVM-internal native memory (GC, JIT, metaspace, threads, NIO ...) grown since the baseline,

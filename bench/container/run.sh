@@ -13,9 +13,13 @@
 #
 #   bash bench/container/run.sh [CELL ...]      (no argument: every cell below)
 #
-# A cell is SYSTEM:JOB:ROWS:OFFHEAP:GLIBC:START, GLIBC "mmap" (MALLOC_MMAP_THRESHOLD_=131072 in
+# A cell is SYSTEM:JOB:ROWS:OFFHEAP:GLIBC:START[:BURST], GLIBC "mmap" (MALLOC_MMAP_THRESHOLD_=131072 in
 # the environment) or "none" (nativepool then still sets its own allocator policy when it loads:
-# spark.nativepool.mallocMmapThreshold, default 128k; Comet sets none), START the first overhead tried in MiB (near the expected answer).
+# spark.nativepool.mallocMmapThreshold, default 128k; Comet sets none), START the first overhead tried in MiB (near the expected answer),
+# BURST (optional) memory the JVM takes outside any accounting during the job, SIZE/RAMP: direct
+# buffers of SIZE taken 2 s into the job (once off-heap memory is in use) over RAMP seconds in 4 MiB
+# steps (0: at once), held 10 s, then freed (the demo's and Comet's bench's --burst options).
+# SYSTEM "nativepool-noguard" is ours with the pod guard off (spark.nativepool.guard.enabled=false).
 # Results: one `result …` line per cell on stdout and in build/bench-container/results.txt, every
 # run's line in runs.txt. Needs root and cgroup v1 (exit 3 without).
 set -euo pipefail
@@ -41,30 +45,43 @@ if [[ ${#cells[@]} -eq 0 ]]; then
 		nativepool:sort:32000000:256:mmap:240
 		comet:sort:32000000:256:mmap:400
 		nativepool:demo:32000000:64:none:272
+		nativepool:sort:32000000:64:none:240:32m/2
+		nativepool:sort:32000000:64:none:240:32m/0
+		comet:sort:32000000:64:none:432:32m/2
+		comet:sort:32000000:64:none:432:32m/0
+		nativepool:sort:32000000:256:none:240:160m/2
+		nativepool:sort:32000000:256:none:240:160m/0
+		comet:sort:32000000:256:none:576:160m/2
+		comet:sort:32000000:256:none:576:160m/0
 	)
 fi
 
 # command SYSTEM JOB ROWS OFFHEAP: the command line of one run (the JVM is the cgroup's only
 # heavy process: builds happen before, outside the cgroup).
 command_for() {
-	local sys=$1 job=$2 rows=$3 off=$4
+	local sys=$1 job=$2 rows=$3 off=$4 burst=$5 extra=()
+	if [[ -n $burst ]]; then
+		extra=(--burst "${burst%/*}" --burst-ramp "${burst#*/}" --burst-at 2 --burst-hold 10)
+	fi
 	case $sys:$job in
-	comet:sort) echo bash bench/comet/run.sh --rows "$rows" --budget "${off}m" ;;
+	comet:sort) echo bash bench/comet/run.sh --rows "$rows" --budget "${off}m" "${extra[@]}" ;;
 	comet:idle) echo bash bench/comet/run.sh --rows "$rows" --warmup-rows "$rows" --budget "${off}m" ;;
-	nativepool:sort) echo bash examples/spark/run.sh --job sort --rows "$rows" --budget "${off}m" ;;
-	nativepool:demo) echo bash examples/spark/run.sh --rows "$rows" --budget "${off}m" ;;
+	nativepool:sort) echo bash examples/spark/run.sh --job sort --rows "$rows" --budget "${off}m" "${extra[@]}" ;;
+	nativepool-noguard:sort) echo bash examples/spark/run.sh --job sort --rows "$rows" --budget "${off}m" --guard false "${extra[@]}" ;;
+	nativepool:demo) echo bash examples/spark/run.sh --rows "$rows" --budget "${off}m" "${extra[@]}" ;;
 	nativepool:idle) echo bash examples/spark/run.sh --rows "$rows" --warmup "$rows" --budget "${off}m" ;;
 	*) echo "bench-container: unknown cell $sys:$job" >&2; return 2 ;;
 	esac
 }
 
 for cell in "${cells[@]}"; do
-	IFS=: read -r sys job rows off glibc start <<<"$cell"
+	IFS=: read -r sys job rows off glibc start burst <<<"$cell"
 	label="$sys-$job-$rows-off${off}m-$glibc"
+	[[ -z $burst ]] || label="$label-burst${burst%/*}-ramp${burst#*/}s"
 	envs=()
-	# DEMO_NMT=off: the cells measure the product, as before the demo ran under NMT (issue 13).
+	# DEMO_NMT=off: the cells measure the product, without Native Memory Tracking's own cost.
 	if [[ $glibc == mmap ]]; then envs=(env DEMO_NMT=off MALLOC_MMAP_THRESHOLD_=131072); else envs=(env -u MALLOC_MMAP_THRESHOLD_ DEMO_NMT=off); fi
-	read -r -a cmd <<<"$(command_for "$sys" "$job" "$rows" "$off")"
+	read -r -a cmd <<<"$(command_for "$sys" "$job" "$rows" "$off" "$burst")"
 	# The demo's run.sh builds outside and starts only its JVM in the cgroup (DEMO_CGROUP);
 	# Comet's run.sh is only the JVM (its classpath resolved beforehand).
 	envopt=()

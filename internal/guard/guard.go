@@ -172,11 +172,8 @@ type Guard struct {
 	roomMade atomic.Int64
 	wakes    atomic.Int64
 	// next is closed when the next sample is published (and replaced):
-	// what waiting borrows wait on.
-	next struct {
-		sync.Mutex
-		ch chan struct{}
-	}
+	// what waiting borrows wait on. Only the stepping goroutine replaces it.
+	next atomic.Pointer[chan struct{}]
 	// stepping is the goroutine running Step (0: none): a borrow made on it
 	// (a spill for the guard growing its pool) cannot wait for the guard.
 	stepping atomic.Uint64
@@ -226,23 +223,18 @@ func New(cfg Config, src Source, native Native, rt Runtime, clock Clock, logger 
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	g.mu.calm = -1
-	g.next.ch = make(chan struct{})
+	ch := make(chan struct{})
+	g.next.Store(&ch)
 	return g
 }
 
 // nextSample returns a channel closed when the next sample is published.
-func (g *Guard) nextSample() <-chan struct{} {
-	g.next.Lock()
-	defer g.next.Unlock()
-	return g.next.ch
-}
+func (g *Guard) nextSample() <-chan struct{} { return *g.next.Load() }
 
 // published wakes the borrows waiting for a sample.
 func (g *Guard) published() {
-	g.next.Lock()
-	close(g.next.ch)
-	g.next.ch = make(chan struct{})
-	g.next.Unlock()
+	ch := make(chan struct{})
+	close(*g.next.Swap(&ch))
 }
 
 var _ pool.Admission = (*Guard)(nil)
