@@ -4,8 +4,8 @@ import java.util.Locale;
 import org.apache.spark.network.util.JavaUtils;
 
 /**
- * Byte counts as operators read and write them: the one formatter of the plugin's log lines,
- * events and reports, and the parser of size settings (Spark's byte strings). Stateless.
+ * Byte counts as operators read and write them: the one formatter of the plugin's log lines, events
+ * and reports, and the parser of size settings (Spark's byte strings). Stateless.
  */
 public final class Bytes {
   private static final String[] UNITS = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -30,6 +30,18 @@ public final class Bytes {
       u++;
     }
     return String.format(Locale.ROOT, "%.1f %s", v, UNITS[u]);
+  }
+
+  /**
+   * {@code n} bytes in MiB with one decimal and thousands separators ("1,328.0 MiB"), for figures
+   * read side by side with a limit, where {@link #format}'s "1.3 GiB" would hide the difference;
+   * "?" for a negative count.
+   */
+  public static String mib(long n) {
+    if (n < 0) {
+      return "?";
+    }
+    return String.format(Locale.ROOT, "%,.1f MiB", n / 1048576.0);
   }
 
   /**

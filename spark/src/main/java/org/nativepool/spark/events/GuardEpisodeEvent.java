@@ -251,11 +251,11 @@ public final class GuardEpisodeEvent implements SparkListenerEvent, Serializable
             .append(": the headroom fell under the ")
             .append(Bytes.format(reserve))
             .append(" reserve of the ")
-            .append(Bytes.format(limit))
+            .append(Bytes.mib(limit))
             .append(" limit; unreclaimable ")
-            .append(Bytes.format(startUnreclaimable))
+            .append(Bytes.mib(startUnreclaimable))
             .append(" at the start, ")
-            .append(Bytes.format(peakUnreclaimable))
+            .append(Bytes.mib(peakUnreclaimable))
             .append(" at the peak; grew outside native memory: ")
             .append(Bytes.format(getGrewOutsideNative()));
     if (grownParts.isEmpty()) {

@@ -98,11 +98,11 @@ class GuardEpisodeEventTest {
   void theExecutorsLineNamesEverythingAnOperatorNeeds() {
     assertEquals(
         "nativepool: executor 3: pod guard episode 7: the headroom fell under the 32.0 MiB reserve"
-            + " of the 4.3 GiB limit; unreclaimable 4.2 GiB at the start, 4.3 GiB at the peak;"
-            + " grew outside native memory: 150.0 MiB (ledger: jvm.direct +120.0 MiB,"
-            + " netty.shared.direct +32.0 MiB, unexplained +2.0 MiB); spilled 512.0 MiB (sort"
-            + " (task 12) 400.0 MiB, agg (task 13) 112.0 MiB); reaction 4.8 ms; recovered in"
-            + " 830.2 ms; Go heap returned 2.0 MiB",
+            + " of the 4,400.0 MiB limit; unreclaimable 4,300.0 MiB at the start, 4,390.0 MiB at"
+            + " the peak; grew outside native memory: 150.0 MiB (ledger: jvm.direct +120.0 MiB,"
+            + " netty.shared.direct +32.0 MiB, unexplained +2.0 MiB); spilled 512.0 MiB (sort (task"
+            + " 12) 400.0 MiB, agg (task 13) 112.0 MiB); reaction 4.8 ms; recovered in 830.2 ms; Go"
+            + " heap returned 2.0 MiB",
         episode(1_700_000_000_830L, false).describe());
     String open = episode(0, true).describe();
     assertTrue(

@@ -79,7 +79,7 @@ class GuardEpisodeReportsTest {
     assertEquals(1, lines.size(), lines::toString);
     String line = lines.get(0);
     assertTrue(line.startsWith("nativepool: executor 4: pod guard episode 1: "), line);
-    assertTrue(line.contains("reserve of the 2.0 GiB limit"), line);
+    assertTrue(line.contains("reserve of the 2,048.0 MiB limit"), line);
     assertTrue(line.contains("grew outside native memory: 60.0 MiB"), line);
     assertTrue(line.contains("spilled 64.0 MiB (sort (task 9) 64.0 MiB); reaction 3.2 ms"), line);
     assertTrue(line.contains("recovered in 300.0 ms"), line);

@@ -274,10 +274,10 @@ class PodGuardSparkTest {
           line.startsWith("nativepool: executor driver: pod guard episode " + spilling.id()), line);
       assertTrue(
           line.contains(
-              "under the 32.0 MiB reserve of the " + Bytes.format(spilling.limit()) + " limit"),
+              "under the 32.0 MiB reserve of the " + Bytes.mib(spilling.limit()) + " limit"),
           line);
       assertTrue(
-          line.contains("; unreclaimable " + Bytes.format(spilling.startUnreclaimable())), line);
+          line.contains("; unreclaimable " + Bytes.mib(spilling.startUnreclaimable())), line);
       assertTrue(line.contains("; grew outside native memory: "), line);
       assertTrue(
           line.contains("(" + spill.consumer() + " " + Bytes.format(spill.bytes())),
