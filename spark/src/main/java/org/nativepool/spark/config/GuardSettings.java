@@ -1,6 +1,5 @@
 package org.nativepool.spark.config;
 
-import java.util.Locale;
 import org.apache.spark.SparkConf;
 
 /**
@@ -27,43 +26,7 @@ import org.apache.spark.SparkConf;
  */
 public final class GuardSettings {
 
-  /** What {@link NativePoolConf#GUARD_ENABLED} says. */
-  public enum Mode {
-    /** On where a limit is known: a cgroup's, or the container size on YARN and Kubernetes. */
-    AUTO("auto"),
-    /** On, with the container size as the limit wherever no cgroup limit is found. */
-    ON("true"),
-    /** Off. */
-    OFF("false");
-
-    private final String word;
-
-    Mode(String word) {
-      this.word = word;
-    }
-
-    /** The value as an operator writes it: {@code auto}, {@code true} or {@code false}. */
-    public String word() {
-      return word;
-    }
-
-    /**
-     * Parses a value of {@link NativePoolConf#GUARD_ENABLED}, in any case.
-     *
-     * @throws IllegalArgumentException for anything but {@code auto}, {@code true} or {@code false}
-     */
-    public static Mode parse(String v) {
-      String w = v == null ? "" : v.trim().toLowerCase(Locale.ROOT);
-      for (Mode m : values()) {
-        if (m.word.equals(w)) {
-          return m;
-        }
-      }
-      throw new IllegalArgumentException("not auto, true or false");
-    }
-  }
-
-  private final Mode mode;
+  private final GuardMode mode;
   private final boolean enabled;
   private final long reserve;
   private final long limit;
@@ -71,7 +34,12 @@ public final class GuardSettings {
   private final String limitOrigin;
 
   private GuardSettings(
-      Mode mode, boolean enabled, long reserve, long limit, boolean limitExplicit, String origin) {
+      GuardMode mode,
+      boolean enabled,
+      long reserve,
+      long limit,
+      boolean limitExplicit,
+      String origin) {
     this.mode = mode;
     this.enabled = enabled;
     this.reserve = reserve;
@@ -88,7 +56,7 @@ public final class GuardSettings {
    *     a limit of 0, or a reserve not below the limit
    */
   public static GuardSettings fromConf(SparkConf conf) {
-    Mode mode = NativePoolConf.GUARD_ENABLED.read(conf);
+    GuardMode mode = NativePoolConf.GUARD_ENABLED.read(conf);
     long reserve = NativePoolConf.GUARD_RESERVE.read(conf);
     Long explicit = NativePoolConf.GUARD_LIMIT.read(conf);
     String master = conf.get("spark.master", "");
@@ -97,13 +65,13 @@ public final class GuardSettings {
     if (explicit != null) {
       limit = explicit;
       origin = NativePoolConf.GUARD_LIMIT.key();
-    } else if (mode == Mode.ON || (mode == Mode.AUTO && containerSized(master))) {
+    } else if (mode == GuardMode.ON || (mode == GuardMode.AUTO && containerSized(master))) {
       limit = ContainerSize.bytes(conf);
       origin = "the container size: " + ContainerSize.describe(conf);
     } else {
       limit = 0;
       origin =
-          mode == Mode.OFF
+          mode == GuardMode.OFF
               ? "none"
               : "none: Spark sizes no container on master '"
                   + master
@@ -121,7 +89,7 @@ public final class GuardSettings {
               + origin
               + ")");
     }
-    return new GuardSettings(mode, mode != Mode.OFF, reserve, limit, explicit != null, origin);
+    return new GuardSettings(mode, mode != GuardMode.OFF, reserve, limit, explicit != null, origin);
   }
 
   /**
@@ -133,7 +101,7 @@ public final class GuardSettings {
   }
 
   /** {@link NativePoolConf#GUARD_ENABLED} as set. */
-  public Mode mode() {
+  public GuardMode mode() {
     return mode;
   }
 

@@ -282,14 +282,14 @@ public final class NativePoolConf {
   // ---- the pod guard ----
 
   /** Whether the pod guard runs: {@code auto}, {@code true} or {@code false}. */
-  public static final ConfigKey<GuardSettings.Mode> GUARD_ENABLED =
+  public static final ConfigKey<GuardMode> GUARD_ENABLED =
       key(
           "spark.nativepool.guard.enabled",
           "auto",
           "`auto`",
           "`auto`, `true` or `false`",
           Side.EXECUTOR,
-          GuardSettings.Mode::parse,
+          GuardMode::parse,
           "the pod guard (docs/DEPLOYING.md, \"The pod guard\"): keeps native memory from getting"
               + " the executor killed at its memory limit by memory the JVM takes outside any"
               + " accounting (direct buffers, Netty chunks, spill readers). It samples what the"

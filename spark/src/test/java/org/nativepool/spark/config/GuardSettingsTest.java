@@ -22,7 +22,7 @@ class GuardSettingsTest {
   @Test
   void byDefaultTheGuardIsOnWithTheGoSidesReserveAndAutoLimit() {
     GuardSettings g = GuardSettings.fromConf(conf("yarn"));
-    assertEquals(GuardSettings.Mode.AUTO, g.mode());
+    assertEquals(GuardMode.AUTO, g.mode());
     assertTrue(g.enabled());
     assertEquals(0, g.reserve(), "0: the Go side's 2% of the limit, at least 32 MiB");
     assertEquals((1024 + 384) * MIB, g.limit(), "1g executor + Spark's 384m minimum overhead");
@@ -58,7 +58,7 @@ class GuardSettingsTest {
             conf("spark://host:7077")
                 .set("spark.nativepool.guard.enabled", "TRUE")
                 .set("spark.executor.memory", "2g"));
-    assertEquals(GuardSettings.Mode.ON, on.mode());
+    assertEquals(GuardMode.ON, on.mode());
     assertEquals((2048 + 384) * MIB, on.limit());
     // In local mode the executor is the driver's JVM: the driver's memory and overhead.
     GuardSettings local =
