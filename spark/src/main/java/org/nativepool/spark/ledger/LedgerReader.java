@@ -1,8 +1,5 @@
 package org.nativepool.spark.ledger;
 
-import org.nativepool.spark.config.Bytes;
-
-
 
 import io.netty.buffer.PoolArenaMetric;
 import io.netty.buffer.PoolChunkListMetric;
@@ -44,99 +41,125 @@ import org.slf4j.LoggerFactory;
  * <ul>
  *   <li>JVM heap: {@value #JVM_HEAP_RESIDENT} (resident: the {@code Rss} of the heap's mappings,
  *       since committed heap pages are only resident once touched; reused for up to 50 times the
- *       cost of a reading, see {@link HeapResidency}), {@value #JVM_HEAP_COMMITTED}
- *       and {@value #JVM_HEAP_USED} (detail, from the memory bean; committed is the resident part
- *       when the heap's mappings cannot be found);
+ *       cost of a reading, see {@link HeapResidency}), {@value #JVM_HEAP_COMMITTED} and {@value
+ *       #JVM_HEAP_USED} (detail, from the memory bean; committed is the resident part when the
+ *       heap's mappings cannot be found);
  *   <li>JVM, from its management beans: {@value #JVM_METASPACE} and {@value #JVM_CODE_CACHE} (the
  *       committed bytes of those memory pools); {@value #JVM_DIRECT} and {@value #JVM_MAPPED} (the
  *       buffer pools);
  *   <li>JVM, from Native Memory Tracking when the JVM runs with {@code
  *       -XX:NativeMemoryTracking=summary}: {@value #JVM_THREADS} (thread stacks and thread
- *       structures), {@value #JVM_GC} (the collector's structures), {@value #JVM_NATIVE} (the
- *       JVM's other native memory: compiler, symbols, the class-data archive …) and {@value #JVM_UNSAFE} (memory allocated
- *       through {@code Unsafe} that no part below claims: Spark's off-heap Tungsten pages, its
- *       spill readers' buffers). Without NMT these are absent and their bytes are unexplained;
+ *       structures), {@value #JVM_GC} (the collector's structures), {@value #JVM_NATIVE} (the JVM's
+ *       other native memory: compiler, symbols, the class-data archive …) and {@value #JVM_UNSAFE}
+ *       (memory allocated through {@code Unsafe} that no part below claims: Spark's off-heap
+ *       Tungsten pages, its spill readers' buffers). Without NMT these are absent and their bytes
+ *       are unexplained;
  *   <li>{@code netty.<pool>.direct}, {@code .heap}, {@code .used}: each pooled allocator Spark's
- *       transport created (the shared ones, and those of the RPC environment and the block
- *       transfer service), chunks allocated and the bytes in use in them. The direct chunks are
- *       resident when netty allocates them without a cleaner (as in Spark); otherwise the {@value
+ *       transport created (the shared ones, and those of the RPC environment and the block transfer
+ *       service), chunks allocated and the bytes in use in them. The direct chunks are resident
+ *       when netty allocates them without a cleaner (as in Spark); otherwise the {@value
  *       #JVM_DIRECT} pool counts them and they are detail;
  *   <li>{@value #ARROW_JAVA}: bytes allocated by the Arrow Java allocators of the plugin's tasks,
  *       Spark's own root allocator and any {@link #registerArrowAllocator registered} one;
- *   <li>{@value #NATIVE_RESERVED}, {@value #NATIVE_HELD}, {@value #NATIVE_SLACK} (accounting):
- *       the native pools' figures; {@value #LEAKED_RESIDENT} (accounting): leaks still allocated
- *       after their task; {@value #NATIVE_ALLOCATED} (resident): bytes in live buffers of
- *       the Go Arrow allocators, open or lingering after their task;
+ *   <li>{@value #NATIVE_RESERVED}, {@value #NATIVE_HELD}, {@value #NATIVE_SLACK} (accounting): the
+ *       native pools' figures; {@value #LEAKED_RESIDENT} (accounting): leaks still allocated after
+ *       their task; {@value #NATIVE_ALLOCATED} (resident): bytes in live buffers of the Go Arrow
+ *       allocators, open or lingering after their task;
  *   <li>the Go runtime: {@value #GO_HEAP_IN_USE}, {@value #GO_HEAP_IDLE} (free heap not yet
  *       returned to the OS), {@value #GO_STACKS}, {@value #GO_GC_META}, {@value #GO_OTHER};
  *   <li>{@value #MALLOC_RETAINED}: free bytes glibc's malloc keeps in its arenas;
  *   <li>{@value #RSS} and {@value #UNEXPLAINED}: the total, and RSS less the resident parts.
  * </ul>
  *
- * <p>Reading is cheap but not free (one NMT summary, a walk over netty's chunk lists): the
- * executor reads it once per poll period ({@link ExecutorLedger}) and the gauges serve the latest
- * reading. Thread-safe.
+ * <p>Reading is cheap but not free (one NMT summary, a walk over netty's chunk lists): the executor
+ * reads it once per poll period ({@link ExecutorLedger}) and the gauges serve the latest reading.
+ * Thread-safe.
  */
 public final class LedgerReader {
   private static final Logger LOG = LoggerFactory.getLogger(LedgerReader.class);
 
   /** The process's resident set ({@code VmRSS}). */
   public static final String RSS = "rss";
+
   /** RSS less the sum of the resident parts. */
   public static final String UNEXPLAINED = "unexplained";
+
   /**
    * The JVM heap's resident bytes: the {@code Rss} of its mappings ({@link HeapResidency}); absent
    * when the heap's mappings cannot be told apart, and then {@value #JVM_HEAP_COMMITTED} is the
    * resident part instead.
    */
   public static final String JVM_HEAP_RESIDENT = "jvm.heap.resident";
+
   /** The JVM heap's committed bytes (detail when {@value #JVM_HEAP_RESIDENT} is read). */
   public static final String JVM_HEAP_COMMITTED = "jvm.heap.committed";
+
   /** The JVM heap's used bytes (detail of the committed heap). */
   public static final String JVM_HEAP_USED = "jvm.heap.used";
+
   /** Committed metaspace (class metadata, the compressed class space included). */
   public static final String JVM_METASPACE = "jvm.metaspace";
+
   /** Committed code cache (JIT-compiled code). */
   public static final String JVM_CODE_CACHE = "jvm.codeCache";
+
   /** Thread stacks and structures, from NMT. */
   public static final String JVM_THREADS = "jvm.threads";
+
   /** The garbage collector's own structures (G1's remembered sets, mark bitmaps), from NMT. */
   public static final String JVM_GC = "jvm.gc";
+
   /** The JVM's own native memory beyond heap, metaspace, code, threads and GC, from NMT. */
   public static final String JVM_NATIVE = "jvm.native";
+
   /** {@code Unsafe} allocations no other part claims (Tungsten off-heap pages), from NMT. */
   public static final String JVM_UNSAFE = "jvm.unsafe";
+
   /** The JVM's direct buffer pool. */
   public static final String JVM_DIRECT = "jvm.direct";
+
   /** The JVM's mapped buffer pools (file mappings, counted whole). */
   public static final String JVM_MAPPED = "jvm.mapped";
+
   /** Bytes allocated by Arrow Java allocators. */
   public static final String ARROW_JAVA = "arrow.java";
+
   /** Bytes the native pools' consumers reserved (accounting). */
   public static final String NATIVE_RESERVED = "native.reserved";
+
   /** Bytes the native pools hold from Spark (accounting). */
   public static final String NATIVE_HELD = "native.held";
+
   /** Held but not reserved (accounting). */
   public static final String NATIVE_SLACK = "native.slack";
+
   /**
-   * Bytes of leaks still allocated after their task ({@code leakedResident}): accounting, since
-   * the memory itself is in {@value #NATIVE_ALLOCATED} or {@value #ARROW_JAVA}.
+   * Bytes of leaks still allocated after their task ({@code leakedResident}): accounting, since the
+   * memory itself is in {@value #NATIVE_ALLOCATED} or {@value #ARROW_JAVA}.
    */
   public static final String LEAKED_RESIDENT = "leaked.resident";
+
   /** Bytes in live buffers of Go Arrow allocators. */
   public static final String NATIVE_ALLOCATED = "native.allocated";
+
   /** Go heap in spans holding objects. */
   public static final String GO_HEAP_IN_USE = "go.heapInUse";
+
   /** Free Go heap not yet returned to the OS. */
   public static final String GO_HEAP_IDLE = "go.heapIdle";
+
   /** Goroutine and Go runtime thread stacks. */
   public static final String GO_STACKS = "go.stacks";
+
   /** The Go runtime's GC and allocator metadata. */
   public static final String GO_GC_META = "go.gcMeta";
+
   /** The rest of the Go runtime. */
   public static final String GO_OTHER = "go.other";
+
   /** Free bytes in glibc's malloc arenas. */
   public static final String MALLOC_RETAINED = "malloc.retained";
+
   /** Prefix of the netty allocator parts: {@code netty.<pool>.direct|heap|used}. */
   public static final String NETTY_PREFIX = "netty.";
 
@@ -192,7 +215,7 @@ public final class LedgerReader {
       String n = pool.getName();
       if (n.equals("Metaspace")) {
         metaspace += pool.getUsage().getCommitted();
-      } else if (n.startsWith("CodeHeap") || n.equals("Code Cache")) {
+      } else if (codeCachePool(n)) {
         code += pool.getUsage().getCommitted();
       }
     }
@@ -260,6 +283,16 @@ public final class LedgerReader {
         System.currentTimeMillis(), a[ArrowProcessStat.RSS.ordinal()], parts.bytes, parts.kinds);
   }
 
+  /**
+   * Whether a memory pool of that name is (part of) the JIT's code cache: the segmented cache's
+   * {@code CodeHeap '…'} pools, or the one pool of an unsegmented cache, which JDK 17 names {@code
+   * CodeCache} (C1 only, {@code -XX:-SegmentedCodeCache}, or a cache under 240 MiB) and older JDKs
+   * {@code Code Cache}.
+   */
+  static boolean codeCachePool(String name) {
+    return name.startsWith("CodeHeap") || name.equals("CodeCache") || name.equals("Code Cache");
+  }
+
   /** Parts being read: bytes and kind by name, in display order. */
   private static final class Parts {
     final Map<String, Long> bytes = new LinkedHashMap<>();
@@ -278,7 +311,6 @@ public final class LedgerReader {
       kinds.putAll(other.kinds);
     }
   }
-
 
   /**
    * The heap's resident bytes ({@link HeapResidency}): found once by a full parse of {@code
@@ -341,8 +373,8 @@ public final class LedgerReader {
   }
 
   /**
-   * Adds the netty parts; returns the direct chunk bytes that are resident outside the JVM's
-   * direct buffer pool (allocated without a cleaner), which NMT counts under "Other".
+   * Adds the netty parts; returns the direct chunk bytes that are resident outside the JVM's direct
+   * buffer pool (allocated without a cleaner), which NMT counts under "Other".
    */
   private long readNetty(Parts parts) {
     Map<PooledByteBufAllocator, String> pools = nettyAllocators();
@@ -408,11 +440,11 @@ public final class LedgerReader {
   }
 
   /**
-   * Finds the pooled allocators Spark's transport created: the shared ones of {@code
-   * NettyUtils}, and those of the RPC environment's and the block transfer service's client
-   * factories and servers (which are the shared ones unless {@code
-   * spark.network.sharedByteBufAllocators.enabled} is false). Reflection on Spark's private
-   * fields: a Spark that moved them gives fewer pools, never an error.
+   * Finds the pooled allocators Spark's transport created: the shared ones of {@code NettyUtils},
+   * and those of the RPC environment's and the block transfer service's client factories and
+   * servers (which are the shared ones unless {@code spark.network.sharedByteBufAllocators.enabled}
+   * is false). Reflection on Spark's private fields: a Spark that moved them gives fewer pools,
+   * never an error.
    */
   static Map<PooledByteBufAllocator, String> findNettyAllocators() {
     Map<PooledByteBufAllocator, String> out = new IdentityHashMap<>();

@@ -15,8 +15,8 @@ import org.nativepool.spark.config.LedgerThreshold;
 import org.nativepool.spark.config.NativePoolConf;
 
 /**
- * The ledger's pure parts, without Spark or the library: a snapshot's sums, the NMT report
- * parser, and the settings' parsing and refusals.
+ * The ledger's pure parts, without Spark or the library: a snapshot's sums, the NMT report parser,
+ * and the settings' parsing and refusals.
  */
 class LedgerPartsTest {
   private static final long MIB = 1L << 20;
@@ -35,6 +35,21 @@ class LedgerPartsTest {
           + "-                        GC (reserved=273550641, committed=54086961)\n"
           + "-                     Other (reserved=3000000, committed=3000000)\n"
           + "-    Native Memory Tracking (reserved=64360, committed=64360)\n";
+
+  /**
+   * The JIT's code cache is read under each of the names JDK 17 gives its pools: a segmented
+   * cache's three {@code CodeHeap} pools, or an unsegmented cache's one {@code CodeCache} (C1 only,
+   * or a small cache), which the ledger missed before, leaving the code cache in unexplained.
+   */
+  @Test
+  void everyNameOfTheCodeCacheIsTheCodeCache() {
+    assertTrue(LedgerReader.codeCachePool("CodeHeap 'non-nmethods'"));
+    assertTrue(LedgerReader.codeCachePool("CodeHeap 'profiled nmethods'"));
+    assertTrue(LedgerReader.codeCachePool("CodeCache"));
+    assertTrue(LedgerReader.codeCachePool("Code Cache"));
+    assertEquals(false, LedgerReader.codeCachePool("Metaspace"));
+    assertEquals(false, LedgerReader.codeCachePool("Compressed Class Space"));
+  }
 
   @Test
   void nmtReportsParseToCommittedBytesByCategory() {
@@ -77,8 +92,7 @@ class LedgerPartsTest {
             + smaps(0x7f0000100000L, 0x7f0040000000L, "---p", "", 0);
     assertEquals(
         200L << 20, HeapResidency.locate(new java.io.StringReader(small), g, 252L << 20)[0]);
-    assertEquals(
-        -1, HeapResidency.locate(new java.io.StringReader(small), 4 * g, 252L << 20)[0]);
+    assertEquals(-1, HeapResidency.locate(new java.io.StringReader(small), 4 * g, 252L << 20)[0]);
     assertTrue(new HeapResidency().residentNow(-1, 1) < 0);
     long[] at = HeapResidency.locate(new java.io.StringReader(text), 2 * g, 256L << 20);
     assertEquals(0x80000000L, at[1]);
@@ -122,7 +136,8 @@ class LedgerPartsTest {
     assertEquals(20 * MIB, s.get(LedgerReader.UNEXPLAINED));
     assertEquals(150 * MIB, s.get(LedgerReader.RSS));
     assertEquals(-1, s.get("jvm.threads"), "absent part");
-    assertEquals(List.of("jvm.heap.committed", "native.allocated"), s.partsOf(LedgerSnapshot.Kind.RESIDENT));
+    assertEquals(
+        List.of("jvm.heap.committed", "native.allocated"), s.partsOf(LedgerSnapshot.Kind.RESIDENT));
     assertEquals(
         "RSS 150.0 MiB = jvm.heap.committed 100.0 MiB + native.allocated 30.0 MiB"
             + " + unexplained 20.0 MiB (native.reserved 50.0 MiB)",
@@ -150,18 +165,21 @@ class LedgerPartsTest {
   @Test
   void aPartWithoutAKindOrNamedLikeATotalIsRefused() {
     assertThrows(
-        IllegalArgumentException.class,
-        () -> new LedgerSnapshot(1, 1, Map.of("x", 1L), Map.of()));
+        IllegalArgumentException.class, () -> new LedgerSnapshot(1, 1, Map.of("x", 1L), Map.of()));
     assertThrows(
         IllegalArgumentException.class,
-        () -> new LedgerSnapshot(1, 1, Map.of("rss", 1L), Map.of("rss", LedgerSnapshot.Kind.RESIDENT)));
+        () ->
+            new LedgerSnapshot(
+                1, 1, Map.of("rss", 1L), Map.of("rss", LedgerSnapshot.Kind.RESIDENT)));
   }
 
   @Test
   void settingsParseThresholdsWithTotalAsTheRss() {
     SparkConf c =
         new SparkConf(false)
-            .set(NativePoolConf.LEDGER_THRESHOLDS.key(), "total=6g, unexplained=512m,native.allocated=1048576")
+            .set(
+                NativePoolConf.LEDGER_THRESHOLDS.key(),
+                "total=6g, unexplained=512m,native.allocated=1048576")
             .set(NativePoolConf.LEDGER_HYSTERESIS.key(), "0.25")
             .set(NativePoolConf.GROWTH_WINDOW.key(), "10");
     LedgerSettings s = LedgerSettings.fromConf(c);
