@@ -33,6 +33,11 @@
 //	               lingering allocators
 //	goruntime.go,  the process's own memory (below): the runtime policy, Go
 //	procpeak.go    and process figures, peaks
+//	guard.go       the pod guard in the process (below): ConfigureGuard, its
+//	               source (the memory cgroup, or the resident set against a
+//	               configured limit, and the native figures), its native side
+//	               (every open task pool), episodes for guardEpisodes0
+//	writeback_*.go sync(2) where there is one: the guard's writeback
 //	logtask.go     LogTaskKey and LogTask: the attribute naming a record's task
 //	version.go     Version, which version0 reports
 //
@@ -82,6 +87,19 @@
 // so the package stays pure Go (its tests run with CGO_ENABLED=0) and tests
 // observe and fake each call; jni supplies mallopt.
 //
+// # The pod guard
+//
+// guard.go runs package guard's policy over the process: ConfigureGuard
+// (configureGuard0) locates the memory cgroup (internal/cgroup) and starts
+// one guard, woken by the kernel's threshold or pressure notifications where
+// there are some. Every task pool is built with the guard's admission (a
+// borrow from Spark waits while the guard makes room), and the guard's
+// reactions spill the open task pools, largest first, into ballast
+// (pool.Unified.ReclaimToBallast), then return the Go heap, trim malloc and
+// write dirty pages back. Its figures join processStats0; its episodes are
+// guardEpisodes0's records.
+//
 // A Bridge is safe for concurrent use; no lock is held across an upcall.
-// Lock order: Bridge.mu, then the runtime state's mu.
+// Lock order: Bridge.mu, then the runtime state's mu; a guard's own lock is
+// never held across a call into the Bridge.
 package bridge
