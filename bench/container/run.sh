@@ -62,7 +62,7 @@ for cell in "${cells[@]}"; do
 	IFS=: read -r sys job rows off glibc start <<<"$cell"
 	label="$sys-$job-$rows-off${off}m-$glibc"
 	envs=()
-	# DEMO_NMT=off: the cells measure the product, as before the demo ran under NMT (issue 13).
+	# DEMO_NMT=off: the cells measure the product, without Native Memory Tracking's own cost.
 	if [[ $glibc == mmap ]]; then envs=(env DEMO_NMT=off MALLOC_MMAP_THRESHOLD_=131072); else envs=(env -u MALLOC_MMAP_THRESHOLD_ DEMO_NMT=off); fi
 	read -r -a cmd <<<"$(command_for "$sys" "$job" "$rows" "$off")"
 	# The demo's run.sh builds outside and starts only its JVM in the cgroup (DEMO_CGROUP);
