@@ -5,6 +5,7 @@ import com.codahale.metrics.MetricFilter;
 import com.codahale.metrics.MetricRegistry;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
@@ -14,8 +15,11 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import java.util.function.ToLongFunction;
+import org.apache.spark.ExceptionFailure;
 import org.apache.spark.SparkContext;
+import org.apache.spark.TaskEndReason;
 import org.apache.spark.api.plugin.DriverPlugin;
 import org.apache.spark.api.plugin.PluginContext;
 import org.apache.spark.scheduler.SparkListener;
@@ -23,9 +27,14 @@ import org.apache.spark.scheduler.SparkListenerEvent;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.StageInfo;
+import org.apache.spark.scheduler.TaskInfo;
+import org.nativepool.spark.config.ContainerSize;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.ReportingSettings;
+import org.nativepool.spark.events.ExecutorDiagnosisEvent;
+import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
 import org.nativepool.spark.events.ExecutorSample;
 import org.nativepool.spark.events.ExecutorSampleEvent;
 import org.nativepool.spark.events.GrowthReportEvent;
@@ -58,8 +67,8 @@ import org.slf4j.LoggerFactory;
  * source named {@code plugin.org.nativepool.spark.NativePoolPlugin} under executor id {@code
  * driver}. Spark's metrics registry takes each plugin registry as a child and copies its gauges one
  * by one, so the two coexist as long as no gauge name is in both: the executor's names are bare
- * ({@code reserved}), the driver's all start with {@code executor.}, {@code total.} or {@code
- * guard.}.
+ * ({@code reserved}), the driver's all start with {@code executor.}, {@code total.}, {@code guard.}
+ * or {@code lost.}.
  *
  * <p><b>Stage peaks.</b> The highest reserved and held bytes per executor and in total are kept per
  * stage from the samples' interval peaks (an interval's peak includes the peak of every task pool
@@ -75,12 +84,25 @@ import org.slf4j.LoggerFactory;
  * executors included: {@value #GUARD_EPISODES}, {@value #GUARD_SPILLED} and {@value
  * #GUARD_LAST_REACTION}.
  *
+ * <p><b>Why an executor ended.</b> When Spark removes an executor ({@code
+ * SparkListenerExecutorRemoved}), the driver diagnoses the removal ({@link ExecutorDiagnosis}: the
+ * reason Spark gave, read as each cluster manager writes it, against what the executor reported
+ * before its end and the tasks that failed on it for lack of memory) and posts an {@link
+ * ExecutorDiagnosisEvent}, logging its line at WARN ({@link ExecutorDiagnosisEvent#describe()}; at
+ * INFO for an executor that ended on purpose), and counts it in the gauge {@code lost.<cause>}
+ * ({@code lost.containerKilled}, {@code lost.jvmOutOfMemory}, …, {@code lost.undecided}). For this
+ * it keeps, per executor, at most the bounded past of {@link ExecutorEvidence} (about 30 KB: a
+ * minute of samples at one per second, nine more minutes at one per 30 s, and the last few
+ * episodes, crossings, growth reports and memory failures), and that of the last {@value
+ * #REMOVED_KEPT} removed executors, so that a second removal of the same executor with an exit code
+ * (standalone reports the dropped connection first) revises the diagnosis.
+ *
  * <p><b>Event log.</b> Posted to Spark's listener bus, so the event log keeps them and the History
  * Server replays them: one sample of each executor per {@link
  * NativePoolConf#EVENT_LOG_SAMPLE_EVERY} heartbeat intervals ({@link ExecutorSampleEvent}), every
  * crossing of a {@link NativePoolConf#EXECUTOR_RESERVED_THRESHOLDS} level by an executor's reserved
  * bytes ({@link ReservedThresholdEvent}), each stage's peaks, the executors' ledger crossings and
- * growth reports, and their pod guard episodes.
+ * growth reports, their pod guard episodes, and the diagnosis of each executor Spark removed.
  *
  * <p><b>memoryOverhead.</b> With {@link NativePoolConf#AUTO_OVERHEAD}, {@link #init} sets {@code
  * spark.executor.memoryOverhead} by {@link AutoOverhead}'s formula before SparkContext builds the
@@ -139,6 +161,12 @@ public final class DriverSide implements DriverPlugin {
    */
   static final String GUARD_LAST_REACTION = "guard.lastReactionMillis";
 
+  /** Gauge name prefix of the removed executors counted by cause: {@code lost.<cause key>}. */
+  static final String LOST_PREFIX = "lost.";
+
+  /** How many removed executors' evidence and diagnoses are kept, for a revised diagnosis. */
+  static final int REMOVED_KEPT = 64;
+
   private SparkContext sc;
   private MetricRegistry registry;
   private ReportingSettings settings;
@@ -169,6 +197,24 @@ public final class DriverSide implements DriverPlugin {
 
   private final AtomicLong guardSpilled = new AtomicLong();
   private volatile long guardLastReactionMillis = -1;
+
+  /** What is kept of each executor to diagnose its end, removed ones included (bounded). */
+  private final Map<String, ExecutorEvidence> evidence = new ConcurrentHashMap<>();
+
+  /** The last diagnosis of each removed executor, oldest removal first. Guarded by itself. */
+  private final LinkedHashMap<String, ExecutorDiagnosisEvent> diagnosed = new LinkedHashMap<>();
+
+  /** Removed executors by their last diagnosis's cause: the {@code lost.*} gauges. */
+  private final Map<Cause, AtomicLong> lost = new EnumMap<>(Cause.class);
+
+  /** The container size Spark computed, the limit of executors without a pod guard reading. */
+  private ExecutorDiagnosis.ContainerLimit container = ExecutorDiagnosis.ContainerLimit.NONE;
+
+  {
+    for (Cause c : Cause.values()) {
+      lost.put(c, new AtomicLong());
+    }
+  }
 
   /** Public no-argument constructor; {@code NativePoolPlugin.driverPlugin()} makes one. */
   public DriverSide() {}
@@ -212,6 +258,15 @@ public final class DriverSide implements DriverPlugin {
     registry.register(GUARD_EPISODES, (Gauge<Long>) guardEpisodes::get);
     registry.register(GUARD_SPILLED, (Gauge<Long>) guardSpilled::get);
     registry.register(GUARD_LAST_REACTION, (Gauge<Long>) () -> guardLastReactionMillis);
+    for (Map.Entry<Cause, AtomicLong> e : lost.entrySet()) {
+      registry.register(LOST_PREFIX + e.getKey().key(), (Gauge<Long>) e.getValue()::get);
+    }
+    String master = ctx.conf().get("spark.master", "");
+    if (master.startsWith("yarn") || master.startsWith("k8s")) {
+      container =
+          new ExecutorDiagnosis.ContainerLimit(
+              ContainerSize.bytes(ctx.conf()), ContainerSize.describe(ctx.conf()));
+    }
     sc.addSparkListener(new Listener());
     LOG.info("nativepool: driver side started ({})", settings);
     return Collections.emptyMap();
@@ -227,8 +282,12 @@ public final class DriverSide implements DriverPlugin {
       onSample(s);
     } else if (message instanceof GuardEpisodeEvent g) {
       onGuardEpisode(g);
-    } else if (message instanceof LedgerCrossingEvent || message instanceof GrowthReportEvent) {
-      post((SparkListenerEvent) message); // the event log keeps it
+    } else if (message instanceof LedgerCrossingEvent c) {
+      keep(c.getExecutorId(), ev -> ev.add(c));
+      post(c); // the event log keeps it
+    } else if (message instanceof GrowthReportEvent g) {
+      keep(g.getExecutorId(), ev -> ev.add(g));
+      post(g); // the event log keeps it
     } else {
       LOG.warn("nativepool: driver side got an unknown message {}", message);
     }
@@ -242,7 +301,16 @@ public final class DriverSide implements DriverPlugin {
     long reaction = g.getReactionMicros();
     guardLastReactionMillis = reaction < 0 ? -1 : Math.round(reaction / 1000.0);
     LOG.warn(g.summary());
+    keep(g.getExecutorId(), ev -> ev.add(g));
     post(g); // the event log keeps it
+  }
+
+  /** Hands a live executor's evidence to {@code add}; nothing for a removed one. */
+  private void keep(String executorId, Consumer<ExecutorEvidence> add) {
+    if (executorId == null || removed.contains(executorId)) {
+      return;
+    }
+    add.accept(evidence.computeIfAbsent(executorId, id -> new ExecutorEvidence()));
   }
 
   /** The sum of {@code figure} over live executors (negative figures, "unknown", are skipped). */
@@ -265,6 +333,7 @@ public final class DriverSide implements DriverPlugin {
     }
     e.latest = s;
     e.lastSeenMillis = now;
+    keep(s.executorId(), ev -> ev.add(s));
     registerExecutorGauges(e, s.figures().keySet());
     long peakReserved = s.figure(ExecutorSample.INTERVAL_PEAK_RESERVED, 0);
     long peakHeld = s.figure(ExecutorSample.INTERVAL_PEAK_HELD, 0);
@@ -314,11 +383,17 @@ public final class DriverSide implements DriverPlugin {
         long level = thresholds[i];
         if (!e.above[i] && peakReserved >= level) {
           e.above[i] = true;
-          post(new ReservedThresholdEvent(e.id, s.timeMillis(), level, true, peakReserved));
+          ReservedThresholdEvent c =
+              new ReservedThresholdEvent(e.id, s.timeMillis(), level, true, peakReserved);
+          keep(e.id, ev -> ev.add(c));
+          post(c);
         }
         if (e.above[i] && reserved < level) {
           e.above[i] = false;
-          post(new ReservedThresholdEvent(e.id, s.timeMillis(), level, false, reserved));
+          ReservedThresholdEvent c =
+              new ReservedThresholdEvent(e.id, s.timeMillis(), level, false, reserved);
+          keep(e.id, ev -> ev.add(c));
+          post(c);
         }
       }
     }
@@ -358,6 +433,117 @@ public final class DriverSide implements DriverPlugin {
     removed.add(id);
     removeExecutor(id);
   }
+
+  /**
+   * Diagnoses Spark's removal of executor {@code id} at {@code timeMillis} for {@code reason}: logs
+   * the diagnosis, posts it and counts it. A second removal of the same executor is diagnosed again
+   * and posted as a revision only if it says more (an exit code where the first had none, or a
+   * cause where the first was lost or undecided). Returns the diagnosis posted, or null.
+   */
+  ExecutorDiagnosisEvent diagnoseRemoval(String id, long timeMillis, String reason) {
+    ExecutorDiagnosisEvent d;
+    synchronized (diagnosed) {
+      ExecutorEvidence ev = evidence.get(id);
+      ExecutorDiagnosisEvent prev = diagnosed.get(id);
+      d =
+          ExecutorDiagnosis.diagnose(
+              id,
+              timeMillis,
+              reason,
+              ev == null ? ExecutorEvidence.Snapshot.EMPTY : ev.snapshot(),
+              container,
+              settings.heartbeatMillis(),
+              prev == null ? 1 : prev.getRevision() + 1);
+      if (prev != null && !saysMore(prev, d)) {
+        LOG.debug("nativepool: executor {} removed again: {}", id, reason);
+        return null;
+      }
+      if (prev != null) {
+        lost.get(prev.getCause()).decrementAndGet();
+      }
+      lost.get(d.getCause()).incrementAndGet();
+      diagnosed.remove(id);
+      diagnosed.put(id, d);
+      Iterator<String> it = diagnosed.keySet().iterator();
+      while (diagnosed.size() > REMOVED_KEPT) {
+        evidence.remove(it.next());
+        it.remove();
+      }
+    }
+    if (d.isNormal()) {
+      LOG.info(d.describe());
+    } else {
+      LOG.warn(d.describe());
+    }
+    post(d); // the event log keeps it
+    return d;
+  }
+
+  /** Whether a later diagnosis of the same executor tells more than the earlier one. */
+  private static boolean saysMore(ExecutorDiagnosisEvent before, ExecutorDiagnosisEvent after) {
+    boolean vague = before.getCause() == Cause.LOST || before.getCause() == Cause.UNDECIDED;
+    return (before.getExitCode() == null && after.getExitCode() != null)
+        || (vague && after.getCause() != Cause.LOST && after.getCause() != Cause.UNDECIDED);
+  }
+
+  /**
+   * A task ended: if it failed for lack of memory ({@code java.lang.OutOfMemoryError}, or Spark's
+   * {@code SparkOutOfMemoryError}, as the exception or a cause in its trace), its executor's
+   * evidence keeps it.
+   */
+  void onTaskEnd(SparkListenerTaskEnd event) {
+    TaskEndReason reason = event.reason();
+    TaskInfo info = event.taskInfo();
+    if (!(reason instanceof ExceptionFailure f) || info == null) {
+      return;
+    }
+    Boolean jvm = memoryFailure(f.className(), f.fullStackTrace());
+    if (jvm == null) {
+      return;
+    }
+    String line =
+        "task "
+            + info.taskId()
+            + " ("
+            + info.index()
+            + "."
+            + info.attemptNumber()
+            + ") in stage "
+            + event.stageId()
+            + "."
+            + event.stageAttemptId()
+            + ": "
+            + f.className()
+            + (f.description() == null ? "" : ": " + f.description());
+    long time = info.finishTime() > 0 ? info.finishTime() : System.currentTimeMillis();
+    keep(info.executorId(), ev -> ev.add(new ExecutorEvidence.TaskFailure(time, line, jvm)));
+  }
+
+  /**
+   * Whether a task failure is for lack of memory: true for the JVM's {@code OutOfMemoryError},
+   * false for Spark's {@code SparkOutOfMemoryError}, null for neither (the exception's class
+   * first, then the causes in its trace).
+   */
+  static Boolean memoryFailure(String className, String trace) {
+    if (SPARK_OOM.equals(className)) {
+      return false;
+    }
+    if (JVM_OOM.equals(className)) {
+      return true;
+    }
+    if (trace != null) {
+      if (trace.contains(SPARK_OOM)) {
+        return false;
+      }
+      if (trace.contains(JVM_OOM)) {
+        return true;
+      }
+    }
+    return null;
+  }
+
+  private static final String SPARK_OOM = "org.apache.spark.memory.SparkOutOfMemoryError";
+  private static final String JVM_OOM = "java.lang.OutOfMemoryError";
 
   /** Registers the gauges of figures {@code e} has none for yet. */
   private void registerExecutorGauges(ExecutorView e, Set<String> figures) {
@@ -555,7 +741,10 @@ public final class DriverSide implements DriverPlugin {
     return info.stageId() + "." + info.attemptNumber();
   }
 
-  /** Stages start and end the stage peaks; a removed executor's gauges go. */
+  /**
+   * Stages start and end the stage peaks; a removed executor's gauges go and its end is diagnosed;
+   * tasks that failed for lack of memory are kept for that diagnosis.
+   */
   private final class Listener extends SparkListener {
     @Override
     public void onStageSubmitted(SparkListenerStageSubmitted event) {
@@ -587,6 +776,12 @@ public final class DriverSide implements DriverPlugin {
     @Override
     public void onExecutorRemoved(SparkListenerExecutorRemoved event) {
       DriverSide.this.onExecutorRemoved(event.executorId());
+      diagnoseRemoval(event.executorId(), event.time(), event.reason());
+    }
+
+    @Override
+    public void onTaskEnd(SparkListenerTaskEnd event) {
+      DriverSide.this.onTaskEnd(event);
     }
   }
 }

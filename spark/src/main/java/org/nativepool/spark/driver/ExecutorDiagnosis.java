@@ -1,0 +1,353 @@
+package org.nativepool.spark.driver;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import org.nativepool.spark.config.Bytes;
+import org.nativepool.spark.events.ExecutorDiagnosisEvent;
+import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
+import org.nativepool.spark.events.GuardEpisodeEvent;
+import org.nativepool.spark.jni.ArrowProcessStat;
+import org.nativepool.spark.jni.ProcessStat;
+import org.nativepool.spark.ledger.LedgerReader;
+
+/**
+ * Says why an executor ended, from the reason of Spark's removal ({@link LossReason}) and what the
+ * driver kept of the executor ({@link ExecutorEvidence}): a pure function of its inputs, so that
+ * every case can be tested with made-up histories.
+ *
+ * <p>The rules, in order; a cause is named only when they decide it, otherwise the diagnosis is
+ * {@link Cause#UNDECIDED} (or {@link Cause#LOST}) with what is known:
+ *
+ * <ul>
+ *   <li>The resource manager says the container was killed for its memory (YARN's memory check,
+ *       Kubernetes' {@code OOMKilled}): {@link Cause#CONTAINER_KILLED}.
+ *   <li>Exit code 137 (SIGKILL) alone: {@link Cause#CONTAINER_KILLED} only if the last sample is
+ *       recent (at most {@link #recentMillis} before the removal) and its unreclaimable memory (its
+ *       resident set without a pod guard) was within {@value #NEAR_LIMIT_PERCENT}% of the limit,
+ *       or the pod guard reported nothing native left to give in that time. Otherwise undecided,
+ *       suspecting the container: anything can send a SIGKILL.
+ *   <li>Exit code 52, or a task on the executor that failed with {@code java.lang.OutOfMemoryError}
+ *       within {@link #recentMillis} before a removal with another exit code: {@link
+ *       Cause#JVM_OUT_OF_MEMORY}.
+ *   <li>Killed by the driver after tasks on it failed with {@code SparkOutOfMemoryError} within
+ *       {@value #FAILURE_WINDOW_MILLIS} ms: {@link Cause#MANAGED_MEMORY_EXHAUSTED}; killed by the
+ *       driver otherwise, decommissioned, preempted, exit code 0: {@link Cause#ENDED}.
+ *   <li>Another exit code: {@link Cause#EXITED}.
+ *   <li>No exit code, and a heartbeat timeout, a lost worker, a dropped connection, a missing or
+ *       evicted pod: {@link Cause#LOST}, suspecting the container or the JVM's memory when the
+ *       evidence would fit them as above.
+ *   <li>Anything else: {@link Cause#UNDECIDED}.
+ * </ul>
+ *
+ * <p>The limit is the pod guard's (from the last sample that had one), else the one the resource
+ * manager's message names, else the container size Spark computed for YARN and Kubernetes (heap +
+ * off-heap + memoryOverhead + PySpark memory). Stateless.
+ */
+final class ExecutorDiagnosis {
+  /** Unreclaimable memory within this share of the limit counts as at the limit. */
+  static final int NEAR_LIMIT_PERCENT = 90;
+
+  /** How long before the removal a memory failure of a task counts, ms. */
+  static final long FAILURE_WINDOW_MILLIS = 300_000;
+
+  /** The span over which ledger parts' growth is measured, ending at the last sample, ms. */
+  static final long GROWTH_SPAN_MILLIS = 60_000;
+
+  /** Ledger parts that are accounting or detail, not resident memory of their own. */
+  private static final Set<String> NOT_RESIDENT =
+      Set.of(
+          LedgerReader.RSS,
+          LedgerReader.NATIVE_RESERVED,
+          LedgerReader.NATIVE_HELD,
+          LedgerReader.NATIVE_SLACK,
+          LedgerReader.LEAKED_RESIDENT,
+          LedgerReader.JVM_HEAP_USED);
+
+  private ExecutorDiagnosis() {}
+
+  /**
+   * The limit of executors without a pod guard reading: the container size Spark computed, and how
+   * it was computed; or none ({@code bytes} -1), where Spark sizes no container.
+   */
+  record ContainerLimit(long bytes, String source) {
+    static final ContainerLimit NONE = new ContainerLimit(-1, null);
+  }
+
+  /**
+   * How recent the last sample must be to speak for the moment of the end: three heartbeat
+   * intervals, and at least 10 s (the cluster managers report a death within seconds).
+   */
+  static long recentMillis(long heartbeatMillis) {
+    return Math.max(3 * heartbeatMillis, 10_000);
+  }
+
+  /**
+   * The diagnosis of one removal.
+   *
+   * @param executorId the executor
+   * @param timeMillis when Spark removed it (epoch ms)
+   * @param reason Spark's reason
+   * @param ev what the driver kept of the executor
+   * @param container the container size Spark computed, for want of a pod guard's limit
+   * @param heartbeatMillis the executors' heartbeat interval
+   * @param revision 1 for the first diagnosis of the executor
+   */
+  static ExecutorDiagnosisEvent diagnose(
+      String executorId,
+      long timeMillis,
+      String reason,
+      ExecutorEvidence.Snapshot ev,
+      ContainerLimit container,
+      long heartbeatMillis,
+      int revision) {
+    LossReason r = LossReason.parse(reason);
+    ExecutorEvidence.Point last = ev.last();
+
+    long limit = -1;
+    String limitSource = null;
+    long guardLimit = last == null ? -1 : last.figure(ProcessStat.GUARD_LIMIT.gaugeName(), -1);
+    if (guardLimit > 0) {
+      limit = guardLimit;
+      limitSource = "the pod guard's";
+    } else if (r.reportedLimit() > 0) {
+      limit = r.reportedLimit();
+      limitSource = "the cluster manager's message";
+    } else if (container.bytes() > 0) {
+      limit = container.bytes();
+      limitSource = "the container size: " + container.source();
+    }
+    long unreclaimable =
+        last == null ? -1 : positive(last.figure(ProcessStat.GUARD_UNRECLAIMABLE.gaugeName(), -1));
+    long rss = last == null ? -1 : lastRss(last);
+    long usage = unreclaimable >= 0 ? unreclaimable : rss;
+    long age = last == null ? -1 : Math.max(0, timeMillis - last.timeMillis);
+    long recent = recentMillis(heartbeatMillis);
+    boolean fresh = last != null && age <= recent;
+    boolean nearLimit = limit > 0 && usage >= 0 && usage * 100 >= limit * NEAR_LIMIT_PERCENT;
+    GuardEpisodeEvent gaveUp = null;
+    for (GuardEpisodeEvent g : ev.episodeEvents()) {
+      long when =
+          g.isOpen() ? g.getStartMillis() + g.getRecoveryMicros() / 1000 : g.getEndMillis();
+      if (g.isNothingLeft() && timeMillis - when <= recent) {
+        gaveUp = g;
+      }
+    }
+    ExecutorEvidence.TaskFailure jvmOom = null;
+    ExecutorEvidence.TaskFailure sparkOom = null;
+    List<String> failed = new ArrayList<>();
+    for (ExecutorEvidence.TaskFailure f : ev.failures()) {
+      if (timeMillis - f.timeMillis() > FAILURE_WINDOW_MILLIS) {
+        continue;
+      }
+      failed.add(f.line());
+      if (f.jvm() && timeMillis - f.timeMillis() <= recent) {
+        jvmOom = f;
+      } else if (!f.jvm()) {
+        sparkOom = f;
+      }
+    }
+    boolean killFits = (fresh && nearLimit) || gaveUp != null;
+    String atLimit = atLimit(limit, usage, unreclaimable >= 0, age, last != null, gaveUp);
+
+    Cause cause;
+    Cause suspected = null;
+    String verdict;
+    switch (r.kind()) {
+      case MEMORY_KILL -> {
+        cause = Cause.CONTAINER_KILLED;
+        verdict = r.detail();
+      }
+      case SIGKILL -> {
+        if (killFits) {
+          cause = Cause.CONTAINER_KILLED;
+          verdict = r.detail() + ", and " + atLimit;
+        } else {
+          cause = Cause.UNDECIDED;
+          suspected = Cause.CONTAINER_KILLED;
+          verdict =
+              r.detail()
+                  + ", which the kernel's OOM killer sends at the container's limit, but so can"
+                  + " anything else, and nothing shows the limit reached: "
+                  + atLimit;
+        }
+      }
+      case JVM_OOM -> {
+        cause = Cause.JVM_OUT_OF_MEMORY;
+        verdict = r.detail() + (jvmOom == null ? "" : " (" + jvmOom.line() + ")");
+      }
+      case EXIT -> {
+        if (jvmOom != null) {
+          cause = Cause.JVM_OUT_OF_MEMORY;
+          verdict = jvmOom.line() + ", then the executor ended with " + r.detail();
+        } else {
+          cause = Cause.EXITED;
+          verdict = "it ended with " + r.detail();
+        }
+      }
+      case DRIVER_KILLED -> {
+        if (sparkOom != null) {
+          cause = Cause.MANAGED_MEMORY_EXHAUSTED;
+          verdict =
+              r.detail()
+                  + " after tasks on it failed with SparkOutOfMemoryError: Spark's execution memory"
+                  + " could not give them what they asked for";
+        } else {
+          cause = Cause.ENDED;
+          verdict = r.detail() + " (dynamic allocation, exclusion after failures, or the user)";
+        }
+      }
+      case ENDED -> {
+        cause = Cause.ENDED;
+        verdict = r.detail();
+      }
+      case LOST -> {
+        cause = Cause.LOST;
+        suspected = suspect(killFits, jvmOom);
+        verdict = r.detail() + ", and Spark gave no exit code: " + fits(suspected, atLimit, jvmOom);
+      }
+      default -> {
+        cause = Cause.UNDECIDED;
+        suspected = suspect(killFits, jvmOom);
+        verdict = r.detail() + ": " + fits(suspected, atLimit, jvmOom);
+      }
+    }
+
+    long heapUsed = last == null ? -1 : last.part(LedgerReader.JVM_HEAP_USED, -1);
+    long heapCommitted = last == null ? -1 : last.part(LedgerReader.JVM_HEAP_COMMITTED, -1);
+    Map<String, Long> grown = new LinkedHashMap<>();
+    long grownOver = grownParts(ev.points(), grown);
+    return new ExecutorDiagnosisEvent(
+        executorId,
+        timeMillis,
+        reason,
+        r.exitCode(),
+        cause,
+        suspected,
+        verdict,
+        limit,
+        limitSource,
+        last == null ? -1 : last.timeMillis,
+        rss,
+        unreclaimable,
+        heapUsed,
+        heapCommitted,
+        grownOver,
+        grown,
+        ev.episodes(),
+        ev.crossings(),
+        ev.growth(),
+        failed,
+        revision);
+  }
+
+  private static Cause suspect(boolean killFits, ExecutorEvidence.TaskFailure jvmOom) {
+    return jvmOom != null ? Cause.JVM_OUT_OF_MEMORY : killFits ? Cause.CONTAINER_KILLED : null;
+  }
+
+  /** What the evidence says about a cause it fits, or that it fits none. */
+  private static String fits(Cause suspected, String atLimit, ExecutorEvidence.TaskFailure jvmOom) {
+    if (suspected == Cause.JVM_OUT_OF_MEMORY) {
+      return jvmOom.line() + " just before: the JVM running out of memory would fit, undecided";
+    }
+    if (suspected == Cause.CONTAINER_KILLED) {
+      return atLimit + ": a container kill would fit, undecided";
+    }
+    return "what ended it is undecided; " + atLimit;
+  }
+
+  /** The evidence about the limit, in words. */
+  private static String atLimit(
+      long limit,
+      long usage,
+      boolean unreclaimable,
+      long age,
+      boolean sampled,
+      GuardEpisodeEvent gaveUp) {
+    String what = unreclaimable ? "unreclaimable memory" : "resident set";
+    StringBuilder b = new StringBuilder();
+    if (!sampled) {
+      b.append("the executor sent no sample");
+    } else if (limit <= 0) {
+      b.append("no memory limit is known (no pod guard limit, no container size)");
+    } else if (usage < 0) {
+      b.append("the last sample, ")
+          .append(secs(age))
+          .append(" before, had no memory figure");
+    } else {
+      b.append("the last sample, ")
+          .append(secs(age))
+          .append(" before the removal, had its ")
+          .append(what)
+          .append(" at ")
+          .append(String.format(Locale.ROOT, "%.1f%%", 100.0 * usage / limit))
+          .append(" of the ")
+          .append(Bytes.format(limit))
+          .append(" limit");
+    }
+    if (gaveUp != null) {
+      b.append("; the pod guard's episode ")
+          .append(gaveUp.getEpisodeId())
+          .append(" found nothing native left to give");
+    }
+    return b.toString();
+  }
+
+  private static String secs(long millis) {
+    return String.format(Locale.ROOT, "%.1f s", millis / 1000.0);
+  }
+
+  private static long positive(long v) {
+    return v > 0 ? v : -1;
+  }
+
+  private static long lastRss(ExecutorEvidence.Point p) {
+    long rss = p.part(LedgerReader.RSS, -1);
+    return rss > 0 ? rss : positive(p.figure(ArrowProcessStat.RSS.gaugeName(), -1));
+  }
+
+  /**
+   * Fills {@code out} with the resident ledger parts (and the unexplained remainder) that grew by
+   * at least {@link GuardEpisodeEvent#MIN_GROWTH} bytes from the oldest point within {@value
+   * #GROWTH_SPAN_MILLIS} ms before the newest to the newest, largest first; returns the span
+   * compared, ms (0 if fewer than two points).
+   */
+  static long grownParts(List<ExecutorEvidence.Point> points, Map<String, Long> out) {
+    if (points.size() < 2) {
+      return 0;
+    }
+    ExecutorEvidence.Point last = points.get(points.size() - 1);
+    ExecutorEvidence.Point base = null;
+    for (ExecutorEvidence.Point p : points) {
+      if (p != last && last.timeMillis - p.timeMillis <= GROWTH_SPAN_MILLIS) {
+        base = p;
+        break;
+      }
+    }
+    if (base == null) {
+      return 0;
+    }
+    boolean heapResident = last.part(LedgerReader.JVM_HEAP_RESIDENT, -1) >= 0;
+    List<Map.Entry<String, Long>> grew = new ArrayList<>();
+    for (String part : last.parts()) {
+      if (NOT_RESIDENT.contains(part)
+          || (heapResident && part.equals(LedgerReader.JVM_HEAP_COMMITTED))
+          || (part.startsWith(LedgerReader.NETTY_PREFIX) && !part.endsWith(".direct"))) {
+        continue;
+      }
+      long before = base.part(part, 0);
+      long d = last.part(part, 0) - before;
+      if (d >= GuardEpisodeEvent.MIN_GROWTH) {
+        grew.add(Map.entry(part, d));
+      }
+    }
+    grew.sort((a, b) -> Long.compare(b.getValue(), a.getValue()));
+    for (Map.Entry<String, Long> e : grew) {
+      out.put(e.getKey(), e.getValue());
+    }
+    return last.timeMillis - base.timeMillis;
+  }
+}
