@@ -25,13 +25,14 @@ import org.junit.jupiter.api.Test;
  * native library needed:
  *
  * <pre>
- *   config  ←  jni, events  ←  memory  ←  arrow  ←  ledger  ←  executor, driver  ←  (root)
+ *   config  ←  jni, events  ←  memory  ←  arrow  ←  ledger  ←  ui  ←  executor, driver  ←  (root)
  * </pre>
  *
  * <p>{@code jni} and {@code events} sit side by side and do not depend on each other; nor do
  * {@code executor} and {@code driver}. Only the root ({@code NativePoolPlugin}, the class users name
  * in {@code spark.plugins}) depends on {@code executor} and {@code driver}, and nothing depends on
- * the root.
+ * the root. {@code ui} (the Native Memory page, live and in the History Server) sits under the
+ * plugin sides, so that the driver side can serve it.
  */
 class LayersTest {
   private static final String BASE = "org.nativepool.spark";
@@ -45,9 +46,10 @@ class LayersTest {
           "memory", 2,
           "arrow", 3,
           "ledger", 4,
-          "executor", 5,
-          "driver", 5,
-          "", 6);
+          "ui", 5,
+          "executor", 6,
+          "driver", 6,
+          "", 7);
 
   private static final Pattern REF = Pattern.compile("\\borg\\.nativepool\\.spark(?:\\.(\\w+))?\\.[A-Z]");
 
