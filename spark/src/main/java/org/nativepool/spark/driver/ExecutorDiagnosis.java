@@ -5,7 +5,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
@@ -56,16 +55,6 @@ final class ExecutorDiagnosis {
 
   /** The span over which ledger parts' growth is measured, ending at the last sample, ms. */
   static final long GROWTH_SPAN_MILLIS = 60_000;
-
-  /** Ledger parts that are accounting or detail, not resident memory of their own. */
-  private static final Set<String> NOT_RESIDENT =
-      Set.of(
-          LedgerReader.RSS,
-          LedgerReader.NATIVE_RESERVED,
-          LedgerReader.NATIVE_HELD,
-          LedgerReader.NATIVE_SLACK,
-          LedgerReader.LEAKED_RESIDENT,
-          LedgerReader.JVM_HEAP_USED);
 
   private ExecutorDiagnosis() {}
 
@@ -333,9 +322,7 @@ final class ExecutorDiagnosis {
     boolean heapResident = last.part(LedgerReader.JVM_HEAP_RESIDENT, -1) >= 0;
     List<Map.Entry<String, Long>> grew = new ArrayList<>();
     for (String part : last.parts()) {
-      if (NOT_RESIDENT.contains(part)
-          || (heapResident && part.equals(LedgerReader.JVM_HEAP_COMMITTED))
-          || (part.startsWith(LedgerReader.NETTY_PREFIX) && !part.endsWith(".direct"))) {
+      if (!LedgerReader.adds(part, heapResident)) {
         continue;
       }
       long before = base.part(part, 0);

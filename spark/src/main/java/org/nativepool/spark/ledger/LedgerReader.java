@@ -192,6 +192,25 @@ public final class LedgerReader {
     REGISTERED.put(allocator, name);
   }
 
+  /**
+   * Whether a part named in a sample's ledger (which carries the parts' names, not their kinds) is
+   * memory of its own that adds up to the resident set: the resident parts and {@value
+   * #UNEXPLAINED}; not {@value #RSS}, the accounting parts, the heap's used bytes, the heap's
+   * committed bytes when {@code heapResident} (the sample has {@value #JVM_HEAP_RESIDENT}), or a
+   * netty pool's heap and used bytes. Netty's direct chunks count, though {@value #JVM_DIRECT} may
+   * count them too when netty allocates them with a cleaner.
+   */
+  public static boolean adds(String part, boolean heapResident) {
+    switch (part) {
+      case RSS, NATIVE_RESERVED, NATIVE_HELD, NATIVE_SLACK, LEAKED_RESIDENT, JVM_HEAP_USED:
+        return false;
+      case JVM_HEAP_COMMITTED:
+        return !heapResident;
+      default:
+        return !part.startsWith(NETTY_PREFIX) || part.endsWith(".direct");
+    }
+  }
+
   /** Reads every part now. Never throws for a part it cannot read: that part is left out. */
   public LedgerSnapshot read() {
     return read(Natives.processStats(), Natives.processArrowStats());

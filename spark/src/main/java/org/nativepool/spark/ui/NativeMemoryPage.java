@@ -1,0 +1,227 @@
+package org.nativepool.spark.ui;
+
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.nativepool.spark.config.Bytes;
+import org.nativepool.spark.ui.NativeMemoryTimeline.Snapshot;
+
+/**
+ * The Native Memory page as one self-contained HTML document, from a {@link Snapshot}: per
+ * executor a stacked chart of its ledger parts over time ({@link SvgChart}) with its memory limit
+ * and the off-heap budget as lines, markers for threshold crossings, growth reports and its end,
+ * bands for pod guard episodes, and its diagnosis; then tables of the executors' ends, their leak
+ * figures and the stages' native peaks. No script, no stylesheet or font from elsewhere. A pure
+ * function; stateless.
+ */
+public final class NativeMemoryPage {
+  /**
+   * A part whose highest value is under this share (%) of the executor's highest total is summed
+   * into {@code other}.
+   */
+  static final int OTHER_PERCENT = 3;
+
+  static final int WIDTH = 960;
+  static final int HEIGHT = 300;
+
+  private static final DateTimeFormatter TIME =
+      DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss 'UTC'", Locale.ROOT)
+          .withZone(ZoneOffset.UTC);
+
+  private NativeMemoryPage() {}
+
+  /** The page of {@code s}, titled {@code title} (e.g. the application's name). */
+  public static String render(Snapshot s, String title) {
+    StringBuilder b = new StringBuilder(16_384);
+    b.append("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Native memory: ")
+        .append(SvgChart.escape(title))
+        .append("</title><style>")
+        .append("body{font-family:sans-serif;margin:16px;color:#222}")
+        .append("table{border-collapse:collapse;margin:8px 0 24px}")
+        .append("td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}")
+        .append("td.n{text-align:right}.verdict{max-width:960px}")
+        .append("</style></head><body>");
+    b.append("<h1>Native memory: ").append(SvgChart.escape(title)).append("</h1>");
+    if (s.executors().isEmpty()) {
+      b.append("<p>No executor has reported yet.</p>");
+    }
+    for (Snapshot.Executor e : s.executors()) {
+      executor(b, e, s.offHeapBudget());
+    }
+    ends(b, s.executors());
+    leaks(b, s.executors());
+    stages(b, s.stages());
+    return b.append("</body></html>").toString();
+  }
+
+  private static void executor(StringBuilder b, Snapshot.Executor e, long offHeap) {
+    b.append("<h2 id=\"executor-")
+        .append(SvgChart.escape(e.executorId()))
+        .append("\">Executor ")
+        .append(SvgChart.escape(e.executorId()));
+    if (e.end() != null) {
+      b.append(": ").append(SvgChart.escape(e.end().cause()));
+    }
+    b.append("</h2>");
+    if (e.end() != null) {
+      b.append("<p class=\"verdict\">")
+          .append(SvgChart.escape(e.end().verdict()))
+          .append("</p>");
+    }
+    b.append(SvgChart.render(chart(e, offHeap), WIDTH, HEIGHT));
+  }
+
+  /** The chart of one executor: its parts stacked, the small ones summed as {@code other}. */
+  static SvgChart.Chart chart(Snapshot.Executor e, long offHeap) {
+    int n = e.times().length;
+    long[] total = new long[n];
+    long[] max = new long[e.parts().size()];
+    long[] sum = new long[e.parts().size()];
+    for (int p = 0; p < e.parts().size(); p++) {
+      for (int i = 0; i < n; i++) {
+        long v = Math.max(0, e.values()[p][i]);
+        total[i] += v;
+        max[p] = Math.max(max[p], v);
+        sum[p] += v;
+      }
+    }
+    long top = 0;
+    for (long t : total) {
+      top = Math.max(top, t);
+    }
+    List<Integer> big = new ArrayList<>();
+    long[] other = new long[n];
+    boolean hasOther = false;
+    for (int p = 0; p < e.parts().size(); p++) {
+      if (max[p] * 100 >= top * OTHER_PERCENT && max[p] > 0) {
+        big.add(p);
+      } else if (max[p] > 0) {
+        hasOther = true;
+        for (int i = 0; i < n; i++) {
+          other[i] += Math.max(0, e.values()[p][i]);
+        }
+      }
+    }
+    big.sort(Comparator.comparingLong((Integer p) -> -sum[p]));
+    List<SvgChart.Series> series = new ArrayList<>();
+    for (int p : big) {
+      series.add(new SvgChart.Series(e.parts().get(p), e.values()[p]));
+    }
+    if (hasOther) {
+      series.add(new SvgChart.Series("other", other));
+    }
+    List<SvgChart.Line> lines = new ArrayList<>();
+    if (e.limit() > 0) {
+      lines.add(new SvgChart.Line("memory limit (pod guard)", e.limit(), "#d62728"));
+    }
+    if (offHeap > 0) {
+      lines.add(new SvgChart.Line("off-heap budget", offHeap, "#1f77b4"));
+    }
+    List<SvgChart.Marker> markers = new ArrayList<>();
+    for (Snapshot.Mark m : e.marks()) {
+      markers.add(new SvgChart.Marker(m.timeMillis(), m.kind(), m.label()));
+    }
+    List<SvgChart.Band> bands = new ArrayList<>();
+    for (Snapshot.Band bd : e.bands()) {
+      bands.add(new SvgChart.Band(bd.startMillis(), bd.endMillis(), bd.label()));
+    }
+    return new SvgChart.Chart(
+        "executor " + e.executorId() + ": resident memory by owner", e.times(), series, lines,
+        markers, bands);
+  }
+
+  private static void ends(StringBuilder b, List<Snapshot.Executor> executors) {
+    List<Snapshot.Executor> ended =
+        executors.stream().filter(e -> e.end() != null).toList();
+    b.append("<h2>Executors that ended</h2>");
+    if (ended.isEmpty()) {
+      b.append("<p>None.</p>");
+      return;
+    }
+    b.append("<table><tr><th>executor</th><th>removed</th><th>cause</th><th>exit code</th>")
+        .append("<th>why</th></tr>");
+    for (Snapshot.Executor e : ended) {
+      Snapshot.End d = e.end();
+      b.append("<tr><td><a href=\"#executor-")
+          .append(SvgChart.escape(e.executorId()))
+          .append("\">")
+          .append(SvgChart.escape(e.executorId()))
+          .append("</a></td><td>")
+          .append(TIME.format(Instant.ofEpochMilli(d.timeMillis())))
+          .append("</td><td>")
+          .append(SvgChart.escape(d.cause()))
+          .append("</td><td class=\"n\">")
+          .append(d.exitCode() == null ? "none" : d.exitCode())
+          .append("</td><td class=\"verdict\">")
+          .append(SvgChart.escape(d.verdict()))
+          .append("</td></tr>");
+    }
+    b.append("</table>");
+  }
+
+  private static void leaks(StringBuilder b, List<Snapshot.Executor> executors) {
+    b.append("<h2>Leaks</h2><p>Native memory still held when its task ended, as each executor")
+        .append(" last reported it: leaks counted, their bytes, and what they still hold.</p>");
+    b.append("<table><tr><th>executor</th><th>leaks</th><th>leaked</th>")
+        .append("<th>still resident</th></tr>");
+    for (Snapshot.Executor e : executors) {
+      Map<String, Long> l = e.leaks();
+      b.append("<tr><td>")
+          .append(SvgChart.escape(e.executorId()))
+          .append("</td><td class=\"n\">")
+          .append(l.getOrDefault("leaks", -1L) < 0 ? "?" : l.get("leaks"))
+          .append("</td><td class=\"n\">")
+          .append(Bytes.format(l.getOrDefault("leakedBytes", -1L)))
+          .append("</td><td class=\"n\">")
+          .append(Bytes.format(l.getOrDefault("leakedResident", -1L)))
+          .append("</td></tr>");
+    }
+    b.append("</table>");
+  }
+
+  private static void stages(StringBuilder b, List<Snapshot.Stage> stages) {
+    b.append("<h2>Stage native peaks</h2>");
+    if (stages.isEmpty()) {
+      b.append("<p>No stage completed yet.</p>");
+      return;
+    }
+    b.append("<table><tr><th>stage</th><th>completed</th><th>reserved, all executors</th>")
+        .append("<th>held, all executors</th><th>reserved, one executor</th>")
+        .append("<th>one task pool</th><th>largest consumers</th></tr>");
+    for (Snapshot.Stage st : stages) {
+      b.append("<tr><td>")
+          .append(st.stageId())
+          .append('.')
+          .append(st.attempt())
+          .append("</td><td>")
+          .append(TIME.format(Instant.ofEpochMilli(st.timeMillis())))
+          .append("</td><td class=\"n\">")
+          .append(Bytes.format(st.totalReserved()))
+          .append("</td><td class=\"n\">")
+          .append(Bytes.format(st.totalHeld()))
+          .append("</td><td class=\"n\">")
+          .append(Bytes.format(st.maxExecutorReserved()))
+          .append("</td><td class=\"n\">")
+          .append(Bytes.format(st.taskPoolPeak()))
+          .append("</td><td>");
+      int k = 0;
+      for (Map.Entry<String, Long> c : st.consumers().entrySet()) {
+        if (k++ == 5) {
+          b.append(", …");
+          break;
+        }
+        b.append(k > 1 ? ", " : "")
+            .append(SvgChart.escape(c.getKey()))
+            .append(' ')
+            .append(Bytes.format(c.getValue()));
+      }
+      b.append("</td></tr>");
+    }
+    b.append("</table>");
+  }
+}

@@ -1,0 +1,318 @@
+package org.nativepool.spark.ui;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.scheduler.SparkListenerEvent;
+import org.nativepool.spark.config.Bytes;
+import org.nativepool.spark.events.ExecutorDiagnosisEvent;
+import org.nativepool.spark.events.ExecutorSample;
+import org.nativepool.spark.events.ExecutorSampleEvent;
+import org.nativepool.spark.events.GrowthReportEvent;
+import org.nativepool.spark.events.GuardEpisodeEvent;
+import org.nativepool.spark.events.LedgerCrossingEvent;
+import org.nativepool.spark.events.ReservedThresholdEvent;
+import org.nativepool.spark.events.StagePeaksEvent;
+import org.nativepool.spark.jni.ProcessStat;
+import org.nativepool.spark.ledger.LedgerReader;
+
+/**
+ * What the Native Memory page shows, gathered from the plugin's events as the listener bus
+ * delivers them, live or replayed from the event log: per executor its ledger over time (from the
+ * {@link ExecutorSampleEvent}s), its memory limit, markers for threshold crossings, growth reports
+ * and its end with the diagnosis, bands for pod guard episodes, its leak figures; and the stages'
+ * native peaks.
+ *
+ * <p><b>Bounds.</b> Per executor at most {@value #POINTS_KEPT} samples (when full, every other one
+ * is dropped and only every second later one kept, so the whole life stays covered at half the
+ * resolution), {@value #MARKS_KEPT} markers and {@value #BANDS_KEPT} episodes, the last ones kept;
+ * the last {@value #STAGES_KEPT} stages; the last {@value #EXECUTORS_KEPT} executors to report.
+ * Safe for concurrent use.
+ */
+public final class NativeMemoryTimeline {
+  static final int POINTS_KEPT = 2000;
+  static final int MARKS_KEPT = 200;
+  static final int BANDS_KEPT = 100;
+  static final int STAGES_KEPT = 500;
+  static final int EXECUTORS_KEPT = 200;
+
+  /** The leak figures of a sample the page shows, by gauge name. */
+  static final List<String> LEAK_FIGURES =
+      List.of(
+          ProcessStat.LEAKS.gaugeName(),
+          ProcessStat.LEAKED_BYTES.gaugeName(),
+          ProcessStat.LEAKED_RESIDENT.gaugeName());
+
+  private final Map<String, Track> executors = new LinkedHashMap<>();
+  private final List<Snapshot.Stage> stages = new ArrayList<>();
+  private long offHeapBudget = -1;
+
+  /** An empty timeline. */
+  public NativeMemoryTimeline() {}
+
+  /** The executors' off-heap budget ({@code spark.memory.offHeap.size}), bytes; -1: none. */
+  public synchronized void setOffHeapBudget(long bytes) {
+    offHeapBudget = bytes;
+  }
+
+  /** Takes one of the plugin's events; any other event is ignored. */
+  public synchronized void accept(SparkListenerEvent event) {
+    if (event instanceof ExecutorSampleEvent s) {
+      track(s.getExecutorId()).add(s.getTimeMillis(), s.getFigures());
+    } else if (event instanceof LedgerCrossingEvent c) {
+      track(c.getExecutorId())
+          .mark(new Snapshot.Mark(c.getTimeMillis(), "crossing", c.describe()));
+    } else if (event instanceof ReservedThresholdEvent r) {
+      track(r.getExecutorId())
+          .mark(
+              new Snapshot.Mark(
+                  r.getTimeMillis(),
+                  "crossing",
+                  "reserved "
+                      + (r.isUp() ? "rose to " : "fell to ")
+                      + Bytes.format(r.getReserved())
+                      + (r.isUp() ? ", crossing " : ", below ")
+                      + Bytes.format(r.getLevel())));
+    } else if (event instanceof GrowthReportEvent g) {
+      Track t = track(g.getExecutorId());
+      t.mark(new Snapshot.Mark(g.getTimeMillis(), "growth", g.describe()));
+    } else if (event instanceof GuardEpisodeEvent g) {
+      long end =
+          g.isOpen() ? g.getStartMillis() + g.getRecoveryMicros() / 1000 : g.getEndMillis();
+      track(g.getExecutorId()).band(new Snapshot.Band(g.getStartMillis(), end, g.summary()));
+    } else if (event instanceof ExecutorDiagnosisEvent d) {
+      Track t = track(d.getExecutorId());
+      t.end = d;
+      t.mark(new Snapshot.Mark(d.getTimeMillis(), "end", d.describe()));
+    } else if (event instanceof StagePeaksEvent p) {
+      long maxExecutor = 0;
+      for (long v : p.getExecutorPeakReserved().values()) {
+        maxExecutor = Math.max(maxExecutor, v);
+      }
+      stages.add(
+          new Snapshot.Stage(
+              p.getStageId(),
+              p.getStageAttemptId(),
+              p.getTimeMillis(),
+              p.getTotalPeakReserved(),
+              p.getTotalPeakHeld(),
+              maxExecutor,
+              p.getTaskPoolPeak(),
+              new LinkedHashMap<>(p.getConsumerPeaks())));
+      while (stages.size() > STAGES_KEPT) {
+        stages.remove(0);
+      }
+    }
+  }
+
+  private Track track(String id) {
+    Track t = executors.get(id);
+    if (t == null) {
+      t = new Track(id);
+      executors.put(id, t);
+      if (executors.size() > EXECUTORS_KEPT) {
+        executors.remove(executors.keySet().iterator().next());
+      }
+    }
+    return t;
+  }
+
+  /** A copy of everything, for one rendering or for the History Server's store. */
+  public synchronized Snapshot snapshot() {
+    List<Snapshot.Executor> out = new ArrayList<>();
+    for (Track t : executors.values()) {
+      out.add(t.snapshot());
+    }
+    return new Snapshot(offHeapBudget, out, List.copyOf(stages));
+  }
+
+  /** One executor's series while events come. Guarded by the timeline. */
+  private static final class Track {
+    final String id;
+    final List<Long> times = new ArrayList<>();
+    final List<Map<String, Long>> figures = new ArrayList<>();
+    final List<Snapshot.Mark> marks = new ArrayList<>();
+    final List<Snapshot.Band> bands = new ArrayList<>();
+    ExecutorDiagnosisEvent end;
+    Map<String, Long> leaks = new LinkedHashMap<>();
+
+    /** Keep one sample in {@code stride}; doubled each time the points are halved. */
+    int stride = 1;
+
+    int skipped;
+
+    Track(String id) {
+      this.id = id;
+    }
+
+    void add(long time, Map<String, Long> f) {
+      Map<String, Long> l = new LinkedHashMap<>();
+      for (String n : LEAK_FIGURES) {
+        Long v = f.get(n);
+        if (v != null) {
+          l.put(n, v);
+        }
+      }
+      leaks = l;
+      if (++skipped < stride) {
+        return;
+      }
+      skipped = 0;
+      Map<String, Long> kept = new LinkedHashMap<>();
+      Long limit = f.get(ProcessStat.GUARD_LIMIT.gaugeName());
+      if (limit != null) {
+        kept.put(ProcessStat.GUARD_LIMIT.gaugeName(), limit);
+      }
+      boolean heapResident =
+          f.containsKey(ExecutorSample.LEDGER_PREFIX + LedgerReader.JVM_HEAP_RESIDENT);
+      for (Map.Entry<String, Long> e : f.entrySet()) {
+        String k = e.getKey();
+        if (k.startsWith(ExecutorSample.LEDGER_PREFIX)
+            && LedgerReader.adds(k.substring(ExecutorSample.LEDGER_PREFIX.length()), heapResident)) {
+          kept.put(k, e.getValue());
+        }
+      }
+      times.add(time);
+      figures.add(kept);
+      if (times.size() > POINTS_KEPT) {
+        for (int i = times.size() - 1; i >= 0; i--) {
+          if (i % 2 == 1) {
+            times.remove(i);
+            figures.remove(i);
+          }
+        }
+        stride *= 2;
+      }
+    }
+
+    void mark(Snapshot.Mark m) {
+      marks.add(m);
+      if (marks.size() > MARKS_KEPT) {
+        marks.remove(0);
+      }
+    }
+
+    void band(Snapshot.Band b) {
+      bands.add(b);
+      if (bands.size() > BANDS_KEPT) {
+        bands.remove(0);
+      }
+    }
+
+    Snapshot.Executor snapshot() {
+      LinkedHashSet<String> names = new LinkedHashSet<>();
+      for (Map<String, Long> f : figures) {
+        for (String k : f.keySet()) {
+          if (k.startsWith(ExecutorSample.LEDGER_PREFIX)) {
+            names.add(k.substring(ExecutorSample.LEDGER_PREFIX.length()));
+          }
+        }
+      }
+      List<String> parts = List.copyOf(names);
+      long[] t = new long[times.size()];
+      long[][] v = new long[parts.size()][t.length];
+      long limit = -1;
+      for (int i = 0; i < t.length; i++) {
+        t[i] = times.get(i);
+        Map<String, Long> f = figures.get(i);
+        for (int p = 0; p < parts.size(); p++) {
+          v[p][i] = f.getOrDefault(ExecutorSample.LEDGER_PREFIX + parts.get(p), 0L);
+        }
+        limit = Math.max(limit, f.getOrDefault(ProcessStat.GUARD_LIMIT.gaugeName(), -1L));
+      }
+      return new Snapshot.Executor(
+          id,
+          t,
+          parts,
+          v,
+          limit,
+          List.copyOf(marks),
+          List.copyOf(bands),
+          end == null ? null : Snapshot.End.of(end),
+          new LinkedHashMap<>(leaks));
+    }
+  }
+
+  /**
+   * Everything the page shows, at one moment: plain data, Jackson-writable, so that the History
+   * Server can keep it in its store.
+   *
+   * @param offHeapBudget the executors' off-heap budget, bytes; -1: none
+   * @param executors each executor's series and events, in the order they first reported
+   * @param stages the stages' native peaks, in the order they completed
+   */
+  public record Snapshot(long offHeapBudget, List<Executor> executors, List<Stage> stages) {
+    /**
+     * One executor.
+     *
+     * @param executorId the executor
+     * @param times its samples' times (epoch ms)
+     * @param parts the ledger parts sampled, which add up to its resident set
+     * @param values per part, one value per time
+     * @param limit the highest memory limit its pod guard reported, bytes; -1: none
+     * @param marks crossings, growth reports and its end
+     * @param bands its pod guard episodes
+     * @param end why it ended, if it did
+     * @param leaks its last leak figures ({@code leaks}, {@code leakedBytes}, {@code
+     *     leakedResident})
+     */
+    public record Executor(
+        String executorId,
+        long[] times,
+        List<String> parts,
+        long[][] values,
+        long limit,
+        List<Mark> marks,
+        List<Band> bands,
+        End end,
+        Map<String, Long> leaks) {}
+
+    /** A marker: {@code kind} is {@code crossing}, {@code growth} or {@code end}. */
+    public record Mark(long timeMillis, String kind, String label) {}
+
+    /** A pod guard episode. */
+    public record Band(long startMillis, long endMillis, String label) {}
+
+    /**
+     * An executor's end, from its {@link ExecutorDiagnosisEvent}.
+     *
+     * @param timeMillis when Spark removed it
+     * @param cause the cause's words
+     * @param exitCode the exit code; null if none
+     * @param verdict why
+     */
+    public record End(long timeMillis, String cause, Integer exitCode, String verdict) {
+      static End of(ExecutorDiagnosisEvent d) {
+        String cause = d.getCause().label();
+        if (d.getSuspected() != null) {
+          cause += " (" + d.getSuspected().label() + " would fit)";
+        }
+        return new End(d.getTimeMillis(), cause, d.getExitCode(), d.getVerdict());
+      }
+    }
+
+    /**
+     * A stage's native peaks, from its {@link StagePeaksEvent}.
+     *
+     * @param stageId the stage
+     * @param attempt its attempt
+     * @param timeMillis when it completed
+     * @param totalReserved the highest reserved bytes summed over executors
+     * @param totalHeld the highest held bytes summed over executors
+     * @param maxExecutorReserved the highest reserved bytes of one executor
+     * @param taskPoolPeak the highest peak of one task pool
+     * @param consumers the largest consumers' peaks
+     */
+    public record Stage(
+        int stageId,
+        int attempt,
+        long timeMillis,
+        long totalReserved,
+        long totalHeld,
+        long maxExecutorReserved,
+        long taskPoolPeak,
+        Map<String, Long> consumers) {}
+  }
+}

@@ -1,0 +1,135 @@
+package org.nativepool.spark.ui;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.nativepool.spark.events.ExecutorDiagnosisEvent;
+import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
+import org.nativepool.spark.events.ExecutorSampleEvent;
+import org.nativepool.spark.events.GrowthReportEvent;
+import org.nativepool.spark.events.GuardEpisodeEvent;
+import org.nativepool.spark.events.LedgerCrossingEvent;
+import org.nativepool.spark.events.StagePeaksEvent;
+
+/**
+ * {@link NativeMemoryTimeline} fed the plugin's events as the listener bus delivers them, and
+ * {@link NativeMemoryPage} rendering it; no Spark and no library needed.
+ */
+class NativeMemoryPageTest {
+  private static final long MIB = 1L << 20;
+  private static final long T0 = 1_700_000_000_000L;
+
+  private static ExecutorSampleEvent sample(String id, long t, long direct) {
+    Map<String, Long> f = new LinkedHashMap<>();
+    f.put("reserved", 64 * MIB);
+    f.put("guardLimit", 2048 * MIB);
+    f.put("leaks", 2L);
+    f.put("leakedBytes", 3 * MIB);
+    f.put("leakedResident", MIB);
+    f.put("ledger.jvm.heap.resident", 900 * MIB);
+    f.put("ledger.jvm.heap.committed", 1024 * MIB);
+    f.put("ledger.jvm.heap.used", 500 * MIB);
+    f.put("ledger.jvm.direct", direct);
+    f.put("ledger.go.stacks", MIB);
+    f.put("ledger.native.reserved", 64 * MIB);
+    f.put("ledger.rss", 2000 * MIB);
+    f.put("ledger.unexplained", 40 * MIB);
+    return new ExecutorSampleEvent(id, t, t / 1000, f);
+  }
+
+  private static NativeMemoryTimeline timeline() {
+    NativeMemoryTimeline tl = new NativeMemoryTimeline();
+    tl.setOffHeapBudget(256 * MIB);
+    for (int i = 0; i < 60; i++) {
+      tl.accept(sample("7", T0 + i * 1000L, 100 * MIB + i * 10 * MIB));
+    }
+    tl.accept(sample("8", T0, 50 * MIB));
+    tl.accept(new LedgerCrossingEvent("7", T0 + 20_000, "jvm.direct", 256 * MIB, true, 300 * MIB, 230 * MIB));
+    tl.accept(new GrowthReportEvent("7", T0 + 30_000, "jvm.direct", 100 * MIB, 400 * MIB, 100, 300, List.of()));
+    tl.accept(
+        new GuardEpisodeEvent(
+            "7", 1, T0 + 40_000, T0 + 41_000, 2048 * MIB, 40 * MIB, 2010 * MIB, 2040 * MIB,
+            1500 * MIB, 1900 * MIB, 64 * MIB, 3_000, 1_000_000, 0, 1, false,
+            Map.of("jvm.direct", 300 * MIB), Map.of("sort (task 3)", 64 * MIB)));
+    tl.accept(
+        new ExecutorDiagnosisEvent(
+            "7", T0 + 60_500, "Command exited with code 137", 137, Cause.CONTAINER_KILLED, null,
+            "exit code 137 is a SIGKILL, and the last sample <0.5 s before> was at 99%",
+            2048 * MIB, "the pod guard's", T0 + 59_000, 2000 * MIB, 2030 * MIB, 500 * MIB,
+            1024 * MIB, 60_000, Map.of("jvm.direct", 590 * MIB), null, null, null, null, 1));
+    tl.accept(
+        new StagePeaksEvent(
+            3, 0, T0 + 50_000, Map.of("7", 64 * MIB, "8", 32 * MIB), Map.of("7", 64 * MIB),
+            96 * MIB, 96 * MIB, null, 40 * MIB, Map.of("sort", 40 * MIB)));
+    return tl;
+  }
+
+  @Test
+  void eachExecutorGetsItsChartAndDiagnosisAndTheTablesFollow() {
+    String html = NativeMemoryPage.render(timeline().snapshot(), "app <1>");
+    assertTrue(html.startsWith("<!DOCTYPE html>"));
+    assertTrue(html.contains("<h1>Native memory: app &lt;1&gt;</h1>"), "h1");
+    assertTrue(
+        html.contains(
+            "<h2 id=\"executor-7\">Executor 7: killed by its container&#39;s memory limit</h2>"),
+        "h2");
+    assertTrue(html.contains("the last sample &lt;0.5 s before&gt; was at 99%"), "escaped");
+    assertEquals(2, html.split("<svg ", -1).length - 1, "one chart per executor");
+    assertTrue(html.contains("<title>memory limit (pod guard): 2.0 GiB</title>"));
+    assertTrue(html.contains("<title>off-heap budget: 256.0 MiB</title>"));
+    assertTrue(html.contains("class=\"marker crossing\""));
+    assertTrue(html.contains("class=\"marker growth\""));
+    assertTrue(html.contains("class=\"marker end\""));
+    assertTrue(html.contains("class=\"band\""));
+    assertTrue(html.contains("<h2>Executors that ended</h2>"));
+    assertTrue(html.contains("<td class=\"n\">137</td>"));
+    assertTrue(html.contains("<td class=\"n\">2</td><td class=\"n\">3.0 MiB</td><td class=\"n\">1.0 MiB</td>"), "leaks");
+    assertTrue(html.contains("<td>3.0</td>"), "the stage");
+    assertTrue(html.contains("sort 40.0 MiB"));
+    assertFalse(html.contains("<script"));
+    assertFalse(html.replace("http://www.w3.org/2000/svg", "").contains("http"), "nothing from elsewhere");
+  }
+
+  @Test
+  void theChartStacksResidentPartsOnlyAndSumsTheSmallOnes() {
+    NativeMemoryTimeline.Snapshot.Executor e = timeline().snapshot().executors().get(0);
+    assertEquals(
+        List.of("jvm.heap.resident", "jvm.direct", "go.stacks", "unexplained"),
+        e.parts(),
+        "no rss, accounting or detail parts");
+    SvgChart.Chart c = NativeMemoryPage.chart(e, 256 * MIB);
+    assertEquals(
+        List.of("jvm.heap.resident", "jvm.direct", "other"),
+        c.stacked().stream().map(SvgChart.Series::name).toList(),
+        "largest first; go.stacks and unexplained are under 3% of the highest total");
+    assertEquals(2048 * MIB, e.limit());
+  }
+
+  @Test
+  void aLongLifeKeepsAtMostTheBoundAndStillCoversItsStart() {
+    NativeMemoryTimeline tl = new NativeMemoryTimeline();
+    for (int i = 0; i < 10_000; i++) {
+      tl.accept(sample("1", T0 + i * 1000L, MIB));
+    }
+    long[] t = tl.snapshot().executors().get(0).times();
+    assertTrue(t.length <= NativeMemoryTimeline.POINTS_KEPT, "kept " + t.length);
+    assertTrue(t.length >= NativeMemoryTimeline.POINTS_KEPT / 2, "kept " + t.length);
+    assertEquals(T0, t[0]);
+    assertTrue(T0 + 9_999_000 - t[t.length - 1] <= 8_000, "close to the end: " + t[t.length - 1]);
+  }
+
+  @Test
+  void theSnapshotSurvivesJacksonAsTheHistoryServersStoreKeepsIt() throws Exception {
+    NativeMemoryTimeline.Snapshot s = timeline().snapshot();
+    ObjectMapper m = new ObjectMapper();
+    String json = m.writeValueAsString(s);
+    NativeMemoryTimeline.Snapshot back = m.readValue(json, NativeMemoryTimeline.Snapshot.class);
+    assertEquals(NativeMemoryPage.render(s, "a"), NativeMemoryPage.render(back, "a"));
+  }
+}
