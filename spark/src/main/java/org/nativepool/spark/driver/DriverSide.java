@@ -45,6 +45,10 @@ import org.nativepool.spark.events.StagePeaksEvent;
 import org.nativepool.spark.jni.ProcessStat;
 import org.nativepool.spark.ledger.ExecutorLedger;
 import org.nativepool.spark.ledger.LedgerReader;
+import org.nativepool.spark.ui.NativeMemoryListener;
+import org.nativepool.spark.ui.NativeMemoryPage;
+import org.nativepool.spark.ui.NativeMemoryTimeline;
+import org.nativepool.spark.ui.NativeMemoryWeb;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -96,6 +100,12 @@ import org.slf4j.LoggerFactory;
  * episodes, crossings, growth reports and memory failures), and that of the last {@value
  * #REMOVED_KEPT} removed executors, so that a second removal of the same executor with an exit code
  * (standalone reports the dropped connection first) revises the diagnosis.
+ *
+ * <p><b>Native Memory page.</b> With Spark's UI on, the driver serves {@code /nativememory/}
+ * ({@link NativeMemoryWeb}): each executor's ledger over time with its limit, the off-heap budget,
+ * crossings, growth reports, guard episodes and its end, and the stages' native peaks, drawn from
+ * the events below as they are posted; the History Server draws the same page from the event log
+ * ({@code ui.NativeMemoryHistoryPlugin}).
  *
  * <p><b>Event log.</b> Posted to Spark's listener bus, so the event log keeps them and the History
  * Server replays them: one sample of each executor per {@link
@@ -268,8 +278,28 @@ public final class DriverSide implements DriverPlugin {
               ContainerSize.bytes(ctx.conf()), ContainerSize.describe(ctx.conf()));
     }
     sc.addSparkListener(new Listener());
+    if (sc.ui().isDefined()) {
+      attachPage(sc);
+    }
     LOG.info("nativepool: driver side started ({})", settings);
     return Collections.emptyMap();
+  }
+
+  /**
+   * Serves the Native Memory page in the live UI ({@link NativeMemoryWeb#PATH}), from the plugin's
+   * events on the listener bus: the same events, and so the same page, as the History Server's.
+   */
+  private static void attachPage(SparkContext sc) {
+    NativeMemoryListener pageListener = new NativeMemoryListener(new NativeMemoryTimeline());
+    if (sc.conf().getBoolean("spark.memory.offHeap.enabled", false)) {
+      pageListener
+          .timeline()
+          .setOffHeapBudget(sc.conf().getSizeAsBytes("spark.memory.offHeap.size", "0"));
+    }
+    sc.addSparkListener(pageListener);
+    String title = sc.appName();
+    NativeMemoryWeb.attach(
+        sc.ui().get(), () -> NativeMemoryPage.render(pageListener.timeline().snapshot(), title));
   }
 
   /**

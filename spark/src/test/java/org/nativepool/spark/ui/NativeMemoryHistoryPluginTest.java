@@ -1,0 +1,122 @@
+package org.nativepool.spark.ui;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.ServiceLoader;
+import org.apache.spark.SparkConf;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerEnvironmentUpdate;
+import org.apache.spark.scheduler.SparkListenerEvent;
+import org.apache.spark.status.AppHistoryServerPlugin;
+import org.apache.spark.status.ElementTrackingStore;
+import org.apache.spark.util.JsonProtocol;
+import org.apache.spark.util.kvstore.InMemoryStore;
+import org.junit.jupiter.api.Test;
+import org.nativepool.spark.events.ExecutorDiagnosisEvent;
+import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
+import org.nativepool.spark.events.ExecutorSampleEvent;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The History Server's side of the Native Memory page without a History Server: the plugin found
+ * by {@code ServiceLoader} as Spark's {@code FsHistoryProvider} finds it, its listener fed an event
+ * log's lines as Spark's replay reads them ({@code JsonProtocol}), the store flushed as the replay's
+ * end flushes it, and the page drawn from what the store keeps; no library needed.
+ */
+class NativeMemoryHistoryPluginTest {
+  private static final long MIB = 1L << 20;
+  private static final long T0 = 1_700_000_000_000L;
+
+  /** An event log: the environment, an executor's samples and its end, one JSON line each. */
+  private static List<String> eventLog() {
+    List<String> lines = new ArrayList<>();
+    lines.add(
+        "{\"Event\":\"SparkListenerEnvironmentUpdate\",\"JVM Information\":{},"
+            + "\"Spark Properties\":{\"spark.memory.offHeap.enabled\":\"true\","
+            + "\"spark.memory.offHeap.size\":\"256m\"},\"Hadoop Properties\":{},"
+            + "\"System Properties\":{},\"Classpath Entries\":{}}");
+    for (int i = 0; i < 10; i++) {
+      Map<String, Long> f = new LinkedHashMap<>();
+      f.put("guardLimit", 2048 * MIB);
+      f.put("ledger.jvm.heap.committed", 1024 * MIB);
+      f.put("ledger.jvm.direct", (100 + 50 * i) * MIB);
+      lines.add(
+          JsonProtocol.sparkEventToJsonString(
+              new ExecutorSampleEvent("7", T0 + i * 10_000L, i, f)));
+    }
+    lines.add(
+        JsonProtocol.sparkEventToJsonString(
+            new ExecutorDiagnosisEvent(
+                "7", T0 + 95_000, "Command exited with code 1", 1, Cause.EXITED, null,
+                "it ended with exit code 1", 2048 * MIB, "the pod guard's", T0 + 90_000, -1, -1,
+                -1, -1, 0, null, null, null, null, null, 1)));
+    return lines;
+  }
+
+  /** Replays {@code lines} into {@code listeners}, as Spark's replay bus dispatches them. */
+  private static void replay(List<String> lines, List<SparkListener> listeners) {
+    for (String line : lines) {
+      SparkListenerEvent e = JsonProtocol.sparkEventFromJson(line);
+      for (SparkListener l : listeners) {
+        if (e instanceof SparkListenerEnvironmentUpdate u) {
+          l.onEnvironmentUpdate(u);
+        } else {
+          l.onOtherEvent(e);
+        }
+      }
+    }
+  }
+
+  private static ElementTrackingStore store(InMemoryStore kv) {
+    return new ElementTrackingStore(
+        kv, new SparkConf().set("spark.appStateStore.asyncTracking.enable", "false"));
+  }
+
+  @Test
+  void sparksServiceLoaderFindsThePlugin() {
+    boolean found = false;
+    for (AppHistoryServerPlugin p : ServiceLoader.load(AppHistoryServerPlugin.class)) {
+      found |= p instanceof NativeMemoryHistoryPlugin;
+    }
+    assertTrue(found, "META-INF/services/org.apache.spark.status.AppHistoryServerPlugin");
+  }
+
+  @Test
+  void theReplayedLogIsKeptInTheStoreAndDrawnFromIt() {
+    InMemoryStore kv = new InMemoryStore();
+    ElementTrackingStore tracking = store(kv);
+    List<SparkListener> listeners =
+        CollectionConverters.asJava(
+            new NativeMemoryHistoryPlugin().createListeners(new SparkConf(), tracking));
+    assertEquals(1, listeners.size());
+    replay(eventLog(), listeners);
+    tracking.close(false); // what FsHistoryProvider does at the end of the replay
+
+    NativeMemoryTimeline.Snapshot s = NativeMemoryHistoryPlugin.read(kv);
+    assertEquals(256 * MIB, s.offHeapBudget());
+    assertEquals(1, s.executors().size());
+    assertEquals(10, s.executors().get(0).times().length);
+    String html = NativeMemoryPage.render(s, "replayed");
+    assertTrue(html.contains("<h2 id=\"executor-7\">Executor 7: exited by itself</h2>"), "h2");
+    assertTrue(html.contains("<title>off-heap budget: 256.0 MiB</title>"), "budget line");
+    assertTrue(html.contains("<title>memory limit (pod guard): 2.0 GiB</title>"), "limit line");
+  }
+
+  @Test
+  void anApplicationWithoutThePluginsEventsGetsNoPage() {
+    InMemoryStore kv = new InMemoryStore();
+    ElementTrackingStore tracking = store(kv);
+    List<SparkListener> listeners =
+        CollectionConverters.asJava(
+            new NativeMemoryHistoryPlugin().createListeners(new SparkConf(), tracking));
+    replay(eventLog().subList(0, 1), listeners);
+    tracking.close(false);
+    assertNull(NativeMemoryHistoryPlugin.read(kv));
+  }
+}
