@@ -138,13 +138,13 @@ public final class SvgChart {
           .append(fmt(py))
           .append("\" y2=\"")
           .append(fmt(py))
-          .append("\" stroke=\"#ddd\"/>");
+          .append("\" stroke=\"#dddddd\"/>");
       b.append("<text x=\"")
           .append(LEFT - 4)
           .append("\" y=\"")
           .append(fmt(py + 4))
           .append("\" text-anchor=\"end\">")
-          .append(escape(Bytes.format(y)))
+          .append(escape(axisLabel(y, step)))
           .append("</text>");
     }
     // x axis: five clock ticks, UTC
@@ -154,7 +154,9 @@ public final class SvgChart {
           .append(fmt(sc.x(tt)))
           .append("\" y=\"")
           .append(height - 8)
-          .append("\" text-anchor=\"middle\">")
+          .append("\" text-anchor=\"")
+          .append(k == 0 ? "start" : k == 4 ? "end" : "middle")
+          .append("\">")
           .append(CLOCK.format(Instant.ofEpochMilli(tt)))
           .append("</text>");
     }
@@ -322,6 +324,22 @@ public final class SvgChart {
       }
     }
     return Math.max(1, max / 8);
+  }
+
+  /**
+   * A gridline's label in the largest binary unit that divides the grid's step, so that the labels
+   * of one axis share a unit and read exactly: {@code 2,500 MiB} for a 500 MiB step, {@code 3 GiB}
+   * for a 1 GiB one.
+   */
+  static String axisLabel(long value, long step) {
+    String[] units = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    long unit = 1;
+    while (u < units.length - 1 && step % (unit << 10) == 0) {
+      unit <<= 10;
+      u++;
+    }
+    return String.format(Locale.ROOT, "%,d %s", value / unit, units[u]);
   }
 
   /** Text and attribute values for XML: {@code & < > " '} escaped. */

@@ -116,6 +116,9 @@ class SvgChartTest {
     assertEquals(1L << 30, SvgChart.niceStep(5L << 30));
     assertEquals(5L << 10, SvgChart.niceStep(20L << 10));
     assertEquals(1L, SvgChart.niceStep(3));
+    assertEquals("2,500 MiB", SvgChart.axisLabel(2500 * MIB, 500 * MIB));
+    assertEquals("3 GiB", SvgChart.axisLabel(3L << 30, 1L << 30));
+    assertEquals("0 KiB", SvgChart.axisLabel(0, 5L << 10));
     assertEquals("a &amp; b &lt;c&gt; &quot;d&quot; &#39;e&#39;", SvgChart.escape("a & b <c> \"d\" 'e'"));
   }
 }
