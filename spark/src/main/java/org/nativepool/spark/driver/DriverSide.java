@@ -551,8 +551,8 @@ public final class DriverSide implements DriverPlugin {
 
   /**
    * Whether a task failure is for lack of memory: true for the JVM's {@code OutOfMemoryError},
-   * false for Spark's {@code SparkOutOfMemoryError}, null for neither (the exception's class
-   * first, then the causes in its trace).
+   * false for Spark's {@code SparkOutOfMemoryError}, null for neither (the exception's class first,
+   * then the causes in its trace).
    */
   static Boolean memoryFailure(String className, String trace) {
     if (SPARK_OOM.equals(className)) {

@@ -26,8 +26,8 @@ import org.nativepool.spark.ledger.LedgerReader;
  *       Kubernetes' {@code OOMKilled}): {@link Cause#CONTAINER_KILLED}.
  *   <li>Exit code 137 (SIGKILL) alone: {@link Cause#CONTAINER_KILLED} only if the last sample is
  *       recent (at most {@link #recentMillis} before the removal) and its unreclaimable memory (its
- *       resident set without a pod guard) was within {@value #NEAR_LIMIT_PERCENT}% of the limit,
- *       or the pod guard reported nothing native left to give in that time. Otherwise undecided,
+ *       resident set without a pod guard) was within {@value #NEAR_LIMIT_PERCENT}% of the limit, or
+ *       the pod guard reported nothing native left to give in that time. Otherwise undecided,
  *       suspecting the container: anything can send a SIGKILL.
  *   <li>Exit code 52, or a task on the executor that failed with {@code java.lang.OutOfMemoryError}
  *       within {@link #recentMillis} before a removal with another exit code: {@link
@@ -119,8 +119,7 @@ final class ExecutorDiagnosis {
     boolean nearLimit = limit > 0 && usage >= 0 && usage * 100 >= limit * NEAR_LIMIT_PERCENT;
     GuardEpisodeEvent gaveUp = null;
     for (GuardEpisodeEvent g : ev.episodeEvents()) {
-      long when =
-          g.isOpen() ? g.getStartMillis() + g.getRecoveryMicros() / 1000 : g.getEndMillis();
+      long when = g.isOpen() ? g.getStartMillis() + g.getRecoveryMicros() / 1000 : g.getEndMillis();
       if (g.isNothingLeft() && timeMillis - when <= recent) {
         gaveUp = g;
       }
@@ -263,9 +262,7 @@ final class ExecutorDiagnosis {
     } else if (limit <= 0) {
       b.append("no memory limit is known (no pod guard limit, no container size)");
     } else if (usage < 0) {
-      b.append("the last sample, ")
-          .append(secs(age))
-          .append(" before, had no memory figure");
+      b.append("the last sample, ").append(secs(age)).append(" before, had no memory figure");
     } else {
       b.append("the last sample, ")
           .append(secs(age))

@@ -23,11 +23,11 @@ import org.nativepool.spark.jni.ProcessStat;
  * <p><b>Bounds.</b> Samples are kept as {@link Point}s of a few figures ({@link #FIGURES}) and the
  * ledger's parts: at most one per {@value #FINE_STEP_MILLIS} ms over the last {@value
  * #FINE_SPAN_MILLIS} ms before the newest (the newest sample always replaces a kept one closer than
- * that), and one per {@value #COARSE_STEP_MILLIS} ms over the {@value #COARSE_SPAN_MILLIS} ms before
- * it; older ones are dropped. That is at most 81 points of about 40 figures each, some 30 KB per
- * executor whatever its heartbeat interval. Of the rest it keeps the last {@value #EPISODES_KEPT}
- * guard episodes, {@value #CROSSINGS_KEPT} crossings, {@value #GROWTH_KEPT} growth reports and
- * {@value #FAILURES_KEPT} memory failures, each as one line. Safe for concurrent use.
+ * that), and one per {@value #COARSE_STEP_MILLIS} ms over the {@value #COARSE_SPAN_MILLIS} ms
+ * before it; older ones are dropped. That is at most 81 points of about 40 figures each, some 30 KB
+ * per executor whatever its heartbeat interval. Of the rest it keeps the last {@value
+ * #EPISODES_KEPT} guard episodes, {@value #CROSSINGS_KEPT} crossings, {@value #GROWTH_KEPT} growth
+ * reports and {@value #FAILURES_KEPT} memory failures, each as one line. Safe for concurrent use.
  */
 final class ExecutorEvidence {
   /** The span kept at full resolution before the newest sample, ms. */
@@ -113,7 +113,8 @@ final class ExecutorEvidence {
    * A task that failed on the executor for lack of memory.
    *
    * @param timeMillis when it ended (epoch ms)
-   * @param line e.g. {@code task 12 (3.0) in stage 4.0: java.lang.OutOfMemoryError: Java heap space}
+   * @param line e.g. {@code task 12 (3.0) in stage 4.0: java.lang.OutOfMemoryError: Java heap
+   *     space}
    * @param jvm true for {@code java.lang.OutOfMemoryError}, false for Spark's {@code
    *     SparkOutOfMemoryError}
    */
@@ -162,7 +163,9 @@ final class ExecutorEvidence {
       Point p = it.next();
       if (now - p.timeMillis <= FINE_SPAN_MILLIS) {
         // the newest (the last) always stays
-        if (lastKept != Long.MIN_VALUE && p.timeMillis - lastKept < FINE_STEP_MILLIS && it.hasNext()) {
+        if (lastKept != Long.MIN_VALUE
+            && p.timeMillis - lastKept < FINE_STEP_MILLIS
+            && it.hasNext()) {
           it.remove();
           continue;
         }
@@ -182,7 +185,10 @@ final class ExecutorEvidence {
 
   /** Keeps a ledger crossing's line (the last {@value #CROSSINGS_KEPT} crossings). */
   synchronized void add(LedgerCrossingEvent c) {
-    push(crossings, c.describe().replaceFirst("^nativepool: executor \\S+ ledger: ", ""), CROSSINGS_KEPT);
+    push(
+        crossings,
+        c.describe().replaceFirst("^nativepool: executor \\S+ ledger: ", ""),
+        CROSSINGS_KEPT);
   }
 
   /** Keeps a crossing of a reserved-bytes threshold as a line, with the ledger's crossings. */

@@ -10,13 +10,13 @@ import org.nativepool.spark.config.Bytes;
  * writes it on each cluster manager (the string is the {@code ExecutorLossReason}'s message):
  *
  * <ul>
- *   <li>standalone: {@code Command exited with code N} (the worker's {@code ExecutorRunner}), {@code
- *       worker lost: …}, {@code Worker shutting down};
+ *   <li>standalone: {@code Command exited with code N} (the worker's {@code ExecutorRunner}),
+ *       {@code worker lost: …}, {@code Worker shutting down};
  *   <li>YARN: {@code Container killed by YARN for exceeding physical memory limits. 5.5 GB of 5.5
  *       GB physical memory used. …} (and the virtual memory form), {@code Container marked as
- *       failed: … Exit status: N. …}, {@code Container from a bad node: … Exit status: N. …}, {@code
- *       Container container_… was preempted.}, {@code Executor for container … exited because of a
- *       YARN event (e.g., preemption) …};
+ *       failed: … Exit status: N. …}, {@code Container from a bad node: … Exit status: N. …},
+ *       {@code Container container_… was preempted.}, {@code Executor for container … exited
+ *       because of a YARN event (e.g., preemption) …};
  *   <li>Kubernetes: {@code The executor with id N exited with exit code 137(SIGKILL, possible
  *       container OOM).} followed by the pod's status, whose container statuses may say {@code
  *       termination reason: OOMKilled}; {@code The executor with id N was deleted by a user or the
@@ -40,7 +40,8 @@ import org.nativepool.spark.config.Bytes;
  *     bytes (YARN's message); -1 if none
  * @param reportedLimit the limit the resource manager enforced, bytes (YARN's message); -1 if none
  */
-record LossReason(Kind kind, Integer exitCode, String detail, long reportedUsage, long reportedLimit) {
+record LossReason(
+    Kind kind, Integer exitCode, String detail, long reportedUsage, long reportedLimit) {
   /** What a reason says. */
   enum Kind {
     /** The resource manager says the container was killed for its memory. */
@@ -90,7 +91,8 @@ record LossReason(Kind kind, Integer exitCode, String detail, long reportedUsage
               + "|Exit code is (-?\\d+)"
               + "|exit code: (-?\\d+)");
 
-  private static final Pattern HEARTBEAT = Pattern.compile("Executor heartbeat timed out after \\d+ ms");
+  private static final Pattern HEARTBEAT =
+      Pattern.compile("Executor heartbeat timed out after \\d+ ms");
 
   /** Reads a removal's reason string (null reads as empty). */
   static LossReason parse(String reason) {
@@ -105,13 +107,18 @@ record LossReason(Kind kind, Integer exitCode, String detail, long reportedUsage
       if (u.find()) {
         usage = size(u.group(1));
         limit = size(u.group(2));
-        what = "its " + u.group(3) + " memory limit (" + u.group(1) + " of " + u.group(2) + " used)";
+        what =
+            "its " + u.group(3) + " memory limit (" + u.group(1) + " of " + u.group(2) + " used)";
       } else if (yarn.group(1) != null || yarn.group(2) != null) {
         what = "its " + (yarn.group(1) != null ? yarn.group(1) : yarn.group(2)) + " memory limit";
       }
       String who = r.contains("YARN") || yarn.group(2) != null ? "YARN" : "the cluster manager";
       return new LossReason(
-          Kind.MEMORY_KILL, code, who + " killed the container for exceeding " + what, usage, limit);
+          Kind.MEMORY_KILL,
+          code,
+          who + " killed the container for exceeding " + what,
+          usage,
+          limit);
     }
     if (OOM_KILLED.matcher(r).find()) {
       return of(Kind.MEMORY_KILL, code, "Kubernetes reports the container OOMKilled");
@@ -258,6 +265,8 @@ record LossReason(Kind kind, Integer exitCode, String detail, long reportedUsage
         + (exitCode == null ? "" : " " + exitCode)
         + ": "
         + detail
-        + (reportedLimit > 0 ? " [" + Bytes.format(reportedUsage) + "/" + Bytes.format(reportedLimit) + "]" : "");
+        + (reportedLimit > 0
+            ? " [" + Bytes.format(reportedUsage) + "/" + Bytes.format(reportedLimit) + "]"
+            : "");
   }
 }

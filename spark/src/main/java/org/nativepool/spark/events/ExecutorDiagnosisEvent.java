@@ -26,8 +26,8 @@ import org.nativepool.spark.config.Bytes;
  * times) or null (the exit code).
  *
  * <p>A removal is diagnosed again when Spark reports the same executor removed a second time with
- * more to say (on standalone the driver may first see the connection drop, then the exit code);
- * the later event has a higher {@link #getRevision()} and supersedes the earlier one.
+ * more to say (on standalone the driver may first see the connection drop, then the exit code); the
+ * later event has a higher {@link #getRevision()} and supersedes the earlier one.
  *
  * <p>Immutable; Jackson-readable for the event log, one JSON line: {@code
  * {"Event":"org.nativepool.spark.events.ExecutorDiagnosisEvent","executorId":"7",
@@ -51,8 +51,8 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
     /** The executor's process exited with a code of its own (not a kill, not a JVM OOM). */
     EXITED("exited by itself"),
     /**
-     * The driver lost it: heartbeat timeout, a lost worker or node, a dropped connection, a pod gone
-     * missing or evicted. Spark gave no exit code, so what ended the process is not known.
+     * The driver lost it: heartbeat timeout, a lost worker or node, a dropped connection, a pod
+     * gone missing or evicted. Spark gave no exit code, so what ended the process is not known.
      */
     LOST("lost"),
     /**
@@ -60,7 +60,9 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
      * stopped with the application.
      */
     ENDED("ended normally"),
-    /** The evidence does not decide; {@link #getSuspected()} says what the reason alone suggests. */
+    /**
+     * The evidence does not decide; {@link #getSuspected()} says what the reason alone suggests.
+     */
     UNDECIDED("undecided");
 
     private final String label;

@@ -19,14 +19,14 @@ import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.BoxedUnit;
 
 /**
- * The Native Memory page in Spark's History Server, built from the event log alone: Spark's
- * {@code FsHistoryProvider} finds this class through {@code ServiceLoader} (the plugin jar's {@code
- * META-INF/services/org.apache.spark.status.AppHistoryServerPlugin}) when the jar is on the
- * History Server's classpath. While it replays an application's event log, a {@link
- * NativeMemoryListener} gathers the plugin's events; when the replay ends, the timeline is written
- * to the application's store as one {@link Entry}, so that a History Server with a disk store shows
- * the page again without replaying. {@link #setupUI} attaches the page where the store has an
- * entry: applications that ran without the plugin get none.
+ * The Native Memory page in Spark's History Server, built from the event log alone: Spark's {@code
+ * FsHistoryProvider} finds this class through {@code ServiceLoader} (the plugin jar's {@code
+ * META-INF/services/org.apache.spark.status.AppHistoryServerPlugin}) when the jar is on the History
+ * Server's classpath. While it replays an application's event log, a {@link NativeMemoryListener}
+ * gathers the plugin's events; when the replay ends, the timeline is written to the application's
+ * store as one {@link Entry}, so that a History Server with a disk store shows the page again
+ * without replaying. {@link #setupUI} attaches the page where the store has an entry: applications
+ * that ran without the plugin get none.
  */
 public final class NativeMemoryHistoryPlugin implements AppHistoryServerPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(NativeMemoryHistoryPlugin.class);

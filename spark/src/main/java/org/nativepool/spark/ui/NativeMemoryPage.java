@@ -12,12 +12,12 @@ import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.ui.NativeMemoryTimeline.Snapshot;
 
 /**
- * The Native Memory page as one self-contained HTML document, from a {@link Snapshot}: per
- * executor a stacked chart of its ledger parts over time ({@link SvgChart}) with its memory limit
- * and the off-heap budget as lines, markers for threshold crossings, growth reports and its end,
- * bands for pod guard episodes, and its diagnosis; then tables of the executors' ends, their leak
- * figures and the stages' native peaks. No script, no stylesheet or font from elsewhere. A pure
- * function; stateless.
+ * The Native Memory page as one self-contained HTML document, from a {@link Snapshot}: per executor
+ * a stacked chart of its ledger parts over time ({@link SvgChart}) with its memory limit and the
+ * off-heap budget as lines, markers for threshold crossings, growth reports and its end, bands for
+ * pod guard episodes, and its diagnosis; then tables of the executors' ends, their leak figures and
+ * the stages' native peaks. No script, no stylesheet or font from elsewhere. A pure function;
+ * stateless.
  */
 public final class NativeMemoryPage {
   /**
@@ -69,9 +69,7 @@ public final class NativeMemoryPage {
     }
     b.append("</h2>");
     if (e.end() != null) {
-      b.append("<p class=\"verdict\">")
-          .append(SvgChart.escape(e.end().verdict()))
-          .append("</p>");
+      b.append("<p class=\"verdict\">").append(SvgChart.escape(e.end().verdict())).append("</p>");
     }
     b.append(SvgChart.render(chart(e, offHeap), WIDTH, HEIGHT));
   }
@@ -131,13 +129,16 @@ public final class NativeMemoryPage {
       bands.add(new SvgChart.Band(bd.startMillis(), bd.endMillis(), bd.label()));
     }
     return new SvgChart.Chart(
-        "executor " + e.executorId() + ": resident memory by owner", e.times(), series, lines,
-        markers, bands);
+        "executor " + e.executorId() + ": resident memory by owner",
+        e.times(),
+        series,
+        lines,
+        markers,
+        bands);
   }
 
   private static void ends(StringBuilder b, List<Snapshot.Executor> executors) {
-    List<Snapshot.Executor> ended =
-        executors.stream().filter(e -> e.end() != null).toList();
+    List<Snapshot.Executor> ended = executors.stream().filter(e -> e.end() != null).toList();
     b.append("<h2>Executors that ended</h2>");
     if (ended.isEmpty()) {
       b.append("<p>None.</p>");

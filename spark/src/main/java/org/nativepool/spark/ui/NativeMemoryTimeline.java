@@ -19,11 +19,11 @@ import org.nativepool.spark.jni.ProcessStat;
 import org.nativepool.spark.ledger.LedgerReader;
 
 /**
- * What the Native Memory page shows, gathered from the plugin's events as the listener bus
- * delivers them, live or replayed from the event log: per executor its ledger over time (from the
- * {@link ExecutorSampleEvent}s), its memory limit, markers for threshold crossings, growth reports
- * and its end with the diagnosis, bands for pod guard episodes, its leak figures; and the stages'
- * native peaks.
+ * What the Native Memory page shows, gathered from the plugin's events as the listener bus delivers
+ * them, live or replayed from the event log: per executor its ledger over time (from the {@link
+ * ExecutorSampleEvent}s), its memory limit, markers for threshold crossings, growth reports and its
+ * end with the diagnosis, bands for pod guard episodes, its leak figures; and the stages' native
+ * peaks.
  *
  * <p><b>Bounds.</b> Per executor at most {@value #POINTS_KEPT} samples (when full, every other one
  * is dropped and only every second later one kept, so the whole life stays covered at half the
@@ -62,8 +62,7 @@ public final class NativeMemoryTimeline {
     if (event instanceof ExecutorSampleEvent s) {
       track(s.getExecutorId()).add(s.getTimeMillis(), s.getFigures());
     } else if (event instanceof LedgerCrossingEvent c) {
-      track(c.getExecutorId())
-          .mark(new Snapshot.Mark(c.getTimeMillis(), "crossing", c.describe()));
+      track(c.getExecutorId()).mark(new Snapshot.Mark(c.getTimeMillis(), "crossing", c.describe()));
     } else if (event instanceof ReservedThresholdEvent r) {
       track(r.getExecutorId())
           .mark(
@@ -79,8 +78,7 @@ public final class NativeMemoryTimeline {
       Track t = track(g.getExecutorId());
       t.mark(new Snapshot.Mark(g.getTimeMillis(), "growth", g.describe()));
     } else if (event instanceof GuardEpisodeEvent g) {
-      long end =
-          g.isOpen() ? g.getStartMillis() + g.getRecoveryMicros() / 1000 : g.getEndMillis();
+      long end = g.isOpen() ? g.getStartMillis() + g.getRecoveryMicros() / 1000 : g.getEndMillis();
       track(g.getExecutorId()).band(new Snapshot.Band(g.getStartMillis(), end, g.summary()));
     } else if (event instanceof ExecutorDiagnosisEvent d) {
       Track t = track(d.getExecutorId());
@@ -170,7 +168,8 @@ public final class NativeMemoryTimeline {
       for (Map.Entry<String, Long> e : f.entrySet()) {
         String k = e.getKey();
         if (k.startsWith(ExecutorSample.LEDGER_PREFIX)
-            && LedgerReader.adds(k.substring(ExecutorSample.LEDGER_PREFIX.length()), heapResident)) {
+            && LedgerReader.adds(
+                k.substring(ExecutorSample.LEDGER_PREFIX.length()), heapResident)) {
           kept.put(k, e.getValue());
         }
       }

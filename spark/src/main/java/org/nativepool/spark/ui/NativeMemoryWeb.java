@@ -14,9 +14,9 @@ import org.apache.spark.ui.SparkUI;
  * under the UI's base path (e.g. {@code http://driver:4040/nativememory/}, {@code
  * http://history:18080/history/<app id>/<attempt>/nativememory/}).
  *
- * <p>The one class of the plugin that touches the servlet API and Spark's Jetty handlers: Spark
- * 4.x uses {@code jakarta.servlet}, Spark 3.5 {@code javax.servlet}, so a build for another Spark
- * line replaces this class alone. Stateless.
+ * <p>The one class of the plugin that touches the servlet API and Spark's Jetty handlers: Spark 4.x
+ * uses {@code jakarta.servlet}, Spark 3.5 {@code javax.servlet}, so a build for another Spark line
+ * replaces this class alone. Stateless.
  */
 public final class NativeMemoryWeb {
   /** The page's path under the UI's base path. */

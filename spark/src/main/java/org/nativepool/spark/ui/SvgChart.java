@@ -9,8 +9,8 @@ import org.nativepool.spark.config.Bytes;
 
 /**
  * Draws one executor's memory over time as a self-contained SVG element: the series stacked as
- * areas, horizontal lines for limits, vertical markers for events, shaded bands for episodes, and
- * a legend. A pure function of its {@link Chart}: no script, no stylesheet, no font or file from
+ * areas, horizontal lines for limits, vertical markers for events, shaded bands for episodes, and a
+ * legend. A pure function of its {@link Chart}: no script, no stylesheet, no font or file from
  * elsewhere, so the page it sits in works offline and in the History Server alike. Stateless.
  */
 public final class SvgChart {

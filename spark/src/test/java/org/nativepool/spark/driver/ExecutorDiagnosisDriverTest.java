@@ -144,7 +144,9 @@ class ExecutorDiagnosisDriverTest {
 
     // Spark reports the same executor removed again, with nothing more: no second diagnosis.
     sc.listenerBus()
-        .post(new SparkListenerExecutorRemoved(System.currentTimeMillis(), "7", "Worker shutting down"));
+        .post(
+            new SparkListenerExecutorRemoved(
+                System.currentTimeMillis(), "7", "Worker shutting down"));
     sc.listenerBus().waitUntilEmpty();
     assertEquals(1, diagnoses().size());
   }
@@ -154,8 +156,16 @@ class ExecutorDiagnosisDriverTest {
       throws Exception {
     driver.receive(sample("8", 500, 900 * MIB, 50 * MIB));
     TaskInfo info =
-        new TaskInfo(41, 3, 0, 3, System.currentTimeMillis() - 2000, "8", "localhost",
-            TaskLocality.PROCESS_LOCAL(), false);
+        new TaskInfo(
+            41,
+            3,
+            0,
+            3,
+            System.currentTimeMillis() - 2000,
+            "8",
+            "localhost",
+            TaskLocality.PROCESS_LOCAL(),
+            false);
     ExceptionFailure oom =
         new ExceptionFailure(
             new OutOfMemoryError("Java heap space"),

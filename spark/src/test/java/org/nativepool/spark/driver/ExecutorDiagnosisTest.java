@@ -47,7 +47,13 @@ class ExecutorDiagnosisTest {
     parts.put("rss", unreclaimable + 10 * MIB);
     parts.put("unexplained", 20 * MIB);
     return new ExecutorSample(
-        "7", t, t / 1000, gauges, 64 * MIB, 64 * MIB, new LedgerSample(parts, Map.of(), 0, Map.of()));
+        "7",
+        t,
+        t / 1000,
+        gauges,
+        64 * MIB,
+        64 * MIB,
+        new LedgerSample(parts, Map.of(), 0, Map.of()));
   }
 
   /**
@@ -58,7 +64,9 @@ class ExecutorDiagnosisTest {
     ExecutorEvidence ev = new ExecutorEvidence();
     for (long t = end - 120_000; t <= end; t += 500) {
       long grown = (t - (end - 120_000)) / 1000 * 5 * MIB;
-      ev.add(sample(t, guardLimit, endUnreclaimable - 600 * MIB + grown, 100 * MIB + grown, 700 * MIB));
+      ev.add(
+          sample(
+              t, guardLimit, endUnreclaimable - 600 * MIB + grown, 100 * MIB + grown, 700 * MIB));
     }
     return ev;
   }
@@ -141,7 +149,8 @@ class ExecutorDiagnosisTest {
     ExecutorDiagnosisEvent none = diagnose("Command exited with code 137", null, T0);
     assertEquals(Cause.UNDECIDED, none.getCause());
     assertTrue(none.getVerdict().endsWith("the executor sent no sample"), none.getVerdict());
-    assertTrue(none.describe().contains("No memory limit known; no sample from it"), none.describe());
+    assertTrue(
+        none.describe().contains("No memory limit known; no sample from it"), none.describe());
   }
 
   @Test
@@ -149,9 +158,24 @@ class ExecutorDiagnosisTest {
     ExecutorEvidence ev = growing(T0, LIMIT, 3000 * MIB);
     ev.add(
         new GuardEpisodeEvent(
-            "7", 4, T0 + 2_000, 0, LIMIT, 82 * MIB, LIMIT - 60 * MIB, LIMIT - 10 * MIB,
-            3000 * MIB, 3900 * MIB, 512 * MIB, 4_000, 3_000_000, 0, 1, true,
-            Map.of("jvm.direct", 800 * MIB), Map.of("sort (task 9)", 512 * MIB)));
+            "7",
+            4,
+            T0 + 2_000,
+            0,
+            LIMIT,
+            82 * MIB,
+            LIMIT - 60 * MIB,
+            LIMIT - 10 * MIB,
+            3000 * MIB,
+            3900 * MIB,
+            512 * MIB,
+            4_000,
+            3_000_000,
+            0,
+            1,
+            true,
+            Map.of("jvm.direct", 800 * MIB),
+            Map.of("sort (task 9)", 512 * MIB)));
     ExecutorDiagnosisEvent d = diagnose("Command exited with code 137", ev, T0 + 12_000);
     assertEquals(Cause.CONTAINER_KILLED, d.getCause());
     assertTrue(
@@ -186,7 +210,8 @@ class ExecutorDiagnosisTest {
         d.describe());
     assertFalse(d.describe().contains("\n"), "one line");
 
-    String sigkill = oomKilled.replace("termination reason: OOMKilled", "termination reason: Error");
+    String sigkill =
+        oomKilled.replace("termination reason: OOMKilled", "termination reason: Error");
     ExecutorDiagnosisEvent u = diagnose(sigkill, null, T0);
     assertEquals(Cause.UNDECIDED, u.getCause());
     assertEquals(Cause.CONTAINER_KILLED, u.getSuspected());
@@ -225,7 +250,9 @@ class ExecutorDiagnosisTest {
             1);
     assertEquals(Cause.CONTAINER_KILLED, d.getCause());
     assertTrue(d.getLimitSource().startsWith("the container size: executor memory"));
-    assertTrue(d.getVerdict().contains("had its resident set at 97.9% of the 4.0 GiB limit"), d.getVerdict());
+    assertTrue(
+        d.getVerdict().contains("had its resident set at 97.9% of the 4.0 GiB limit"),
+        d.getVerdict());
     assertTrue(d.describe().contains("RSS 3.9 GiB (97.9% of the limit)"), d.describe());
   }
 
@@ -243,12 +270,19 @@ class ExecutorDiagnosisTest {
         "exit code 52 is Spark's exit after an OutOfMemoryError in the executor's JVM (task 41"
             + " (3.0) in stage 2.0: java.lang.OutOfMemoryError: Java heap space)",
         d.getVerdict());
-    assertEquals(List.of("task 41 (3.0) in stage 2.0: java.lang.OutOfMemoryError: Java heap space"), d.getFailedTasks());
+    assertEquals(
+        List.of("task 41 (3.0) in stage 2.0: java.lang.OutOfMemoryError: Java heap space"),
+        d.getFailedTasks());
 
     ExecutorDiagnosisEvent sigterm = diagnose("Command exited with code 143", ev, T0 + 2_000);
     assertEquals(Cause.JVM_OUT_OF_MEMORY, sigterm.getCause(), "OnOutOfMemoryError='kill %p'");
-    assertTrue(sigterm.getVerdict().endsWith("then the executor ended with exit code 143 (SIGTERM:"
-        + " stopped by its worker, node or cluster manager)"), sigterm.getVerdict());
+    assertTrue(
+        sigterm
+            .getVerdict()
+            .endsWith(
+                "then the executor ended with exit code 143 (SIGTERM:"
+                    + " stopped by its worker, node or cluster manager)"),
+        sigterm.getVerdict());
 
     ExecutorDiagnosisEvent later = diagnose("Command exited with code 143", ev, T0 + 200_000);
     assertEquals(Cause.EXITED, later.getCause(), "an OOM minutes before does not explain it");
@@ -263,7 +297,8 @@ class ExecutorDiagnosisTest {
   void otherExitCodesAreTheExecutorsOwn() {
     ExecutorDiagnosisEvent d = diagnose("Command exited with code 1", null, T0);
     assertEquals(Cause.EXITED, d.getCause());
-    assertEquals("it ended with exit code 1 (a generic failure: see the executor's log)", d.getVerdict());
+    assertEquals(
+        "it ended with exit code 1 (a generic failure: see the executor's log)", d.getVerdict());
     assertEquals(
         Cause.EXITED,
         diagnose(
@@ -286,8 +321,13 @@ class ExecutorDiagnosisTest {
     ExecutorDiagnosisEvent atLimit = diagnose(rpc, growing(T0, LIMIT, LIMIT - 10 * MIB), T0 + 900);
     assertEquals(Cause.LOST, atLimit.getCause());
     assertEquals(Cause.CONTAINER_KILLED, atLimit.getSuspected());
-    assertTrue(atLimit.getVerdict().startsWith("its connection to the driver dropped, and Spark gave"
-        + " no exit code: the last sample"), atLimit.getVerdict());
+    assertTrue(
+        atLimit
+            .getVerdict()
+            .startsWith(
+                "its connection to the driver dropped, and Spark gave"
+                    + " no exit code: the last sample"),
+        atLimit.getVerdict());
     assertTrue(atLimit.getVerdict().endsWith(": a container kill would fit, undecided"));
 
     ExecutorDiagnosisEvent low = diagnose(rpc, growing(T0, LIMIT, 1000 * MIB), T0 + 900);
@@ -296,10 +336,13 @@ class ExecutorDiagnosisTest {
 
     ExecutorDiagnosisEvent hb =
         diagnose(
-            "Executor heartbeat timed out after 125000 ms", growing(T0, LIMIT, LIMIT), T0 + 125_000);
+            "Executor heartbeat timed out after 125000 ms",
+            growing(T0, LIMIT, LIMIT),
+            T0 + 125_000);
     assertEquals(Cause.LOST, hb.getCause());
     assertNull(hb.getSuspected(), "the last sample is two minutes old");
-    assertTrue(hb.getVerdict().startsWith("its heartbeat timed out after 125000 ms"), hb.getVerdict());
+    assertTrue(
+        hb.getVerdict().startsWith("its heartbeat timed out after 125000 ms"), hb.getVerdict());
   }
 
   @Test
@@ -307,17 +350,21 @@ class ExecutorDiagnosisTest {
     ExecutorDiagnosisEvent killed = diagnose("Executor killed by driver.", null, T0);
     assertEquals(Cause.ENDED, killed.getCause());
     assertTrue(killed.isNormal());
-    assertEquals(Cause.ENDED, diagnose("Executor decommission: Finished decommissioning", null, T0).getCause());
     assertEquals(
         Cause.ENDED,
-        diagnose("Container container_1_0001_01_000002 on host: h was preempted.", null, T0).getCause());
+        diagnose("Executor decommission: Finished decommissioning", null, T0).getCause());
+    assertEquals(
+        Cause.ENDED,
+        diagnose("Container container_1_0001_01_000002 on host: h was preempted.", null, T0)
+            .getCause());
     assertEquals(Cause.ENDED, diagnose("Command exited with code 0", null, T0).getCause());
 
     ExecutorEvidence ev = new ExecutorEvidence();
     ev.add(
         new ExecutorEvidence.TaskFailure(
             T0 - 30_000,
-            "task 3 (1.0) in stage 5.0: org.apache.spark.memory.SparkOutOfMemoryError: [UNABLE_TO_ACQUIRE_MEMORY]",
+            "task 3 (1.0) in stage 5.0: org.apache.spark.memory.SparkOutOfMemoryError:"
+                + " [UNABLE_TO_ACQUIRE_MEMORY]",
             false));
     ExecutorDiagnosisEvent managed = diagnose("Executor killed by driver.", ev, T0);
     assertEquals(Cause.MANAGED_MEMORY_EXHAUSTED, managed.getCause());
@@ -330,7 +377,8 @@ class ExecutorDiagnosisTest {
     ExecutorDiagnosisEvent d = diagnose("", null, T0);
     assertEquals(Cause.UNDECIDED, d.getCause());
     assertNull(d.getExitCode());
-    assertTrue(d.getVerdict().startsWith("Spark's reason names no exit code and no cause known here"));
+    assertTrue(
+        d.getVerdict().startsWith("Spark's reason names no exit code and no cause known here"));
     assertEquals(Cause.UNDECIDED, diagnose("something new", null, T0).getCause());
   }
 
@@ -341,34 +389,77 @@ class ExecutorDiagnosisTest {
       {"Command exited with code 52", LossReason.Kind.JVM_OOM, 52},
       {"Command exited with code 0", LossReason.Kind.ENDED, 0},
       {"Command exited with code 1", LossReason.Kind.EXIT, 1},
-      {"The executor with id 3 exited with exit code 137(SIGKILL, possible container OOM).",
-        LossReason.Kind.SIGKILL, 137},
-      {"The executor with id 3 exited with exit code 137.\n\t termination reason: OOMKilled",
-        LossReason.Kind.MEMORY_KILL, 137},
-      {"The executor with id 3 exited with exit code -1(unexpected).", LossReason.Kind.UNKNOWN, null},
-      {"The executor with id 3 was deleted by a user or the framework.", LossReason.Kind.LOST, null},
-      {"The executor with ID 3 (registered at 1 ms) was not found in the cluster at the polling time",
-        LossReason.Kind.LOST, null},
-      {"The executor with id 3 exited with exit code 137.\nThe API gave the following brief reason:"
-          + " Evicted\nThe API gave the following message: The node was low on resource: memory.",
-        LossReason.Kind.LOST, 137},
-      {"Container killed by YARN for exceeding memory limits. 40.6 GB of 40 GB physical memory used."
-          + " Consider boosting spark.yarn.executor.memoryOverhead.", LossReason.Kind.MEMORY_KILL, null},
-      {"Container killed by YARN for exceeding virtual memory limits. 9.3 GB of 8.4 GB virtual memory"
-          + " used. Consider boosting spark.executor.memoryOverhead or boosting"
-          + " yarn.nodemanager.vmem-pmem-ratio or disabling yarn.nodemanager.vmem-check-enabled"
-          + " because of YARN-4714.", LossReason.Kind.MEMORY_KILL, null},
-      {"Container marked as failed: container_1_01_000003 on host: h. Exit status: 137. Possible"
-          + " causes: Unknown executor exit code (137) (died from signal 9?) Diagnostics:"
-          + " [2024-01-01 10:00:00.000]Container killed on request. Exit code is 137",
-        LossReason.Kind.SIGKILL, 137},
-      {"Container from a bad node: container_1_01_000003 on host: h. Exit status: 1. Possible"
-          + " causes: Uncaught exception Diagnostics: .", LossReason.Kind.EXIT, 1},
-      {"Executor for container container_1_01_000002 exited because of a YARN event (e.g.,"
-          + " preemption) and not because of an error in the running job.", LossReason.Kind.ENDED, null},
+      {
+        "The executor with id 3 exited with exit code 137(SIGKILL, possible container OOM).",
+        LossReason.Kind.SIGKILL,
+        137
+      },
+      {
+        "The executor with id 3 exited with exit code 137.\n\t termination reason: OOMKilled",
+        LossReason.Kind.MEMORY_KILL,
+        137
+      },
+      {
+        "The executor with id 3 exited with exit code -1(unexpected).",
+        LossReason.Kind.UNKNOWN,
+        null
+      },
+      {
+        "The executor with id 3 was deleted by a user or the framework.", LossReason.Kind.LOST, null
+      },
+      {
+        "The executor with ID 3 (registered at 1 ms) was not found in the cluster at the polling"
+            + " time",
+        LossReason.Kind.LOST,
+        null
+      },
+      {
+        "The executor with id 3 exited with exit code 137.\n"
+            + "The API gave the following brief reason: Evicted\n"
+            + "The API gave the following message: The node was low on resource: memory.",
+        LossReason.Kind.LOST,
+        137
+      },
+      {
+        "Container killed by YARN for exceeding memory limits. 40.6 GB of 40 GB physical memory"
+            + " used. Consider boosting spark.yarn.executor.memoryOverhead.",
+        LossReason.Kind.MEMORY_KILL,
+        null
+      },
+      {
+        "Container killed by YARN for exceeding virtual memory limits. 9.3 GB of 8.4 GB virtual"
+            + " memory used. Consider boosting spark.executor.memoryOverhead or boosting"
+            + " yarn.nodemanager.vmem-pmem-ratio or disabling yarn.nodemanager.vmem-check-enabled"
+            + " because of YARN-4714.",
+        LossReason.Kind.MEMORY_KILL,
+        null
+      },
+      {
+        "Container marked as failed: container_1_01_000003 on host: h. Exit status: 137. Possible"
+            + " causes: Unknown executor exit code (137) (died from signal 9?) Diagnostics:"
+            + " [2024-01-01 10:00:00.000]Container killed on request. Exit code is 137",
+        LossReason.Kind.SIGKILL,
+        137
+      },
+      {
+        "Container from a bad node: container_1_01_000003 on host: h. Exit status: 1. Possible"
+            + " causes: Uncaught exception Diagnostics: .",
+        LossReason.Kind.EXIT,
+        1
+      },
+      {
+        "Executor for container container_1_01_000002 exited because of a YARN event (e.g.,"
+            + " preemption) and not because of an error in the running job.",
+        LossReason.Kind.ENDED,
+        null
+      },
       {"Executor heartbeat timed out after 130542 ms", LossReason.Kind.LOST, null},
-      {"Remote RPC client disassociated. Likely due to containers exceeding thresholds, or network"
-          + " issues. Check driver logs for WARN messages.", LossReason.Kind.LOST, null},
+      {
+        "Remote RPC client disassociated. Likely due to containers exceeding thresholds, or network"
+            + " issues. Check driver logs for WARN messages.",
+        LossReason.Kind.LOST,
+        null
+      },
       {"worker lost: Not receiving heartbeat for 60 seconds", LossReason.Kind.LOST, null},
       {"Worker shutting down", LossReason.Kind.LOST, null},
       {"Stale executor after cluster manager re-registered.", LossReason.Kind.LOST, null},
@@ -412,7 +503,9 @@ class ExecutorDiagnosisTest {
     }
 
     for (int i = 0; i < 20; i++) {
-      ev.add(new LedgerCrossingEvent("7", T0 + i, "jvm.direct", 256 * MIB, true, 300 * MIB, 230 * MIB));
+      ev.add(
+          new LedgerCrossingEvent(
+              "7", T0 + i, "jvm.direct", 256 * MIB, true, 300 * MIB, 230 * MIB));
       ev.add(new ExecutorEvidence.TaskFailure(T0 + i, "task " + i, true));
     }
     ExecutorEvidence.Snapshot s = ev.snapshot();
@@ -426,13 +519,14 @@ class ExecutorDiagnosisTest {
   void taskFailuresForMemoryAreToldApart() {
     assertEquals(Boolean.TRUE, DriverSide.memoryFailure("java.lang.OutOfMemoryError", ""));
     assertEquals(
-        Boolean.FALSE, DriverSide.memoryFailure("org.apache.spark.memory.SparkOutOfMemoryError", null));
+        Boolean.FALSE,
+        DriverSide.memoryFailure("org.apache.spark.memory.SparkOutOfMemoryError", null));
     assertEquals(
         Boolean.TRUE,
         DriverSide.memoryFailure(
             "org.apache.spark.SparkException",
-            "org.apache.spark.SparkException: boom\nCaused by: java.lang.OutOfMemoryError: Java heap"
-                + " space\n"));
+            "org.apache.spark.SparkException: boom\n"
+                + "Caused by: java.lang.OutOfMemoryError: Java heap space\n"));
     assertNull(DriverSide.memoryFailure("java.lang.IllegalStateException", "at x.y(Z.java:1)"));
   }
 }

@@ -32,7 +32,8 @@ import scala.Option;
  * The Native Memory page in Spark's History Server, from the event log alone: an application (a
  * SparkContext with its event log on, the driver side fed an executor's samples and its removal)
  * runs and stops; then a History Server is started in this JVM on that log directory, with the
- * plugin found on the classpath as a deployment puts the jar there, and the page is fetched from it.
+ * plugin found on the classpath as a deployment puts the jar there, and the page is fetched from
+ * it.
  */
 @Tag("spark") // starts a SparkContext: the second group of tests
 @Timeout(value = 180, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
@@ -68,7 +69,12 @@ class NativeMemoryHistoryServerTest {
         parts.put("jvm.direct", (700 - 10 * i) * MIB);
         driver.receive(
             new ExecutorSample(
-                "3", now - i * 1000L, 10 - i, gauges, 0, 0,
+                "3",
+                now - i * 1000L,
+                10 - i,
+                gauges,
+                0,
+                0,
                 new LedgerSample(parts, Map.of(), 0, Map.of())));
       }
       sc.listenerBus()
@@ -96,27 +102,28 @@ class NativeMemoryHistoryServerTest {
     FsHistoryProvider provider = new FsHistoryProvider(conf);
     SecurityManager security =
         new SecurityManager(
-            conf, Option.empty(), org.apache.spark.internal.config.package$.MODULE$.AUTH_SECRET_FILE());
+            conf,
+            Option.empty(),
+            org.apache.spark.internal.config.package$.MODULE$.AUTH_SECRET_FILE());
     HistoryServer server = new HistoryServer(conf, provider, security, 0);
     server.bind();
     provider.start();
     try {
-      HttpClient http =
-          HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NORMAL).build();
+      HttpClient http = HttpClient.newBuilder().followRedirects(HttpClient.Redirect.NORMAL).build();
       String base = "http://localhost:" + server.boundPort();
       long deadline = System.currentTimeMillis() + 60_000;
       while (!get(http, base + "/api/v1/applications").body().contains(appId)) {
         assertTrue(System.currentTimeMillis() < deadline, "the History Server lists " + appId);
         Thread.sleep(200);
       }
-      HttpResponse<String> r =
-          get(http, base + "/history/" + appId + NativeMemoryWeb.PATH + "/");
+      HttpResponse<String> r = get(http, base + "/history/" + appId + NativeMemoryWeb.PATH + "/");
       assertEquals(200, r.statusCode(), r::body);
       String html = r.body();
       assertTrue(html.contains("<h1>Native memory: NativeMemoryHistoryServerTest</h1>"), html);
       assertTrue(
-          html.contains("<h2 id=\"executor-3\">Executor 3: killed by its container&#39;s memory"
-              + " limit</h2>"),
+          html.contains(
+              "<h2 id=\"executor-3\">Executor 3: killed by its container&#39;s memory"
+                  + " limit</h2>"),
           "the diagnosis, replayed");
       assertTrue(html.contains("<title>off-heap budget: 64.0 MiB</title>"), "from the environment");
       assertTrue(html.contains("<title>jvm.direct</title>"), "the samples, replayed");

@@ -63,7 +63,12 @@ class NativeMemoryLivePageTest {
         parts.put("jvm.direct", (20 + 10 * (10 - i)) * MIB);
         driver.receive(
             new ExecutorSample(
-                "7", now - i * 1000L, 10 - i, gauges, 0, 0,
+                "7",
+                now - i * 1000L,
+                10 - i,
+                gauges,
+                0,
+                0,
                 new LedgerSample(parts, Map.of(), 0, Map.of())));
       }
       sc.listenerBus()

@@ -76,8 +76,27 @@ class ExecutorDiagnosisEventTest {
   void anUndecidedDiagnosisWithoutExitCodeReplaysWithItsNulls() throws Exception {
     ExecutorDiagnosisEvent e =
         new ExecutorDiagnosisEvent(
-            "12", T0, "", null, Cause.UNDECIDED, null, "nothing known", -1, null, -1, -1, -1, -1,
-            -1, 0, null, null, null, null, null, 2);
+            "12",
+            T0,
+            "",
+            null,
+            Cause.UNDECIDED,
+            null,
+            "nothing known",
+            -1,
+            null,
+            -1,
+            -1,
+            -1,
+            -1,
+            -1,
+            0,
+            null,
+            null,
+            null,
+            null,
+            null,
+            2);
     String line = JsonProtocol.sparkEventToJsonString(e);
     ExecutorDiagnosisEvent r = (ExecutorDiagnosisEvent) JsonProtocol.sparkEventFromJson(line);
     assertEquals(e, r);
@@ -111,8 +130,27 @@ class ExecutorDiagnosisEventTest {
     String reason = "x".repeat(5000);
     ExecutorDiagnosisEvent e =
         new ExecutorDiagnosisEvent(
-            "1", T0, reason, null, Cause.LOST, null, "", -1, null, -1, -1, -1, -1, -1, 0, null,
-            null, null, null, null, 1);
+            "1",
+            T0,
+            reason,
+            null,
+            Cause.LOST,
+            null,
+            "",
+            -1,
+            null,
+            -1,
+            -1,
+            -1,
+            -1,
+            -1,
+            0,
+            null,
+            null,
+            null,
+            null,
+            null,
+            1);
     assertEquals(ExecutorDiagnosisEvent.REASON_KEPT + 1, e.getReason().length());
     assertTrue(e.getReason().endsWith("…"));
     assertEquals("containerKilled", Cause.CONTAINER_KILLED.key());

@@ -24,10 +24,10 @@ import org.nativepool.spark.events.ExecutorSampleEvent;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * The History Server's side of the Native Memory page without a History Server: the plugin found
- * by {@code ServiceLoader} as Spark's {@code FsHistoryProvider} finds it, its listener fed an event
- * log's lines as Spark's replay reads them ({@code JsonProtocol}), the store flushed as the replay's
- * end flushes it, and the page drawn from what the store keeps; no library needed.
+ * The History Server's side of the Native Memory page without a History Server: the plugin found by
+ * {@code ServiceLoader} as Spark's {@code FsHistoryProvider} finds it, its listener fed an event
+ * log's lines as Spark's replay reads them ({@code JsonProtocol}), the store flushed as the
+ * replay's end flushes it, and the page drawn from what the store keeps; no library needed.
  */
 class NativeMemoryHistoryPluginTest {
   private static final long MIB = 1L << 20;
@@ -53,9 +53,27 @@ class NativeMemoryHistoryPluginTest {
     lines.add(
         JsonProtocol.sparkEventToJsonString(
             new ExecutorDiagnosisEvent(
-                "7", T0 + 95_000, "Command exited with code 1", 1, Cause.EXITED, null,
-                "it ended with exit code 1", 2048 * MIB, "the pod guard's", T0 + 90_000, -1, -1,
-                -1, -1, 0, null, null, null, null, null, 1)));
+                "7",
+                T0 + 95_000,
+                "Command exited with code 1",
+                1,
+                Cause.EXITED,
+                null,
+                "it ended with exit code 1",
+                2048 * MIB,
+                "the pod guard's",
+                T0 + 90_000,
+                -1,
+                -1,
+                -1,
+                -1,
+                0,
+                null,
+                null,
+                null,
+                null,
+                null,
+                1)));
     return lines;
   }
 

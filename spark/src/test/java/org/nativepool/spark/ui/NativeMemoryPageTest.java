@@ -50,23 +50,67 @@ class NativeMemoryPageTest {
       tl.accept(sample("7", T0 + i * 1000L, 100 * MIB + i * 10 * MIB));
     }
     tl.accept(sample("8", T0, 50 * MIB));
-    tl.accept(new LedgerCrossingEvent("7", T0 + 20_000, "jvm.direct", 256 * MIB, true, 300 * MIB, 230 * MIB));
-    tl.accept(new GrowthReportEvent("7", T0 + 30_000, "jvm.direct", 100 * MIB, 400 * MIB, 100, 300, List.of()));
+    tl.accept(
+        new LedgerCrossingEvent(
+            "7", T0 + 20_000, "jvm.direct", 256 * MIB, true, 300 * MIB, 230 * MIB));
+    tl.accept(
+        new GrowthReportEvent(
+            "7", T0 + 30_000, "jvm.direct", 100 * MIB, 400 * MIB, 100, 300, List.of()));
     tl.accept(
         new GuardEpisodeEvent(
-            "7", 1, T0 + 40_000, T0 + 41_000, 2048 * MIB, 40 * MIB, 2010 * MIB, 2040 * MIB,
-            1500 * MIB, 1900 * MIB, 64 * MIB, 3_000, 1_000_000, 0, 1, false,
-            Map.of("jvm.direct", 300 * MIB), Map.of("sort (task 3)", 64 * MIB)));
+            "7",
+            1,
+            T0 + 40_000,
+            T0 + 41_000,
+            2048 * MIB,
+            40 * MIB,
+            2010 * MIB,
+            2040 * MIB,
+            1500 * MIB,
+            1900 * MIB,
+            64 * MIB,
+            3_000,
+            1_000_000,
+            0,
+            1,
+            false,
+            Map.of("jvm.direct", 300 * MIB),
+            Map.of("sort (task 3)", 64 * MIB)));
     tl.accept(
         new ExecutorDiagnosisEvent(
-            "7", T0 + 60_500, "Command exited with code 137", 137, Cause.CONTAINER_KILLED, null,
+            "7",
+            T0 + 60_500,
+            "Command exited with code 137",
+            137,
+            Cause.CONTAINER_KILLED,
+            null,
             "exit code 137 is a SIGKILL, and the last sample <0.5 s before> was at 99%",
-            2048 * MIB, "the pod guard's", T0 + 59_000, 2000 * MIB, 2030 * MIB, 500 * MIB,
-            1024 * MIB, 60_000, Map.of("jvm.direct", 590 * MIB), null, null, null, null, 1));
+            2048 * MIB,
+            "the pod guard's",
+            T0 + 59_000,
+            2000 * MIB,
+            2030 * MIB,
+            500 * MIB,
+            1024 * MIB,
+            60_000,
+            Map.of("jvm.direct", 590 * MIB),
+            null,
+            null,
+            null,
+            null,
+            1));
     tl.accept(
         new StagePeaksEvent(
-            3, 0, T0 + 50_000, Map.of("7", 64 * MIB, "8", 32 * MIB), Map.of("7", 64 * MIB),
-            96 * MIB, 96 * MIB, null, 40 * MIB, Map.of("sort", 40 * MIB)));
+            3,
+            0,
+            T0 + 50_000,
+            Map.of("7", 64 * MIB, "8", 32 * MIB),
+            Map.of("7", 64 * MIB),
+            96 * MIB,
+            96 * MIB,
+            null,
+            40 * MIB,
+            Map.of("sort", 40 * MIB)));
     return tl;
   }
 
@@ -89,11 +133,15 @@ class NativeMemoryPageTest {
     assertTrue(html.contains("class=\"band\""));
     assertTrue(html.contains("<h2>Executors that ended</h2>"));
     assertTrue(html.contains("<td class=\"n\">137</td>"));
-    assertTrue(html.contains("<td class=\"n\">2</td><td class=\"n\">3.0 MiB</td><td class=\"n\">1.0 MiB</td>"), "leaks");
+    assertTrue(
+        html.contains(
+            "<td class=\"n\">2</td><td class=\"n\">3.0 MiB</td><td class=\"n\">1.0 MiB</td>"),
+        "leaks");
     assertTrue(html.contains("<td>3.0</td>"), "the stage");
     assertTrue(html.contains("sort 40.0 MiB"));
     assertFalse(html.contains("<script"));
-    assertFalse(html.replace("http://www.w3.org/2000/svg", "").contains("http"), "nothing from elsewhere");
+    assertFalse(
+        html.replace("http://www.w3.org/2000/svg", "").contains("http"), "nothing from elsewhere");
   }
 
   @Test

@@ -24,7 +24,8 @@ class SvgChartTest {
         "executor 7 <killed>",
         times,
         List.of(
-            new SvgChart.Series("jvm.heap.resident", new long[] {500 * MIB, 500 * MIB, 600 * MIB, 600 * MIB}),
+            new SvgChart.Series(
+                "jvm.heap.resident", new long[] {500 * MIB, 500 * MIB, 600 * MIB, 600 * MIB}),
             new SvgChart.Series("jvm.direct", new long[] {100 * MIB, 200 * MIB, 400 * MIB, -1}),
             new SvgChart.Series("native.allocated", new long[] {50 * MIB, 50 * MIB})),
         List.of(
@@ -39,7 +40,8 @@ class SvgChartTest {
   private static Document parse(String svg) throws Exception {
     DocumentBuilderFactory f = DocumentBuilderFactory.newInstance();
     f.setNamespaceAware(true);
-    return f.newDocumentBuilder().parse(new ByteArrayInputStream(svg.getBytes(StandardCharsets.UTF_8)));
+    return f.newDocumentBuilder()
+        .parse(new ByteArrayInputStream(svg.getBytes(StandardCharsets.UTF_8)));
   }
 
   private static List<Element> byClass(Document d, String tag, String cls) {
@@ -103,7 +105,8 @@ class SvgChartTest {
   void aChartWithoutSamplesSaysSo() throws Exception {
     String svg =
         SvgChart.render(
-            new SvgChart.Chart("executor 9", new long[0], List.of(), List.of(), List.of(), List.of()),
+            new SvgChart.Chart(
+                "executor 9", new long[0], List.of(), List.of(), List.of(), List.of()),
             400,
             200);
     parse(svg);
@@ -119,6 +122,7 @@ class SvgChartTest {
     assertEquals("2,500 MiB", SvgChart.axisLabel(2500 * MIB, 500 * MIB));
     assertEquals("3 GiB", SvgChart.axisLabel(3L << 30, 1L << 30));
     assertEquals("0 KiB", SvgChart.axisLabel(0, 5L << 10));
-    assertEquals("a &amp; b &lt;c&gt; &quot;d&quot; &#39;e&#39;", SvgChart.escape("a & b <c> \"d\" 'e'"));
+    assertEquals(
+        "a &amp; b &lt;c&gt; &quot;d&quot; &#39;e&#39;", SvgChart.escape("a & b <c> \"d\" 'e'"));
   }
 }
