@@ -23,6 +23,7 @@ import org.apache.spark.TaskEndReason;
 import org.apache.spark.api.plugin.DriverPlugin;
 import org.apache.spark.api.plugin.PluginContext;
 import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 import org.apache.spark.scheduler.SparkListenerEvent;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
@@ -216,6 +217,12 @@ public final class DriverSide implements DriverPlugin {
 
   /** Removed executors by their last diagnosis's cause: the {@code lost.*} gauges. */
   private final Map<Cause, AtomicLong> lost = new EnumMap<>(Cause.class);
+
+  /**
+   * Whether Spark posted the application's end: the executors removed after it are stopped with
+   * the application, not lost.
+   */
+  private volatile boolean applicationEnded;
 
   /** The container size Spark computed, the limit of executors without a pod guard reading. */
   private ExecutorDiagnosis.ContainerLimit container = ExecutorDiagnosis.ContainerLimit.NONE;
@@ -483,6 +490,7 @@ public final class DriverSide implements DriverPlugin {
               ev == null ? ExecutorEvidence.Snapshot.EMPTY : ev.snapshot(),
               container,
               settings.heartbeatMillis(),
+              applicationEnded,
               prev == null ? 1 : prev.getRevision() + 1);
       if (prev != null && !saysMore(prev, d)) {
         LOG.debug("nativepool: executor {} removed again: {}", id, reason);
@@ -812,6 +820,11 @@ public final class DriverSide implements DriverPlugin {
     @Override
     public void onTaskEnd(SparkListenerTaskEnd event) {
       DriverSide.this.onTaskEnd(event);
+    }
+
+    @Override
+    public void onApplicationEnd(SparkListenerApplicationEnd event) {
+      applicationEnded = true;
     }
   }
 }

@@ -40,6 +40,8 @@ import org.nativepool.spark.ledger.LedgerReader;
  *       evicted pod: {@link Cause#LOST}, suspecting the container or the JVM's memory when the
  *       evidence would fit them as above.
  *   <li>Anything else: {@link Cause#UNDECIDED}.
+ *   <li>After the application ended, any removal but the resource manager's memory kill and exit
+ *       code 52 is {@link Cause#ENDED}: the executors are being stopped.
  * </ul>
  *
  * <p>The limit is the pod guard's (from the last sample that had one), else the one the resource
@@ -92,6 +94,26 @@ final class ExecutorDiagnosis {
       ExecutorEvidence.Snapshot ev,
       ContainerLimit container,
       long heartbeatMillis,
+      int revision) {
+    return diagnose(
+        executorId, timeMillis, reason, ev, container, heartbeatMillis, false, revision);
+  }
+
+  /**
+   * The diagnosis of one removal, {@code afterEnd} telling whether the application had ended
+   * before it: executors removed as the application stops are killed or exit on purpose (a
+   * standalone worker sends SIGTERM, then SIGKILL), so only a reason that itself names memory (the
+   * resource manager's memory kill, exit code 52) keeps its cause; any other is {@link
+   * Cause#ENDED}.
+   */
+  static ExecutorDiagnosisEvent diagnose(
+      String executorId,
+      long timeMillis,
+      String reason,
+      ExecutorEvidence.Snapshot ev,
+      ContainerLimit container,
+      long heartbeatMillis,
+      boolean afterEnd,
       int revision) {
     LossReason r = LossReason.parse(reason);
     ExecutorEvidence.Point last = ev.last();
@@ -204,6 +226,13 @@ final class ExecutorDiagnosis {
       }
     }
 
+    if (afterEnd
+        && r.kind() != LossReason.Kind.MEMORY_KILL
+        && r.kind() != LossReason.Kind.JVM_OOM) {
+      cause = Cause.ENDED;
+      suspected = null;
+      verdict = "removed as the application ended (" + r.detail() + ")";
+    }
     long heapUsed = last == null ? -1 : last.part(LedgerReader.JVM_HEAP_USED, -1);
     long heapCommitted = last == null ? -1 : last.part(LedgerReader.JVM_HEAP_COMMITTED, -1);
     Map<String, Long> grown = new LinkedHashMap<>();

@@ -373,6 +373,30 @@ class ExecutorDiagnosisTest {
   }
 
   @Test
+  void afterTheApplicationEndedOnlyAReasonNamingMemoryKeepsItsCause() {
+    ExecutorEvidence ev = growing(T0, LIMIT, LIMIT - 20 * MIB);
+    for (String reason :
+        List.of(
+            "Command exited with code 137",
+            "Command exited with code 143",
+            "The executor with id 7 was deleted by a user or the framework.",
+            "Remote RPC client disassociated. Likely due to containers exceeding thresholds, or"
+                + " network issues. Check driver logs for WARN messages.")) {
+      ExecutorDiagnosisEvent d =
+          ExecutorDiagnosis.diagnose(
+              "7", T0 + 500, reason, ev.snapshot(), ExecutorDiagnosis.ContainerLimit.NONE,
+              HEARTBEAT, true, 1);
+      assertEquals(Cause.ENDED, d.getCause(), reason);
+      assertTrue(d.getVerdict().startsWith("removed as the application ended ("), d.getVerdict());
+    }
+    ExecutorDiagnosisEvent oom =
+        ExecutorDiagnosis.diagnose(
+            "7", T0 + 500, "Command exited with code 52", ev.snapshot(),
+            ExecutorDiagnosis.ContainerLimit.NONE, HEARTBEAT, true, 1);
+    assertEquals(Cause.JVM_OUT_OF_MEMORY, oom.getCause());
+  }
+
+  @Test
   void aReasonWithNothingKnownIsUndecided() {
     ExecutorDiagnosisEvent d = diagnose("", null, T0);
     assertEquals(Cause.UNDECIDED, d.getCause());
