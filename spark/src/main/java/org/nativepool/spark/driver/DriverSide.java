@@ -102,8 +102,8 @@ import org.slf4j.LoggerFactory;
  * #REMOVED_KEPT} removed executors, so that a second removal of the same executor with an exit code
  * (standalone reports the dropped connection first) revises the diagnosis.
  *
- * <p><b>Native Memory page.</b> With Spark's UI on, the driver serves {@code /nativememory/}
- * ({@link NativeMemoryWeb}): each executor's ledger over time with its limit, the off-heap budget,
+ * <p><b>Native Memory page.</b> With Spark's UI on, the driver adds a Native Memory tab ({@code
+ * /nativememory/}, {@link NativeMemoryWeb}): each executor's ledger over time with its limit, the off-heap budget,
  * crossings, growth reports, guard episodes and its end, and the stages' native peaks, drawn from
  * the events below as they are posted; the History Server draws the same page from the event log
  * ({@code ui.NativeMemoryHistoryPlugin}).
@@ -293,7 +293,7 @@ public final class DriverSide implements DriverPlugin {
   }
 
   /**
-   * Serves the Native Memory page in the live UI ({@link NativeMemoryWeb#PATH}), from the plugin's
+   * Adds the Native Memory tab to the live UI ({@link NativeMemoryWeb#PATH}), from the plugin's
    * events on the listener bus: the same events, and so the same page, as the History Server's.
    */
   private static void attachPage(SparkContext sc) {
@@ -304,9 +304,8 @@ public final class DriverSide implements DriverPlugin {
           .setOffHeapBudget(sc.conf().getSizeAsBytes("spark.memory.offHeap.size", "0"));
     }
     sc.addSparkListener(pageListener);
-    String title = sc.appName();
     NativeMemoryWeb.attach(
-        sc.ui().get(), () -> NativeMemoryPage.render(pageListener.timeline().snapshot(), title));
+        sc.ui().get(), () -> NativeMemoryPage.content(pageListener.timeline().snapshot()));
   }
 
   /**

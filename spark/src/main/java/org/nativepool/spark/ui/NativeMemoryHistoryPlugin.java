@@ -80,8 +80,8 @@ public final class NativeMemoryHistoryPlugin implements AppHistoryServerPlugin {
   public void setupUI(SparkUI ui) {
     NativeMemoryTimeline.Snapshot s = read(ui.store().store());
     if (s != null) {
-      String title = ui.getAppName();
-      NativeMemoryWeb.attach(ui, () -> NativeMemoryPage.render(s, title));
+      String content = NativeMemoryPage.content(s);
+      NativeMemoryWeb.attach(ui, () -> content);
     }
   }
 

@@ -35,18 +35,33 @@ public final class NativeMemoryPage {
 
   private NativeMemoryPage() {}
 
-  /** The page of {@code s}, titled {@code title} (e.g. the application's name). */
+  /**
+   * The page of {@code s} as a document of its own, titled {@code title} (e.g. the application's
+   * name).
+   */
   public static String render(Snapshot s, String title) {
+    return "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Native memory: "
+        + SvgChart.escape(title)
+        + "</title></head><body style=\"font-family:sans-serif;margin:16px;color:#222\">"
+        + "<h1>Native memory: "
+        + SvgChart.escape(title)
+        + "</h1>"
+        + content(s)
+        + "</body></html>";
+  }
+
+  /**
+   * The page's content without a document around it, for Spark's UI, which adds its own header
+   * and tabs: one {@code div}, its style scoped to it.
+   */
+  public static String content(Snapshot s) {
     StringBuilder b = new StringBuilder(16_384);
-    b.append("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Native memory: ")
-        .append(SvgChart.escape(title))
-        .append("</title><style>")
-        .append("body{font-family:sans-serif;margin:16px;color:#222}")
-        .append("table{border-collapse:collapse;margin:8px 0 24px}")
-        .append("td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}")
-        .append("td.n{text-align:right}.verdict{max-width:960px}")
-        .append("</style></head><body>");
-    b.append("<h1>Native memory: ").append(SvgChart.escape(title)).append("</h1>");
+    b.append("<div class=\"nativepool\"><style>")
+        .append(".nativepool table{border-collapse:collapse;margin:8px 0 24px}")
+        .append(".nativepool td,.nativepool th{border:1px solid #ccc;padding:3px 8px;")
+        .append("text-align:left;vertical-align:top}")
+        .append(".nativepool td.n{text-align:right}.nativepool .verdict{max-width:960px}")
+        .append("</style>");
     if (s.executors().isEmpty()) {
       b.append("<p>No executor has reported yet.</p>");
     }
@@ -56,7 +71,7 @@ public final class NativeMemoryPage {
     ends(b, s.executors());
     leaks(b, s.executors());
     stages(b, s.stages());
-    return b.append("</body></html>").toString();
+    return b.append("</div>").toString();
   }
 
   private static void executor(StringBuilder b, Snapshot.Executor e, long offHeap) {

@@ -1,50 +1,75 @@
 package org.nativepool.spark.ui;
 
-import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
-import jakarta.servlet.http.HttpServletResponse;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.function.Supplier;
-import org.apache.spark.ui.JettyUtils;
 import org.apache.spark.ui.SparkUI;
+import org.apache.spark.ui.SparkUITab;
+import org.apache.spark.ui.UIUtils;
+import org.apache.spark.ui.WebUIPage;
+import scala.Option;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.xml.Node;
+import scala.xml.Unparsed;
 
 /**
- * Serves the Native Memory page in a Spark UI, live or in the History Server, at {@value #PATH}
- * under the UI's base path (e.g. {@code http://driver:4040/nativememory/}, {@code
- * http://history:18080/history/<app id>/<attempt>/nativememory/}).
+ * Serves the Native Memory page as a tab of a Spark UI, live or in the History Server: the tab
+ * {@value #TAB_NAME} in the tab bar, its page at {@value #PATH}{@code /} under the UI's base path
+ * (e.g. {@code http://driver:4040/nativememory/}, {@code
+ * http://history:18080/history/<app id>/[<attempt>/]nativememory/}), inside Spark's own header.
  *
- * <p>The one class of the plugin that touches the servlet API and Spark's Jetty handlers: Spark 4.x
- * uses {@code jakarta.servlet}, Spark 3.5 {@code javax.servlet}, so a build for another Spark line
- * replaces this class alone. Stateless.
+ * <p>The one class of the plugin that touches the servlet API and Spark's web UI classes: Spark
+ * 4.x uses {@code jakarta.servlet}, Spark 3.5 {@code javax.servlet}, so a build for another Spark
+ * line replaces this class alone. Stateless.
  */
 public final class NativeMemoryWeb {
   /** The page's path under the UI's base path. */
   public static final String PATH = "/nativememory";
 
+  /** The tab's name in Spark's tab bar. */
+  public static final String TAB_NAME = "Native Memory";
+
   private NativeMemoryWeb() {}
 
-  /** Attaches the page to {@code ui}; {@code page} renders it (HTML) on each request. */
-  public static void attach(SparkUI ui, Supplier<String> page) {
-    ui.attachHandler(JettyUtils.createServletHandler(PATH, new Page(page), ui.basePath()));
+  /**
+   * Attaches the tab to {@code ui}; {@code content} renders the page's content (HTML, {@link
+   * NativeMemoryPage#content}) on each request.
+   */
+  public static void attach(SparkUI ui, Supplier<String> content) {
+    ui.attachTab(new Tab(ui, content));
   }
 
-  /** Answers every GET with the page. */
-  private static final class Page extends HttpServlet {
-    private static final long serialVersionUID = 1L;
-
-    private final transient Supplier<String> page;
-
-    Page(Supplier<String> page) {
-      this.page = page;
+  /** The tab, with its one page. */
+  private static final class Tab extends SparkUITab {
+    Tab(SparkUI ui, Supplier<String> content) {
+      super(ui, PATH.substring(1));
+      attachPage(new Page(this, content));
     }
 
     @Override
-    protected void doGet(HttpServletRequest req, HttpServletResponse resp) throws IOException {
-      byte[] body = page.get().getBytes(StandardCharsets.UTF_8);
-      resp.setContentType("text/html;charset=utf-8");
-      resp.setContentLength(body.length);
-      resp.getOutputStream().write(body);
+    public String name() {
+      return TAB_NAME;
+    }
+  }
+
+  /** The page: the content inside Spark's header. */
+  private static final class Page extends WebUIPage {
+    private final Tab tab;
+    private final Supplier<String> content;
+
+    Page(Tab tab, Supplier<String> content) {
+      super("");
+      this.tab = tab;
+      this.content = content;
+    }
+
+    @Override
+    public Seq<Node> render(HttpServletRequest request) {
+      Seq<Node> body =
+          CollectionConverters.asScala(List.<Node>of(new Unparsed(content.get()))).toList();
+      return UIUtils.headerSparkPage(
+          request, TAB_NAME, () -> body, tab, Option.empty(), false, false);
     }
   }
 }

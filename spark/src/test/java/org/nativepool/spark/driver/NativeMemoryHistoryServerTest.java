@@ -119,7 +119,7 @@ class NativeMemoryHistoryServerTest {
       HttpResponse<String> r = get(http, base + "/history/" + appId + NativeMemoryWeb.PATH + "/");
       assertEquals(200, r.statusCode(), r::body);
       String html = r.body();
-      assertTrue(html.contains("<h1>Native memory: NativeMemoryHistoryServerTest</h1>"), html);
+      assertTrue(html.contains(">" + NativeMemoryWeb.TAB_NAME + "</a>"), html);
       assertTrue(
           html.contains(
               "<h2 id=\"executor-3\">Executor 3: killed by its container&#39;s memory"

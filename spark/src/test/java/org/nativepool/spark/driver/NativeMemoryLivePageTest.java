@@ -87,7 +87,8 @@ class NativeMemoryLivePageTest {
       assertEquals(200, r.statusCode());
       String html = r.body();
       assertTrue(r.headers().firstValue("Content-Type").orElse("").startsWith("text/html"));
-      assertTrue(html.contains("<h1>Native memory: NativeMemoryLivePageTest</h1>"), "h1");
+      assertTrue(html.contains(">" + NativeMemoryWeb.TAB_NAME + "</a>"), "in Spark's tab bar");
+      assertTrue(html.contains("<div class=\"nativepool\">"), "inside Spark's page");
       assertTrue(html.contains("<h2 id=\"executor-7\">Executor 7: exited by itself</h2>"), "h2");
       assertTrue(html.contains("<title>off-heap budget: 128.0 MiB</title>"), "budget");
       assertTrue(html.contains("class=\"marker end\""), "the end marker");
