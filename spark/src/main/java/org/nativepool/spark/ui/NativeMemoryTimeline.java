@@ -27,16 +27,16 @@ import org.nativepool.spark.ledger.LedgerReader;
  *
  * <p><b>Bounds.</b> Per executor at most {@value #POINTS_KEPT} samples (when full, every other one
  * is dropped and only every second later one kept, so the whole life stays covered at half the
- * resolution), {@value #MARKS_KEPT} markers and {@value #BANDS_KEPT} episodes, the last ones kept;
+ * resolution; the newest sample is always shown), {@value #MARKS_KEPT} markers and {@value #BANDS_KEPT} episodes, the last ones kept;
  * the last {@value #STAGES_KEPT} stages; the last {@value #EXECUTORS_KEPT} executors to report.
  * Safe for concurrent use.
  */
 public final class NativeMemoryTimeline {
-  static final int POINTS_KEPT = 2000;
+  static final int POINTS_KEPT = 600;
   static final int MARKS_KEPT = 200;
   static final int BANDS_KEPT = 100;
   static final int STAGES_KEPT = 500;
-  static final int EXECUTORS_KEPT = 200;
+  static final int EXECUTORS_KEPT = 100;
 
   /** The leak figures of a sample the page shows, by gauge name. */
   static final List<String> LEAK_FIGURES =
@@ -141,6 +141,9 @@ public final class NativeMemoryTimeline {
 
     int skipped;
 
+    /** Whether the last point is a sample off the stride, kept only until the next one. */
+    boolean lastProvisional;
+
     Track(String id) {
       this.id = id;
     }
@@ -154,10 +157,10 @@ public final class NativeMemoryTimeline {
         }
       }
       leaks = l;
-      if (++skipped < stride) {
-        return;
+      boolean onStride = ++skipped >= stride;
+      if (onStride) {
+        skipped = 0;
       }
-      skipped = 0;
       Map<String, Long> kept = new LinkedHashMap<>();
       Long limit = f.get(ProcessStat.GUARD_LIMIT.gaugeName());
       if (limit != null) {
@@ -173,8 +176,14 @@ public final class NativeMemoryTimeline {
           kept.put(k, e.getValue());
         }
       }
-      times.add(time);
-      figures.add(kept);
+      if (lastProvisional) { // the newest sample is always shown
+        times.set(times.size() - 1, time);
+        figures.set(figures.size() - 1, kept);
+      } else {
+        times.add(time);
+        figures.add(kept);
+      }
+      lastProvisional = !onStride;
       if (times.size() > POINTS_KEPT) {
         for (int i = times.size() - 1; i >= 0; i--) {
           if (i % 2 == 1) {
@@ -183,6 +192,7 @@ public final class NativeMemoryTimeline {
           }
         }
         stride *= 2;
+        lastProvisional = false;
       }
     }
 
