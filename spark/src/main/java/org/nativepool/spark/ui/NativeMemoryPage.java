@@ -29,6 +29,12 @@ public final class NativeMemoryPage {
   static final int WIDTH = 960;
   static final int HEIGHT = 300;
 
+  /** The most parts a chart names; the smaller ones are summed as {@code other}. */
+  static final int SERIES_NAMED = 9;
+
+  /** The most samples drawn per chart. */
+  static final int DRAWN = 300;
+
   private static final DateTimeFormatter TIME =
       DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss 'UTC'", Locale.ROOT)
           .withZone(ZoneOffset.UTC);
@@ -89,7 +95,11 @@ public final class NativeMemoryPage {
     b.append(SvgChart.render(chart(e, offHeap), WIDTH, HEIGHT));
   }
 
-  /** The chart of one executor: its parts stacked, the small ones summed as {@code other}. */
+  /**
+   * The chart of one executor: its parts stacked, largest first; those under {@value
+   * #OTHER_PERCENT}% of the highest total, and those past the {@value #SERIES_NAMED} largest, are
+   * summed as {@code other}.
+   */
   static SvgChart.Chart chart(Snapshot.Executor e, long offHeap) {
     int n = e.times().length;
     long[] total = new long[n];
@@ -121,12 +131,20 @@ public final class NativeMemoryPage {
       }
     }
     big.sort(Comparator.comparingLong((Integer p) -> -sum[p]));
+    while (big.size() > SERIES_NAMED) {
+      int p = big.remove(big.size() - 1);
+      hasOther = true;
+      for (int i = 0; i < n; i++) {
+        other[i] += Math.max(0, e.values()[p][i]);
+      }
+    }
+    int[] drawn = drawn(n);
     List<SvgChart.Series> series = new ArrayList<>();
     for (int p : big) {
-      series.add(new SvgChart.Series(e.parts().get(p), e.values()[p]));
+      series.add(new SvgChart.Series(e.parts().get(p), pick(e.values()[p], drawn)));
     }
     if (hasOther) {
-      series.add(new SvgChart.Series("other", other));
+      series.add(new SvgChart.Series("other", pick(other, drawn)));
     }
     List<SvgChart.Line> lines = new ArrayList<>();
     if (e.limit() > 0) {
@@ -145,11 +163,33 @@ public final class NativeMemoryPage {
     }
     return new SvgChart.Chart(
         "executor " + e.executorId() + ": resident memory by owner",
-        e.times(),
+        pick(e.times(), drawn),
         series,
         lines,
         markers,
         bands);
+  }
+
+  /**
+   * The indices of the samples drawn: all of them up to {@value #DRAWN}, else {@value #DRAWN}
+   * evenly spaced ones, the first and the last included (a chart {@value #WIDTH} pixels wide shows
+   * no more).
+   */
+  static int[] drawn(int n) {
+    int k = Math.min(n, DRAWN);
+    int[] out = new int[k];
+    for (int i = 0; i < k; i++) {
+      out[i] = k == 1 ? n - 1 : (int) ((long) i * (n - 1) / (k - 1));
+    }
+    return out;
+  }
+
+  private static long[] pick(long[] v, int[] idx) {
+    long[] out = new long[idx.length];
+    for (int i = 0; i < idx.length; i++) {
+      out[i] = idx[i] < v.length ? v[idx[i]] : 0;
+    }
+    return out;
   }
 
   private static void ends(StringBuilder b, List<Snapshot.Executor> executors) {

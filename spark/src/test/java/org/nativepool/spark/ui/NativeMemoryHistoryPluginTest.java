@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -17,7 +19,9 @@ import org.apache.spark.status.AppHistoryServerPlugin;
 import org.apache.spark.status.ElementTrackingStore;
 import org.apache.spark.util.JsonProtocol;
 import org.apache.spark.util.kvstore.InMemoryStore;
+import org.apache.spark.util.kvstore.RocksDB;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
 import org.nativepool.spark.events.ExecutorSampleEvent;
@@ -124,6 +128,22 @@ class NativeMemoryHistoryPluginTest {
     assertTrue(html.contains("<h2 id=\"executor-7\">Executor 7: exited by itself</h2>"), "h2");
     assertTrue(html.contains("<title>off-heap budget: 256.0 MiB</title>"), "budget line");
     assertTrue(html.contains("<title>memory limit (pod guard): 2.0 GiB</title>"), "limit line");
+  }
+
+  @Test
+  void aDiskStoreKeepsTheEntryAsTheHistoryServerReopensIt(@TempDir Path dir) throws Exception {
+    NativeMemoryTimeline tl = new NativeMemoryTimeline();
+    NativeMemoryListener l = new NativeMemoryListener(tl);
+    replay(eventLog(), List.of(l));
+    String json = new ObjectMapper().writeValueAsString(tl.snapshot());
+    try (RocksDB db = new RocksDB(dir.resolve("store").toFile())) {
+      db.write(new NativeMemoryHistoryPlugin.Entry(NativeMemoryHistoryPlugin.Entry.KEY, json));
+    }
+    try (RocksDB db = new RocksDB(dir.resolve("store").toFile())) {
+      NativeMemoryTimeline.Snapshot s = NativeMemoryHistoryPlugin.read(db);
+      assertEquals(
+          NativeMemoryPage.content(tl.snapshot()), NativeMemoryPage.content(s), "the same page");
+    }
   }
 
   @Test

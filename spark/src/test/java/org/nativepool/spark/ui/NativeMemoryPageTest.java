@@ -177,6 +177,16 @@ class NativeMemoryPageTest {
   }
 
   @Test
+  void aChartDrawsAtMostItsWidthsWorthOfSamplesWithTheFirstAndLast() {
+    assertEquals(List.of(0, 1, 2), java.util.Arrays.stream(NativeMemoryPage.drawn(3)).boxed().toList());
+    int[] d = NativeMemoryPage.drawn(600);
+    assertEquals(NativeMemoryPage.DRAWN, d.length);
+    assertEquals(0, d[0]);
+    assertEquals(599, d[d.length - 1]);
+    assertEquals(0, NativeMemoryPage.drawn(0).length);
+  }
+
+  @Test
   void theSnapshotSurvivesJacksonAsTheHistoryServersStoreKeepsIt() throws Exception {
     NativeMemoryTimeline.Snapshot s = timeline().snapshot();
     ObjectMapper m = new ObjectMapper();
