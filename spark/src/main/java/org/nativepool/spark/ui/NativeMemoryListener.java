@@ -1,8 +1,10 @@
 package org.nativepool.spark.ui;
 
+import org.apache.spark.ExecutorLostFailure;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerEnvironmentUpdate;
 import org.apache.spark.scheduler.SparkListenerEvent;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.nativepool.spark.config.Bytes;
 import scala.Tuple2;
 import scala.collection.Iterator;
@@ -10,7 +12,8 @@ import scala.collection.Seq;
 
 /**
  * Feeds a {@link NativeMemoryTimeline} from Spark's listener bus: the plugin's events, live or
- * replayed from the event log, and the executors' off-heap budget from the application's
+ * replayed from the event log, the tasks failed because their executor was lost, and the
+ * executors' off-heap budget from the application's
  * environment ({@code spark.memory.offHeap.enabled} and {@code .size}).
  */
 public class NativeMemoryListener extends SparkListener {
@@ -39,6 +42,14 @@ public class NativeMemoryListener extends SparkListener {
     if (event.getClass().getName().startsWith("org.nativepool.spark.events.")) {
       seen = true;
       timeline.accept(event);
+    }
+  }
+
+  /** A task that failed because its executor was lost counts with that executor's end. */
+  @Override
+  public void onTaskEnd(SparkListenerTaskEnd event) {
+    if (event.reason() instanceof ExecutorLostFailure f) {
+      timeline.taskLost(f.execId(), event.stageId(), event.stageAttemptId());
     }
   }
 

@@ -200,7 +200,7 @@ public final class NativeMemoryPage {
       return;
     }
     b.append("<table><tr><th>executor</th><th>removed</th><th>cause</th><th>exit code</th>")
-        .append("<th>why</th></tr>");
+        .append("<th>why</th><th>tasks lost with it</th><th>tasks failed for memory</th></tr>");
     for (Snapshot.Executor e : ended) {
       Snapshot.End d = e.end();
       b.append("<tr><td><a href=\"#executor-")
@@ -215,7 +215,16 @@ public final class NativeMemoryPage {
           .append(d.exitCode() == null ? "none" : d.exitCode())
           .append("</td><td class=\"verdict\">")
           .append(SvgChart.escape(d.verdict()))
-          .append("</td></tr>");
+          .append("</td><td>")
+          .append(e.lostTasks());
+      if (!e.lostStages().isEmpty()) {
+        b.append(" (stages ").append(SvgChart.escape(String.join(", ", e.lostStages()))).append(')');
+      }
+      b.append("</td><td>");
+      for (String f : d.failedTasks()) {
+        b.append(SvgChart.escape(f)).append("<br>");
+      }
+      b.append("</td></tr>");
     }
     b.append("</table>");
   }

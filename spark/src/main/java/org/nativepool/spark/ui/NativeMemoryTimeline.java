@@ -37,6 +37,7 @@ public final class NativeMemoryTimeline {
   static final int BANDS_KEPT = 100;
   static final int STAGES_KEPT = 500;
   static final int EXECUTORS_KEPT = 100;
+  static final int LOST_STAGES_KEPT = 10;
 
   /** The leak figures of a sample the page shows, by gauge name. */
   static final List<String> LEAK_FIGURES =
@@ -105,6 +106,18 @@ public final class NativeMemoryTimeline {
     }
   }
 
+  /**
+   * A task failed because executor {@code executorId} was lost ({@code ExecutorLostFailure}), in
+   * stage {@code stageId}.{@code attempt}: counted with the executor's end.
+   */
+  public synchronized void taskLost(String executorId, int stageId, int attempt) {
+    Track t = track(executorId);
+    t.lostTasks++;
+    if (t.lostStages.size() < LOST_STAGES_KEPT) {
+      t.lostStages.add(stageId + "." + attempt);
+    }
+  }
+
   private Track track(String id) {
     Track t = executors.get(id);
     if (t == null) {
@@ -140,6 +153,9 @@ public final class NativeMemoryTimeline {
     int stride = 1;
 
     int skipped;
+
+    long lostTasks;
+    final LinkedHashSet<String> lostStages = new LinkedHashSet<>();
 
     /** Whether the last point is a sample off the stride, kept only until the next one. */
     boolean lastProvisional;
@@ -240,7 +256,9 @@ public final class NativeMemoryTimeline {
           List.copyOf(marks),
           List.copyOf(bands),
           end == null ? null : Snapshot.End.of(end),
-          new LinkedHashMap<>(leaks));
+          new LinkedHashMap<>(leaks),
+          lostTasks,
+          List.copyOf(lostStages));
     }
   }
 
@@ -266,6 +284,9 @@ public final class NativeMemoryTimeline {
      * @param end why it ended, if it did
      * @param leaks its last leak figures ({@code leaks}, {@code leakedBytes}, {@code
      *     leakedResident})
+     * @param lostTasks tasks that failed because it was lost ({@code ExecutorLostFailure})
+     * @param lostStages the stages of those tasks ({@code id.attempt}), the first {@value
+     *     #LOST_STAGES_KEPT}
      */
     public record Executor(
         String executorId,
@@ -276,7 +297,9 @@ public final class NativeMemoryTimeline {
         List<Mark> marks,
         List<Band> bands,
         End end,
-        Map<String, Long> leaks) {}
+        Map<String, Long> leaks,
+        long lostTasks,
+        List<String> lostStages) {}
 
     /** A marker: {@code kind} is {@code crossing}, {@code growth} or {@code end}. */
     public record Mark(long timeMillis, String kind, String label) {}
@@ -291,14 +314,17 @@ public final class NativeMemoryTimeline {
      * @param cause the cause's words
      * @param exitCode the exit code; null if none
      * @param verdict why
+     * @param failedTasks its last tasks that failed for lack of memory, one line each
      */
-    public record End(long timeMillis, String cause, Integer exitCode, String verdict) {
+    public record End(
+        long timeMillis, String cause, Integer exitCode, String verdict, List<String> failedTasks) {
       static End of(ExecutorDiagnosisEvent d) {
         String cause = d.getCause().label();
         if (d.getSuspected() != null) {
           cause += " (" + d.getSuspected().label() + " would fit)";
         }
-        return new End(d.getTimeMillis(), cause, d.getExitCode(), d.getVerdict());
+        return new End(
+            d.getTimeMillis(), cause, d.getExitCode(), d.getVerdict(), d.getFailedTasks());
       }
     }
 

@@ -11,9 +11,13 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.apache.spark.ExecutorLostFailure;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.scheduler.TaskInfo;
+import org.apache.spark.scheduler.TaskLocality;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -22,6 +26,7 @@ import org.nativepool.spark.events.ExecutorSample;
 import org.nativepool.spark.events.LedgerSample;
 import org.nativepool.spark.testing.DriverContext;
 import org.nativepool.spark.ui.NativeMemoryWeb;
+import scala.Option;
 
 /**
  * The Native Memory page in the live UI: a SparkContext with its UI on a free port, the driver side
@@ -73,6 +78,14 @@ class NativeMemoryLivePageTest {
       }
       sc.listenerBus()
           .post(new SparkListenerExecutorRemoved(now, "7", "Command exited with code 1"));
+      TaskInfo info =
+          new TaskInfo(5, 0, 0, 0, now - 5000, "7", "localhost", TaskLocality.PROCESS_LOCAL(), false);
+      sc.listenerBus()
+          .post(
+              new SparkListenerTaskEnd(
+                  2, 0, "ResultTask",
+                  new ExecutorLostFailure("7", true, Option.apply("Command exited with code 1")),
+                  info, null, null));
       sc.listenerBus().waitUntilEmpty();
 
       HttpResponse<String> r =
@@ -93,6 +106,7 @@ class NativeMemoryLivePageTest {
       assertTrue(html.contains("<title>off-heap budget: 128.0 MiB</title>"), "budget");
       assertTrue(html.contains("class=\"marker end\""), "the end marker");
       assertTrue(html.contains("<title>jvm.direct</title>"), "the direct buffers' series");
+      assertTrue(html.contains("<td>1 (stages 2.0)</td>"), "the task lost with it");
     } finally {
       sc.stop();
     }

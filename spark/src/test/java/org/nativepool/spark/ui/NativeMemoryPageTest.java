@@ -99,6 +99,9 @@ class NativeMemoryPageTest {
             null,
             null,
             1));
+    tl.taskLost("7", 3, 0);
+    tl.taskLost("7", 3, 0);
+    tl.taskLost("7", 4, 1);
     tl.accept(
         new StagePeaksEvent(
             3,
@@ -133,6 +136,7 @@ class NativeMemoryPageTest {
     assertTrue(html.contains("class=\"band\""));
     assertTrue(html.contains("<h2>Executors that ended</h2>"));
     assertTrue(html.contains("<td class=\"n\">137</td>"));
+    assertTrue(html.contains("<td>3 (stages 3.0, 4.1)</td>"), "tasks lost with it");
     assertTrue(
         html.contains(
             "<td class=\"n\">2</td><td class=\"n\">3.0 MiB</td><td class=\"n\">1.0 MiB</td>"),
