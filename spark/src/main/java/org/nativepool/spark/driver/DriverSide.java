@@ -103,10 +103,10 @@ import org.slf4j.LoggerFactory;
  * (standalone reports the dropped connection first) revises the diagnosis.
  *
  * <p><b>Native Memory page.</b> With Spark's UI on, the driver adds a Native Memory tab ({@code
- * /nativememory/}, {@link NativeMemoryWeb}): each executor's ledger over time with its limit, the off-heap budget,
- * crossings, growth reports, guard episodes and its end, and the stages' native peaks, drawn from
- * the events below as they are posted; the History Server draws the same page from the event log
- * ({@code ui.NativeMemoryHistoryPlugin}).
+ * /nativememory/}, {@link NativeMemoryWeb}): each executor's ledger over time with its limit, the
+ * off-heap budget, crossings, growth reports, guard episodes and its end, and the stages' native
+ * peaks, drawn from the events below as they are posted; the History Server draws the same page
+ * from the event log ({@code ui.NativeMemoryHistoryPlugin}).
  *
  * <p><b>Event log.</b> Posted to Spark's listener bus, so the event log keeps them and the History
  * Server replays them: one sample of each executor per {@link
@@ -219,8 +219,8 @@ public final class DriverSide implements DriverPlugin {
   private final Map<Cause, AtomicLong> lost = new EnumMap<>(Cause.class);
 
   /**
-   * Whether Spark posted the application's end: the executors removed after it are stopped with
-   * the application, not lost.
+   * Whether Spark posted the application's end: the executors removed after it are stopped with the
+   * application, not lost.
    */
   private volatile boolean applicationEnded;
 

@@ -100,11 +100,10 @@ final class ExecutorDiagnosis {
   }
 
   /**
-   * The diagnosis of one removal, {@code afterEnd} telling whether the application had ended
-   * before it: executors removed as the application stops are killed or exit on purpose (a
-   * standalone worker sends SIGTERM, then SIGKILL), so only a reason that itself names memory (the
-   * resource manager's memory kill, exit code 52) keeps its cause; any other is {@link
-   * Cause#ENDED}.
+   * The diagnosis of one removal, {@code afterEnd} telling whether the application had ended before
+   * it: executors removed as the application stops are killed or exit on purpose (a standalone
+   * worker sends SIGTERM, then SIGKILL), so only a reason that itself names memory (the resource
+   * manager's memory kill, exit code 52) keeps its cause; any other is {@link Cause#ENDED}.
    */
   static ExecutorDiagnosisEvent diagnose(
       String executorId,

@@ -12,9 +12,9 @@ import scala.collection.Seq;
 
 /**
  * Feeds a {@link NativeMemoryTimeline} from Spark's listener bus: the plugin's events, live or
- * replayed from the event log, the tasks failed because their executor was lost, and the
- * executors' off-heap budget from the application's
- * environment ({@code spark.memory.offHeap.enabled} and {@code .size}).
+ * replayed from the event log, the tasks failed because their executor was lost, and the executors'
+ * off-heap budget from the application's environment ({@code spark.memory.offHeap.enabled} and
+ * {@code .size}).
  */
 public class NativeMemoryListener extends SparkListener {
   private final NativeMemoryTimeline timeline;

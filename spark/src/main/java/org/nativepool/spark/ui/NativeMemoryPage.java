@@ -57,8 +57,8 @@ public final class NativeMemoryPage {
   }
 
   /**
-   * The page's content without a document around it, for Spark's UI, which adds its own header
-   * and tabs: one {@code div}, its style scoped to it.
+   * The page's content without a document around it, for Spark's UI, which adds its own header and
+   * tabs: one {@code div}, its style scoped to it.
    */
   public static String content(Snapshot s) {
     StringBuilder b = new StringBuilder(16_384);
@@ -218,7 +218,9 @@ public final class NativeMemoryPage {
           .append("</td><td>")
           .append(e.lostTasks());
       if (!e.lostStages().isEmpty()) {
-        b.append(" (stages ").append(SvgChart.escape(String.join(", ", e.lostStages()))).append(')');
+        b.append(" (stages ")
+            .append(SvgChart.escape(String.join(", ", e.lostStages())))
+            .append(')');
       }
       b.append("</td><td>");
       for (String f : d.failedTasks()) {

@@ -27,9 +27,9 @@ import org.nativepool.spark.ledger.LedgerReader;
  *
  * <p><b>Bounds.</b> Per executor at most {@value #POINTS_KEPT} samples (when full, every other one
  * is dropped and only every second later one kept, so the whole life stays covered at half the
- * resolution; the newest sample is always shown), {@value #MARKS_KEPT} markers and {@value #BANDS_KEPT} episodes, the last ones kept;
- * the last {@value #STAGES_KEPT} stages; the last {@value #EXECUTORS_KEPT} executors to report.
- * Safe for concurrent use.
+ * resolution; the newest sample is always shown), {@value #MARKS_KEPT} markers and {@value
+ * #BANDS_KEPT} episodes, the last ones kept; the last {@value #STAGES_KEPT} stages; the last
+ * {@value #EXECUTORS_KEPT} executors to report. Safe for concurrent use.
  */
 public final class NativeMemoryTimeline {
   static final int POINTS_KEPT = 600;

@@ -16,12 +16,12 @@ import scala.xml.Unparsed;
 /**
  * Serves the Native Memory page as a tab of a Spark UI, live or in the History Server: the tab
  * {@value #TAB_NAME} in the tab bar, its page at {@value #PATH}{@code /} under the UI's base path
- * (e.g. {@code http://driver:4040/nativememory/}, {@code
- * http://history:18080/history/<app id>/[<attempt>/]nativememory/}), inside Spark's own header.
+ * (e.g. {@code http://driver:4040/nativememory/}, {@code http://history:18080/history/<app
+ * id>/[<attempt>/]nativememory/}), inside Spark's own header.
  *
- * <p>The one class of the plugin that touches the servlet API and Spark's web UI classes: Spark
- * 4.x uses {@code jakarta.servlet}, Spark 3.5 {@code javax.servlet}, so a build for another Spark
- * line replaces this class alone. Stateless.
+ * <p>The one class of the plugin that touches the servlet API and Spark's web UI classes: Spark 4.x
+ * uses {@code jakarta.servlet}, Spark 3.5 {@code javax.servlet}, so a build for another Spark line
+ * replaces this class alone. Stateless.
  */
 public final class NativeMemoryWeb {
   /** The page's path under the UI's base path. */

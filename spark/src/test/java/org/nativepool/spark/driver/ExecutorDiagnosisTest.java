@@ -384,15 +384,27 @@ class ExecutorDiagnosisTest {
                 + " network issues. Check driver logs for WARN messages.")) {
       ExecutorDiagnosisEvent d =
           ExecutorDiagnosis.diagnose(
-              "7", T0 + 500, reason, ev.snapshot(), ExecutorDiagnosis.ContainerLimit.NONE,
-              HEARTBEAT, true, 1);
+              "7",
+              T0 + 500,
+              reason,
+              ev.snapshot(),
+              ExecutorDiagnosis.ContainerLimit.NONE,
+              HEARTBEAT,
+              true,
+              1);
       assertEquals(Cause.ENDED, d.getCause(), reason);
       assertTrue(d.getVerdict().startsWith("removed as the application ended ("), d.getVerdict());
     }
     ExecutorDiagnosisEvent oom =
         ExecutorDiagnosis.diagnose(
-            "7", T0 + 500, "Command exited with code 52", ev.snapshot(),
-            ExecutorDiagnosis.ContainerLimit.NONE, HEARTBEAT, true, 1);
+            "7",
+            T0 + 500,
+            "Command exited with code 52",
+            ev.snapshot(),
+            ExecutorDiagnosis.ContainerLimit.NONE,
+            HEARTBEAT,
+            true,
+            1);
     assertEquals(Cause.JVM_OUT_OF_MEMORY, oom.getCause());
   }
 
@@ -453,8 +465,8 @@ class ExecutorDiagnosisTest {
       {
         "Container killed by YARN for exceeding virtual memory limits. 9.3 GB of 8.4 GB virtual"
             + " memory used. Consider boosting spark.executor.memoryOverhead or boosting"
-            + " yarn.nodemanager.vmem-pmem-ratio or disabling yarn.nodemanager.vmem-check-enabled"
-            + " because of YARN-4714.",
+            + " yarn.nodemanager.vmem-pmem-ratio or disabling"
+            + " yarn.nodemanager.vmem-check-enabled.",
         LossReason.Kind.MEMORY_KILL,
         null
       },

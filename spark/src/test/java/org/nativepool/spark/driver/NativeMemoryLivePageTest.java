@@ -79,13 +79,18 @@ class NativeMemoryLivePageTest {
       sc.listenerBus()
           .post(new SparkListenerExecutorRemoved(now, "7", "Command exited with code 1"));
       TaskInfo info =
-          new TaskInfo(5, 0, 0, 0, now - 5000, "7", "localhost", TaskLocality.PROCESS_LOCAL(), false);
+          new TaskInfo(
+              5, 0, 0, 0, now - 5000, "7", "localhost", TaskLocality.PROCESS_LOCAL(), false);
       sc.listenerBus()
           .post(
               new SparkListenerTaskEnd(
-                  2, 0, "ResultTask",
+                  2,
+                  0,
+                  "ResultTask",
                   new ExecutorLostFailure("7", true, Option.apply("Command exited with code 1")),
-                  info, null, null));
+                  info,
+                  null,
+                  null));
       sc.listenerBus().waitUntilEmpty();
 
       HttpResponse<String> r =

@@ -182,7 +182,8 @@ class NativeMemoryPageTest {
 
   @Test
   void aChartDrawsAtMostItsWidthsWorthOfSamplesWithTheFirstAndLast() {
-    assertEquals(List.of(0, 1, 2), java.util.Arrays.stream(NativeMemoryPage.drawn(3)).boxed().toList());
+    assertEquals(
+        List.of(0, 1, 2), java.util.Arrays.stream(NativeMemoryPage.drawn(3)).boxed().toList());
     int[] d = NativeMemoryPage.drawn(600);
     assertEquals(NativeMemoryPage.DRAWN, d.length);
     assertEquals(0, d[0]);
