@@ -2,7 +2,8 @@
 #   make example   runs the main demo
 #   make test      runs every test (Go with -race, every cgo-free package without cgo, go vet, gofmt check,
 #                  Java/JUnit against real Spark, the demo in pod-sized cgroups with and without a burst,
-#                  a standalone cluster, the streaming soak's 5-minute smoke)
+#                  a standalone cluster, an executor killed at its memory limit, the streaming soak's
+#                  5-minute smoke)
 SHELL := /bin/bash
 GO ?= go
 MVN ?= mvn -B -ntp
@@ -16,7 +17,7 @@ JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
 export JAVA_HOME
 export CGO_CFLAGS := -O2 -g -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all lib lib-aarch64 jar config-table test-cluster bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
+.PHONY: all lib lib-aarch64 jar config-table test-cluster test-lost-executor bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
 
 all: lib jar
 
@@ -89,7 +90,7 @@ test-java-checkjni: lib
 	grep -E '^\[INFO\] (Tests run: .*Skipped: [0-9]+$$|Building nativepool|BUILD)' $(BUILD)/checkjni.log
 	python3 $(PLUGIN_DIR)/check_jni_warnings.py $(BUILD)/checkjni.log $$(ls $(PLUGIN_DIR)/target/surefire-reports/*.dumpstream $(DEMO_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null)
 
-test: test-go test-java test-java-checkjni test-container test-cluster soak-smoke
+test: test-go test-java test-java-checkjni test-container test-cluster test-lost-executor soak-smoke
 
 ## config-table: renders the README's configuration table from the key registry
 ## (org.nativepool.spark.config.NativePoolConf); a test fails while the two differ.
@@ -103,6 +104,16 @@ config-table:
 ## application fast and clearly without executors crash-looping (spark/cluster-test/run.sh).
 test-cluster: jar
 	bash $(PLUGIN_DIR)/cluster-test/run.sh
+
+## test-lost-executor: an executor killed by its container's memory limit, end to end: a standalone
+## Master and two Workers on 127.0.0.1, one Worker's executors in a memory cgroup sized like a pod; a
+## task there takes direct buffers past the limit, the kernel kills the executor (exit code 137), the
+## job completes on the other one; then the driver's diagnosis, the event log, and the Native Memory
+## page live and in a History Server, loaded by headless Chromium (a screenshot in the run's
+## directory). Skips without a writable cgroup-v1 memory controller or chromium
+## (spark/cluster-test/lost-executor.sh).
+test-lost-executor: jar
+	bash $(PLUGIN_DIR)/cluster-test/lost-executor.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pool/ ./arbiter/ ./taskshared/ ./ffi/ | tee $(BUILD)/bench-go.txt
