@@ -14,7 +14,6 @@ import java.io.InputStream;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -29,7 +28,6 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
-import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.metrics.source.Source;
@@ -56,10 +54,11 @@ import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.memory.SparkTaskUpstream;
 import org.nativepool.spark.memory.TaskPool;
+import org.nativepool.spark.testing.EventLogs;
 import org.nativepool.spark.testing.LogCapture;
 import org.nativepool.spark.testing.SparkMemory;
+import org.nativepool.spark.testing.SparkMetrics;
 import org.nativepool.spark.testing.SparkTestConsumer;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The driver side of the plugin in a {@code local[2]} SparkSession with the UI, the
@@ -228,7 +227,7 @@ class DriverSideTest {
   /** The driver side's gauges: the plugin source that has {@code total.reserved}. */
   private static Map<String, Long> driverGauges() {
     List<Source> sources =
-        CollectionConverters.asJava(SparkEnv.get().metricsSystem().getSourcesByName(SOURCE));
+        SparkMetrics.sourcesByName(SOURCE);
     Map<String, Long> out = new HashMap<>();
     for (Source s : sources) {
       MetricRegistry registry = s.metricRegistry();
@@ -250,7 +249,7 @@ class DriverSideTest {
   @Test
   void bothSidesRegisterTheirSourceInLocalModeWithoutACollision() {
     List<Source> sources =
-        CollectionConverters.asJava(SparkEnv.get().metricsSystem().getSourcesByName(SOURCE));
+        SparkMetrics.sourcesByName(SOURCE);
     assertEquals(2, sources.size(), "the executor's and the driver's source, both named " + SOURCE);
     long executorSide =
         sources.stream()
@@ -413,16 +412,8 @@ class DriverSideTest {
 
   @Test
   void eventsReachTheEventLogAndReplayAsTheirClasses() throws Exception {
-    // Spark 4 rolls event logs by default: eventlog_v2_<appId>/events_<n>_<appId> (compression is
-    // off in this test), beside an empty appstatus_<appId> marker.
-    List<String> lines = new ArrayList<>();
-    try (var files = Files.walk(eventLogDir)) {
-      for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
-        if (f.getFileName().toString().startsWith("events_")) {
-          lines.addAll(Files.readAllLines(f, StandardCharsets.UTF_8));
-        }
-      }
-    }
+    // Rolled from Spark 4.0 on, one file on 3.5 (EventLogs reads both; compression is off here).
+    List<String> lines = EventLogs.lines(eventLogDir);
     assertFalse(lines.isEmpty(), "no event log under " + eventLogDir);
     ObjectMapper json = new ObjectMapper();
     Map<String, List<JsonNode>> byType = new HashMap<>();

@@ -26,7 +26,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import java.util.regex.Pattern;
-import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.memory.TaskMemoryManager;
@@ -49,8 +48,9 @@ import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.jni.ProcessStat;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.memory.TaskPool;
+import org.nativepool.spark.testing.EventLogs;
 import org.nativepool.spark.testing.LogCapture;
-import scala.jdk.javaapi.CollectionConverters;
+import org.nativepool.spark.testing.SparkMetrics;
 
 /**
  * The pod guard for real, no mocks: a {@code local[1]} Spark with the plugin, Spark's own {@code
@@ -437,7 +437,7 @@ class PodGuardSparkTest {
   /** The driver side's gauges: the plugin source that has {@code total.reserved}. */
   private static Map<String, Long> driverGauges() {
     List<Source> sources =
-        CollectionConverters.asJava(SparkEnv.get().metricsSystem().getSourcesByName(SOURCE));
+        SparkMetrics.sourcesByName(SOURCE);
     for (Source s : sources) {
       if (s.metricRegistry().getMetrics().containsKey("total.reserved")) {
         Map<String, Long> out = new java.util.HashMap<>();
@@ -449,17 +449,7 @@ class PodGuardSparkTest {
   }
 
   private static List<String> eventLogLines() {
-    List<String> lines = new ArrayList<>();
-    try (var files = Files.walk(eventLogDir)) {
-      for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
-        if (f.getFileName().toString().startsWith("events_")) {
-          lines.addAll(Files.readAllLines(f, StandardCharsets.UTF_8));
-        }
-      }
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
-    return lines;
+    return EventLogs.lines(eventLogDir);
   }
 
   private static <T> T find(List<T> items, java.util.function.Predicate<T> p) {
