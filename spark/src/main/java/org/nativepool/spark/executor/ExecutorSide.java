@@ -103,6 +103,7 @@ public final class ExecutorSide implements ExecutorPlugin {
         new ExecutorGauges(Natives.processArrowStats().get(ArrowProcessStat.RSS));
     gauges.register(ctx.metricRegistry());
     installed = ExecutorState.install(s, ledger);
+    LedgerReader.checkReflection(); // what the ledger cannot read is logged now, at WARN, once
     reporter = ExecutorReporter.start(ctx, reporting, gauges, ledger, guardStarted);
     LOG.info("nativepool: executor {} uses {}; {} ({})", ctx.executorID(), s, guard, source);
   }

@@ -152,6 +152,24 @@ class ExecutorLedgerSparkTest {
     return out;
   }
 
+  /**
+   * Every part the ledger reads by reflection is there on this Spark line: Spark's netty
+   * allocators (the shared ones, the RPC environment's and the block transfer service's), netty's
+   * cleaner mode and Spark SQL's Arrow allocator, with this jar's Arrow. A failure would have been
+   * logged at WARN at the executor's start; here it fails the test, on every line the matrix runs.
+   */
+  @Test
+  @Order(0)
+  void everyReflectiveReadFindsItsTargetOnThisSparkLine() {
+    jsc.parallelize(List.of(1, 2), 2).count(); // the transport's allocators exist once used
+    List<String> failed =
+        LedgerReader.checkReflection().stream()
+            .filter(t -> !t.startsWith(LedgerReflectionTest.TEST_ONLY)) // if run in this JVM
+            .toList();
+    assertEquals(List.of(), failed, "reflective reads that failed");
+    assertFalse(LedgerReader.findNettyAllocators().isEmpty(), "Spark's netty allocators");
+  }
+
   @Test
   @Order(1)
   void theLedgerSplitsTheResidentSetByOwnerAndTheGaugesServeIt() throws Exception {
