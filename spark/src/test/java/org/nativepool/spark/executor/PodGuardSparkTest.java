@@ -46,6 +46,7 @@ import org.nativepool.spark.events.GuardEpisodeEvent;
 import org.nativepool.spark.jni.GuardEpisode;
 import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.jni.ProcessStat;
+import org.nativepool.spark.ledger.ExecutorLedger;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.memory.TaskPool;
 import org.nativepool.spark.testing.EventLogs;
@@ -192,6 +193,11 @@ class PodGuardSparkTest {
     try {
       assertTrue(holding.await(120, TimeUnit.SECONDS), "the task holds its reservation");
       assertTrue(consumption() >= HELD, "Spark counts the task's 64 MiB: " + consumption());
+      // The episode's growth is measured from the ledger's last calm reading: the first one comes
+      // a poll period after the plugin's start, which a fast start (Spark 3.5) may not wait for.
+      await(
+          "a ledger reading before the burst",
+          () -> ExecutorLedger.current() != null && ExecutorLedger.current().latest() != null);
 
       long limit = residentAnonAndShmem() + LIMIT_ABOVE_MIB * MIB;
       Natives.configureGuard(true, RESERVE, limit, true);
