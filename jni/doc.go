@@ -9,6 +9,9 @@
 // under Layout, whose tests run with CGO_ENABLED=0 and no JDK. It is not for
 // direct use from Go: Go code uses pool and taskshared, and a Go engine
 // linking the bridge into its own library uses engine.go.
+// docs/ARCHITECTURE.md shows both sides' layers and the grow and spill
+// paths across them; docs/SEMANTICS.md says what the pools behind the
+// natives promise.
 //
 // # The Java side's classes
 //
@@ -190,11 +193,13 @@
 // os/signal and never starts the CPU profiler. -Xcheck:jni prints
 // "handler modified" lines for the signals Go installs; they are expected.
 //
-// Goroutine-local storage (timandy/routine) is not used at the JNI
+// Goroutine-local storage (timandy/routine) is not kept across the JNI
 // boundary: a value set there would survive the call and leak into
-// unrelated Java threads that later reuse the same Go M. No export sets
-// taskshared's current task, and nothing is kept per goroutine or per call
-// between calls.
+// unrelated Java threads that later reuse the same Go M. No export of this
+// package sets taskshared's current task, and nothing is kept per goroutine
+// or per call between calls. An engine's export may make its task current
+// for the duration of the call through taskshared.Run, which clears it on
+// return (examples/spark/native/task.go).
 //
 // The library sets the process's allocator behaviour itself, never through
 // the user's environment: configureRuntime0 calls

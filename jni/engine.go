@@ -19,8 +19,9 @@ import (
 // libnativepool.so beside it (one Go runtime per process, see doc.go). Such
 // a library imports this package, which brings every native of
 // org.nativepool.spark.jni.Natives and the process registry with it, so the
-// Java module (TaskPool, NativeReservation, the plugin) works unchanged
-// against it; the engine adds natives of its own on its own Java classes.
+// Java module (memory.TaskPool, memory.Reservation, the plugin) works
+// unchanged against it; the engine adds natives of its own on its own Java
+// classes.
 // examples/spark/native is one.
 //
 // The engine's natives live in another Go package, whose cgo types are not

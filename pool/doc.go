@@ -1,7 +1,9 @@
 // Package pool accounts memory for a native query engine running inside a
 // Spark executor: DataFusion's memory-pool semantics ported to Go, the pools
 // of Apache DataFusion Comet that borrow from Spark, and the fixes those
-// pools are known to need.
+// pools are known to need. docs/SEMANTICS.md lists what is kept from
+// DataFusion and Comet exactly and where this package deliberately differs,
+// each with its test; docs/ARCHITECTURE.md shows where the package sits.
 //
 // # What is accounted
 //

@@ -211,8 +211,8 @@ func TestPanickingThresholdCallbackLeavesTheBooksAsBefore(t *testing.T) {
 // A panicking Acquire leaves the books as they were before the TryGrow or
 // Grow: the panic reaches the caller unchanged, the bytes it had booked are
 // gone from the pool total and from the consumer's fair share, so the next
-// TryGrow is judged on the true figures (before the fix the share still
-// counted the 600 bytes of the panicked request and refused it).
+// TryGrow is judged on the true figures (a share that still counted the 600
+// bytes of the panicked request would refuse it).
 func TestPanickingAcquireLeavesTheBooksAsBefore(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {

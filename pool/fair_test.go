@@ -132,8 +132,8 @@ func TestFairTryGrowLeavesReservationUnchangedOnError(t *testing.T) {
 
 // --- Deliberate differences from DataFusion ------------------------------
 
-// TestFairSiblingReservationsDrawOnOneConsumerShare is DESIGN difference 1
-// (apache/datafusion#25172, apache/datafusion-comet#5961): DataFusion
+// TestFairSiblingReservationsDrawOnOneConsumerShare is docs/SEMANTICS.md's
+// difference 1 (apache/datafusion#25172, apache/datafusion-comet#5961): DataFusion
 // checks each reservation against the share on its own, so a consumer's
 // siblings together could take 60 of a 50-byte share; here they cannot. The
 // refusal reports what this reservation may still reach, the share less

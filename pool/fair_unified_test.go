@@ -146,8 +146,8 @@ func TestFairUnifiedAConsumerRegisteredLateIsLimitedByThePoolTotal(t *testing.T)
 	assert.Equal(t, fairShareRefusal(101, c, 400, 500, 2, 0, p), err.Error())
 }
 
-// DESIGN difference 1 (apache/datafusion#25172, Comet #5961): the share is
-// per consumer, across all its reservations.
+// docs/SEMANTICS.md, difference 1 (apache/datafusion#25172, Comet #5961): the
+// share is per consumer, across all its reservations.
 func TestFairUnifiedSiblingReservationsDrawOnOneShare(t *testing.T) {
 	p := unified(t, "fair", fakeupstream.New(), 1000, pool.WithChunkSize(0))
 	c := spillable("a")

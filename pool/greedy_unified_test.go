@@ -221,8 +221,8 @@ func TestLeakErrorWithoutConsumersNamesOnlyThePool(t *testing.T) {
 	assert.Equal(t, "pool fair_unified closed with 0 bytes still reserved", (&pool.LeakError{Pool: "fair_unified"}).Error())
 }
 
-// DESIGN difference 6, Comet #2453: a straggler's release after Close is
-// counted and logged, never forwarded.
+// docs/SEMANTICS.md, difference 6, Comet #2453: a straggler's release after
+// Close is counted and logged, never forwarded.
 func TestUnifiedReleaseAfterCloseIsCountedAndNeverForwarded(t *testing.T) {
 	up := fakeupstream.New()
 	logs := &uniLogs{}

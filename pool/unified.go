@@ -203,9 +203,9 @@ func NewGreedyUnified(up Upstream, opts ...UnifiedOption) Pool {
 // default): borrowing exactly as NewGreedyUnified describes, plus two limits
 // on TryGrow over a pool of size bytes, with the fixes Comet's users needed:
 //
-//   - The share is per consumer across all its reservations (DESIGN
-//     difference 1, apache/datafusion#25172), not the whole pool's usage
-//     against pool_size/num (Comet #5961, #5214).
+//   - The share is per consumer across all its reservations
+//     (docs/SEMANTICS.md, difference 1; apache/datafusion#25172), not the
+//     whole pool's usage against pool_size/num (Comet #5961, #5214).
 //   - Only spillable consumers divide the share: each may reach
 //     (size − bytes held by unspillable consumers) / number of spillable
 //     consumers. Unspillable consumers are limited by the pool total only

@@ -99,7 +99,7 @@ type unifiedPool struct {
 		reclaimers []reclaimer
 		closed     bool
 		// consumers: every consumer's bytes across all its reservations
-		// (DESIGN difference 1), keyed by Consumer.ID. An entry lives while
+		// (docs/SEMANTICS.md, difference 1), keyed by Consumer.ID. An entry lives while
 		// the consumer has a registration or bytes recorded (a grow that
 		// raced the last Close is handed back after Unregister).
 		consumers map[uint64]*consumerBytes

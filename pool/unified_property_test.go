@@ -184,14 +184,22 @@ func runUnifiedModel(t *testing.T, kind string, chunk int64, newUp func() uniUps
 					break
 				}
 				if u.predict {
+					// What slack does not cover, plus the overcommit debt, comes
+					// from the pool's ballast when it covers it all (no upstream
+					// call), else from upstream.
 					need := op.n - before.Slack + before.Overcommit
-					want := before.Slack >= op.n || u.limit()-upBefore >= need
+					fromBallast := before.Slack < op.n && before.Ballast >= need
+					want := before.Slack >= op.n || fromBallast || u.limit()-upBefore >= need
 					if (err == nil) != want {
-						return fmt.Sprintf("step %d %v: success %v, predicted %v (slack %d, overcommit %d, upstream held %d of %d): %v",
-							step, op, err == nil, want, before.Slack, before.Overcommit, upBefore, u.limit(), err)
+						return fmt.Sprintf("step %d %v: success %v, predicted %v (slack %d, overcommit %d, ballast %d, upstream held %d of %d): %v",
+							step, op, err == nil, want, before.Slack, before.Overcommit, before.Ballast, upBefore, u.limit(), err)
 					}
-					if calls := after.AcquireCalls - before.AcquireCalls; calls != int64(b2i(before.Slack < op.n)) {
-						return fmt.Sprintf("step %d %v: %d upstream calls with slack %d", step, op, calls, before.Slack)
+					wantCalls := int64(b2i(before.Slack < op.n && !fromBallast))
+					if calls := after.AcquireCalls - before.AcquireCalls; calls != wantCalls {
+						return fmt.Sprintf("step %d %v: %d upstream calls with slack %d and ballast %d", step, op, calls, before.Slack, before.Ballast)
+					}
+					if fromBallast && after.Ballast != before.Ballast-need {
+						return fmt.Sprintf("step %d %v: ballast %d → %d, spending %d", step, op, before.Ballast, after.Ballast, need)
 					}
 				}
 				if err == nil {

@@ -61,5 +61,6 @@
 // goroutines started with Go). The variable behind them is package-level
 // state and, with the Registry the JNI bridge keeps, part of the process
 // registry: the only global state nativepool allows. See Run for the JNI
-// pitfall.
+// pitfall. The demo's Go engine makes the task of each native call current
+// this way for the duration of the call (examples/spark/native/task.go).
 package taskshared

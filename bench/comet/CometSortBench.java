@@ -1,5 +1,6 @@
 /*
- * CometSortBench: the Comet side of the sort comparison. It sorts rows of {key int64, payload int64}
+ * CometSortBench: the Comet side of the side-by-side comparison with nativepool's Spark demo
+ * (bench/RESULTS.md). It sorts rows of {key int64, payload int64}
  * in Spark 4.1 local[2] through DataFusion Comet 1.2.0 (native CometSortExec, which spills) with
  * a small spark.memory.offHeap.size, and reports
  *

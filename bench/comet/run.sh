@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Issue 6 part 5: the same external sort as nativepool's Spark demo, run through DataFusion Comet
-# 1.2.0 (org.apache.datafusion:comet-spark-spark4.1_2.13:1.2.0, Maven Central) in Spark 4.1.3
-# local[2], measuring peak RSS growth / peak off-heap execution memory. See CometSortBench.java.
+# The Comet side of the comparison with nativepool's Spark demo: the same external sort, run
+# through DataFusion Comet 1.2.0 (org.apache.datafusion:comet-spark-spark4.1_2.13:1.2.0, Maven
+# Central) in Spark 4.1.3 local[2], measuring peak RSS growth / peak off-heap execution memory.
+# See CometSortBench.java.
 #
 #   bash bench/comet/run.sh [CometSortBench options]      e.g. --rows 20000000 --budget 64m
 #

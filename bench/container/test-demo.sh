@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test that would have caught issue 11 (`make test` runs it as test-container): the demo, at
-# a size that takes about a minute, inside a memory cgroup sized like a Kubernetes executor pod,
+# The demo must survive a pod-sized memory limit (`make test` runs this as test-container): the
+# demo, at a size that takes about a minute, inside a memory cgroup sized like a Kubernetes
+# executor pod,
 #
 #   limit = heap (1 GiB) + off-heap (--budget, 64 MiB) + overhead,
 #   overhead = the idle-JVM baseline + a stated margin (both below, in MiB),

@@ -162,7 +162,7 @@ func TestCopyBatchChargesTheReservationUntilTheCopyIsReleased(t *testing.T) {
 // TestCopyBatchChargesItsOwnReservationAndLeavesTheHandlesSizeAlone: the
 // copy is charged to the Arrow reservation (a sibling of the same
 // consumer), so Size of the handle stays what Java grew (Java's
-// NativeReservation.size(): one account of the reservation's bytes), while
+// memory.Reservation.size(): one account of the reservation's bytes), while
 // Spark still holds both.
 func TestCopyBatchChargesItsOwnReservationAndLeavesTheHandlesSizeAlone(t *testing.T) {
 	f := newArrowFixture(t, 1<<30)

@@ -25,7 +25,7 @@ import (
 // the handle's reservation in the same registration (pool.Reservation's
 // NewEmpty): the bytes count for the same consumer in the pool (its share,
 // its spill order, TrackConsumers), but the handle's reservation holds only
-// what Java grew through it, so Java's NativeReservation.size() and Go's
+// what Java grew through it, so Java's memory.Reservation.size() and Go's
 // Size() are one figure, kept once, by Go. The charge follows ffi's rule
 // (ffi/doc.go): the producer pays while the buffers live, the importer only
 // tracks.

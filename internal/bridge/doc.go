@@ -41,8 +41,8 @@
 //	logtask.go     LogTaskKey and LogTask: the attribute naming a record's task
 //	version.go     Version, which version0 reports
 //
-// The pictures of the data path and the spill path are in the README's
-// "Architecture" section.
+// The pictures of the grow path and the spill path are in
+// docs/ARCHITECTURE.md; what the pools promise is docs/SEMANTICS.md.
 //
 // # Handles
 //

@@ -418,8 +418,15 @@ func (n guardNative) SpillToBallast(target int64) (int64, []guard.Spill) {
 			c.tp.logger.Warn("nativepool: pod guard: a spill for the guard failed", "err", err)
 		}
 		freed += got
+		named := int64(0)
 		for _, w := range who {
+			named += w.Bytes
 			spills = append(spills, guard.Spill{Consumer: fmt.Sprintf("%s (task %d)", w.Consumer, c.tp.taskID), Bytes: w.Bytes})
+		}
+		if got > named {
+			// What the pool held free (slack, and what shrinks left after the
+			// spills): moved into ballast without anyone spilling.
+			spills = append(spills, guard.Spill{Consumer: fmt.Sprintf("free slack (task %d)", c.tp.taskID), Bytes: got - named})
 		}
 	}
 	return freed, spills

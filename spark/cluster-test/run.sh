@@ -318,8 +318,8 @@ check_each_executor_loaded_the_library_from_the_jar() {
 }
 
 check_native_pools_used_and_spark_requested_spills() {
-	# every task: Spark asked the pool to spill, the Java NativeSpiller ran and freed bytes, the
-	# Spark-side consumer got all it asked for, the Arrow batch came back whole (sum 0..9999)
+	# every task: Spark asked the pool to spill, the Java spiller (a jni.Spiller) ran and freed
+	# bytes, the Spark-side consumer got all it asked for, the Arrow batch came back whole (sum 0..9999)
 	local bad
 	bad=$(grep '^RESULT ' "$MAIN_OUT" | awk '{
 		ok = 1

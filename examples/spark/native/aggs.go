@@ -95,7 +95,7 @@ type aggEngine struct {
 	ops    *jni.HandleTable[*aggHandle]
 	logger *slog.Logger
 	// join opens a reference to a task's pool (jni.JoinTaskPool in the
-	// library; a plain pool in tests).
+	// library; a test registry's in tests).
 	join func(taskAttemptID int64) (taskRef, error)
 
 	// kept are closed aggregations whose planted leak lives on: their
@@ -144,7 +144,8 @@ type aggCreate struct {
 }
 
 // create opens an aggregation on the pool of task taskAttemptID and
-// returns its handle.
+// returns its handle. The aggregation is built with the task current
+// (onTask), as every later call on it runs.
 func (e *aggEngine) create(taskAttemptID int64, c aggCreate) (int64, error) {
 	if c.name == "" || c.stateDir == "" {
 		return 0, fmt.Errorf("nativeagg: create0: empty consumer name or state directory: %w", jni.ErrIllegalArgument)
@@ -156,18 +157,37 @@ func (e *aggEngine) create(taskAttemptID int64, c aggCreate) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("nativeagg: create0(task %d): %w", taskAttemptID, err)
 	}
-	logger := e.logger.With(jni.TaskAttr(taskAttemptID))
-	var allocOpts []ffi.Option
-	if c.allocationSites {
-		allocOpts = append(allocOpts, ffi.WithAllocationSites(true))
-	}
-	a, err := newAggregator(ref.pool, aggOptions{
-		Name: c.name, Version: c.version, StateDir: c.stateDir, TempDir: c.tempDir,
-		BatchRows: c.batchRows, AllocatorOptions: allocOpts, RetainBytes: c.retainBytes, Logger: logger,
+	var h int64
+	err = onTask(ref, func() error {
+		var err error
+		h, err = e.open(ref, c)
+		return err
 	})
 	if err != nil {
 		ref.release()
 		return 0, fmt.Errorf("nativeagg: create0(task %d): %w", taskAttemptID, err)
+	}
+	return h, nil
+}
+
+// open builds an aggregation on the current task's pool and registers it
+// under a new handle; on an error it leaves nothing open but ref.
+func (e *aggEngine) open(ref taskRef, c aggCreate) (int64, error) {
+	task, err := currentTask("nativeagg: create0")
+	if err != nil {
+		return 0, err
+	}
+	logger := e.logger.With(jni.TaskAttr(task.TaskAttemptID()))
+	var allocOpts []ffi.Option
+	if c.allocationSites {
+		allocOpts = append(allocOpts, ffi.WithAllocationSites(true))
+	}
+	a, err := newAggregator(task.Pool(), aggOptions{
+		Name: c.name, Version: c.version, StateDir: c.stateDir, TempDir: c.tempDir,
+		BatchRows: c.batchRows, AllocatorOptions: allocOpts, RetainBytes: c.retainBytes, Logger: logger,
+	})
+	if err != nil {
+		return 0, err
 	}
 	ah := &aggHandle{agg: a, ref: ref, name: c.name, untrack: func() {}}
 	if ref.track != nil {
@@ -177,14 +197,13 @@ func (e *aggEngine) create(taskAttemptID int64, c aggCreate) (int64, error) {
 	if err != nil {
 		_ = a.Close()
 		ah.untrack()
-		ref.release()
 		return 0, err
 	}
 	return h, nil
 }
 
-// drive runs one driver call on the aggregation of handle h, then reports
-// its spills to Spark.
+// drive runs one driver call on the aggregation of handle h with its task
+// current (onTask), then reports its spills to Spark.
 func (e *aggEngine) drive(op string, h int64, fn func(*aggHandle) error) error {
 	ah, err := e.ops.Get(h)
 	if err != nil {
@@ -194,15 +213,18 @@ func (e *aggEngine) drive(op string, h int64, fn func(*aggHandle) error) error {
 		return fmt.Errorf("nativeagg: %s on %s while another call on it is running: %w", op, ah.name, jni.ErrIllegalState)
 	}
 	defer ah.busy.Store(false)
-	err = fn(ah)
-	e.reportSpills(ah)
-	return err
+	return onTask(ah.ref, func() error {
+		err := fn(ah)
+		e.reportSpills(ah)
+		return err
+	})
 }
 
-// reportSpills tells the task's Spark metrics what the aggregation spilled
-// since the last report: run files' bytes (diskBytesSpilled) and the memory
-// its self-initiated spills freed (memoryBytesSpilled); what Spark's own
-// spills of it free the plugin counts. A failed report is logged.
+// reportSpills tells the current task's Spark metrics what the aggregation
+// spilled since the last report: run files' bytes (diskBytesSpilled) and
+// the memory its self-initiated spills freed (memoryBytesSpilled); what
+// Spark's own spills of it free the plugin counts. It runs inside a native
+// call on the aggregation (drive, close). A failed report is logged.
 func (e *aggEngine) reportSpills(ah *aggHandle) {
 	st := ah.agg.Stats()
 	ah.spill.Lock()
@@ -212,7 +234,11 @@ func (e *aggEngine) reportSpills(ah *aggHandle) {
 	if memory == 0 && disk == 0 {
 		return
 	}
-	if err := ah.ref.reportSpill(memory, disk); err != nil {
+	task, err := currentTask("nativeagg: reportSpills")
+	if err == nil {
+		err = ah.ref.reportSpill(task, memory, disk)
+	}
+	if err != nil {
 		e.logger.Warn("nativeagg: spill bytes not reported to Spark", "consumer", ah.name, "memory", memory, "disk", disk, "err", err)
 	}
 }
@@ -306,10 +332,10 @@ func (e *aggEngine) stats(h int64) ([]int64, error) {
 	return a, nil
 }
 
-// close releases everything the aggregation holds and drops its reference
-// to the task's pool. Output batches Java has not released are a leak:
-// their charge is given back anyway and close returns an error
-// (IllegalStateException) carrying the allocator's leak report. The
+// close releases everything the aggregation holds, with its task current,
+// then drops its reference to the task's pool. Output batches Java has not
+// released are a leak: their charge is given back anyway and close returns
+// an error (IllegalStateException) carrying the allocator's leak report. The
 // planted leak's retained batch is not an error: it is what --leak asks
 // for, so the aggregation's allocator stays counted in the executor memory
 // ledger (native.allocated, and LiveNative by consumer and allocation site)
@@ -320,9 +346,12 @@ func (e *aggEngine) close(h int64) error {
 		return fmt.Errorf("close0: %w", err)
 	}
 	racing := ah.busy.Load()
-	e.reportSpills(ah)
-	retained := ah.agg.Stats().RetainedBytes
-	err = ah.agg.Close()
+	var retained int64
+	err = onTask(ah.ref, func() error {
+		e.reportSpills(ah)
+		retained = ah.agg.Stats().RetainedBytes
+		return ah.agg.Close()
+	})
 	ah.ref.release()
 	var leak *ffi.LeakError
 	if errors.As(err, &leak) && retained > 0 && leak.Exports == 0 && leak.Imports == 0 && leak.Bytes == retained {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"regexp"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -17,6 +16,7 @@ import (
 	"github.com/nativepool/nativepool/ffi"
 	"github.com/nativepool/nativepool/jni"
 	"github.com/nativepool/nativepool/pool"
+	"github.com/nativepool/nativepool/taskshared"
 )
 
 // These tests drive the engine behind AggBridge's natives without a JVM, as
@@ -38,21 +38,21 @@ type aggTestEngine struct {
 func newAggTestEngine(t *testing.T, p pool.Pool) *aggTestEngine {
 	t.Helper()
 	e := &aggTestEngine{tracked: make(map[string]int)}
-	var joins atomic.Int64
+	tasks := newTestTasks(t, func(int64) pool.Pool { return p })
 	e.aggEngine = newAggEngine(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		func(task int64) (taskRef, error) {
-			if task < 0 {
-				return taskRef{}, fmt.Errorf("jni: JoinTaskPool(task %d): the task has no open pool: %w", task, jni.ErrIllegalState)
+			h, release, err := tasks.join(task)
+			if err != nil {
+				return taskRef{}, err
 			}
-			joins.Add(1)
 			return taskRef{
-				pool: p,
-				reportSpill: func(memory, disk int64) error {
+				task: h,
+				reportSpill: func(_ *taskshared.Handle, memory, disk int64) error {
 					e.reports.memory.Add(memory)
 					e.reports.disk.Add(disk)
 					return nil
 				},
-				release: func() { joins.Add(-1) },
+				release: release,
 				track: func(consumer string, _ *ffi.Allocator) func() {
 					e.mu.Lock()
 					e.tracked[consumer]++
@@ -68,7 +68,6 @@ func newAggTestEngine(t *testing.T, p pool.Pool) *aggTestEngine {
 				},
 			}, nil
 		})
-	t.Cleanup(func() { assert.Zero(t, joins.Load(), "every join was released") })
 	return e
 }
 

@@ -16,6 +16,12 @@
 // task's pool (jni.JoinTaskPool), and hands sorted batches back the same
 // way.
 //
+// Java names the task once, in create0; later calls pass only the
+// sorter's handle. Each native call that runs a sorter's work makes the
+// sorter's task the current task of its goroutine for the call's duration
+// and clears it on return (taskshared.Run, task.go), and the engine reads
+// the task's pool and id from taskshared.Current below that point.
+//
 // # The natives of SortBridge
 //
 //	create0(taskAttemptId, name, batchRows, tempDir) long   a sorter on the task's pool

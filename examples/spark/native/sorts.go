@@ -14,7 +14,6 @@ import (
 	"github.com/nativepool/nativepool/ffi"
 	"github.com/nativepool/nativepool/internal/gomem"
 	"github.com/nativepool/nativepool/jni"
-	"github.com/nativepool/nativepool/pool"
 )
 
 // Indices of the array stats0 returns, in the order of sortStatFields.
@@ -89,7 +88,7 @@ type engine struct {
 	sorters *jni.HandleTable[*sortHandle]
 	logger  *slog.Logger
 	// join opens a reference to a task's pool (jni.JoinTaskPool in the
-	// library; a plain pool in tests).
+	// library; a test registry's in tests).
 	join func(taskAttemptID int64) (taskRef, error)
 
 	// Counters of closed sorters, so that sample0 stays cumulative.
@@ -129,31 +128,6 @@ func newEngine(logger *slog.Logger, join func(int64) (taskRef, error)) *engine {
 	return &engine{sorters: jni.NewHandleTable[*sortHandle]('S', "nativesort", "sorter"), logger: logger, join: join}
 }
 
-// taskRef is a sorter's reference to its task's pool.
-type taskRef struct {
-	pool pool.Pool
-	// reportSpill adds spill bytes to the task's Spark metrics
-	// (jni.ReportSpill): memory freed by self-initiated spills, bytes
-	// written to disk.
-	reportSpill func(memory, disk int64) error
-	release     func() // drops the reference
-	// track counts a sorter's allocator in the executor memory ledger
-	// (jni.TrackAllocator) until the returned function is called; nil in
-	// tests without the library.
-	track func(consumer string, a *ffi.Allocator) (untrack func())
-}
-
-// joinTaskPool is engine.join in the library: a counted reference to the
-// pool Java opened for the task (see jni.JoinTaskPool).
-func joinTaskPool(taskAttemptID int64) (taskRef, error) {
-	h, err := jni.JoinTaskPool(taskAttemptID)
-	if err != nil {
-		return taskRef{}, err
-	}
-	report := func(memory, disk int64) error { return jni.ReportSpill(h, memory, disk) }
-	return taskRef{pool: h.Pool(), reportSpill: report, release: h.Close, track: jni.TrackAllocator}, nil
-}
-
 // sortHandle is one sorter opened by create0.
 type sortHandle struct {
 	sorter *extsort.Sorter
@@ -178,7 +152,8 @@ type sortHandle struct {
 }
 
 // create opens a sorter on the pool of task taskAttemptID and returns its
-// handle. batchRows ≤ 0 and tempDir "" take extsort's defaults.
+// handle. batchRows ≤ 0 and tempDir "" take extsort's defaults. The sorter
+// is built with the task current (onTask), as every later call on it runs.
 func (e *engine) create(taskAttemptID int64, name string, batchRows int, tempDir string) (int64, error) {
 	if name == "" {
 		return 0, fmt.Errorf("nativesort: create0: empty consumer name: %w", jni.ErrIllegalArgument)
@@ -187,12 +162,31 @@ func (e *engine) create(taskAttemptID int64, name string, batchRows int, tempDir
 	if err != nil {
 		return 0, fmt.Errorf("nativesort: create0(task %d): %w", taskAttemptID, err)
 	}
-	// The sorter's records (spills) name the task on whichever thread makes them.
-	logger := e.logger.With(jni.TaskAttr(taskAttemptID))
-	s, err := extsort.New(ref.pool, extsort.Options{Name: name, BatchRows: batchRows, TempDir: tempDir, Logger: logger})
+	var h int64
+	err = onTask(ref, func() error {
+		var err error
+		h, err = e.open(ref, name, batchRows, tempDir)
+		return err
+	})
 	if err != nil {
 		ref.release()
 		return 0, fmt.Errorf("nativesort: create0(task %d): %w", taskAttemptID, err)
+	}
+	return h, nil
+}
+
+// open builds a sorter on the current task's pool and registers it under
+// a new handle; on an error it leaves nothing open but ref.
+func (e *engine) open(ref taskRef, name string, batchRows int, tempDir string) (int64, error) {
+	task, err := currentTask("nativesort: create0")
+	if err != nil {
+		return 0, err
+	}
+	// The sorter's records (spills) name the task on whichever thread makes them.
+	logger := e.logger.With(jni.TaskAttr(task.TaskAttemptID()))
+	s, err := extsort.New(task.Pool(), extsort.Options{Name: name, BatchRows: batchRows, TempDir: tempDir, Logger: logger})
+	if err != nil {
+		return 0, err
 	}
 	sh := &sortHandle{sorter: s, ref: ref, name: name, untrack: func() {}}
 	if ref.track != nil {
@@ -202,14 +196,13 @@ func (e *engine) create(taskAttemptID int64, name string, batchRows int, tempDir
 	if err != nil {
 		_ = s.Close()
 		sh.untrack()
-		ref.release()
 		return 0, err
 	}
 	return h, nil
 }
 
-// drive runs one driver call on the sorter of handle h, then checks the
-// books.
+// drive runs one driver call on the sorter of handle h with its task
+// current (onTask), then checks the books.
 func (e *engine) drive(op string, h int64, fn func(*sortHandle) error) error {
 	sh, err := e.sorters.Get(h)
 	if err != nil {
@@ -219,11 +212,13 @@ func (e *engine) drive(op string, h int64, fn func(*sortHandle) error) error {
 		return fmt.Errorf("nativesort: %s on %s while another call on it is running: %w", op, sh.name, jni.ErrIllegalState)
 	}
 	defer sh.busy.Store(false)
-	err = fn(sh)
-	e.check(sh)
-	e.reportSpills(sh)
-	e.readGoRuntime()
-	return err
+	return onTask(sh.ref, func() error {
+		err := fn(sh)
+		e.check(sh)
+		e.reportSpills(sh)
+		e.readGoRuntime()
+		return err
+	})
 }
 
 // reportSpills tells the task's Spark metrics what the sorter spilled since
@@ -231,8 +226,9 @@ func (e *engine) drive(op string, h int64, fn func(*sortHandle) error) error {
 // its self-initiated spills freed (memoryBytesSpilled; what Spark's spills
 // of it free is counted by the plugin as they happen). Spark-requested
 // spills run outside the sorter's calls, so their files are reported at
-// the next call or at close. A failed report costs a metric, never the
-// sort: it is logged.
+// the next call or at close. The metrics are the current task's: reportSpills
+// runs inside a native call on the sorter (drive, close). A failed report
+// costs a metric, never the sort: it is logged.
 func (e *engine) reportSpills(sh *sortHandle) {
 	st := sh.sorter.Stats()
 	sh.spill.Lock()
@@ -242,7 +238,11 @@ func (e *engine) reportSpills(sh *sortHandle) {
 	if memory == 0 && disk == 0 {
 		return
 	}
-	if err := sh.ref.reportSpill(memory, disk); err != nil {
+	task, err := currentTask("nativesort: reportSpills")
+	if err == nil {
+		err = sh.ref.reportSpill(task, memory, disk)
+	}
+	if err != nil {
 		e.logger.Warn("nativesort: spill bytes not reported to Spark", "consumer", sh.name, "memory", memory, "disk", disk, "err", err)
 	}
 }
@@ -336,8 +336,9 @@ func (e *engine) stats(h int64) ([]int64, error) {
 	return a, nil
 }
 
-// close releases everything the sorter holds, removes its run files and
-// drops its reference to the task's pool. Output batches Java has not
+// close releases everything the sorter holds and removes its run files,
+// with its task current, then drops its reference to the task's pool.
+// Output batches Java has not
 // released are a leak: their charge is given back anyway and close returns
 // an error (IllegalStateException) carrying the allocator's leak report.
 func (e *engine) close(h int64) error {
@@ -348,11 +349,14 @@ func (e *engine) close(h int64) error {
 	// A driver call still running on another thread would race with Close:
 	// that is a Java bug the wrapper prevents; report it after closing.
 	racing := sh.busy.Load()
-	e.check(sh)
-	e.reportSpills(sh)
-	sh.closed.Store(true)
-	err = sh.sorter.Close()
-	sh.untrack()
+	err = onTask(sh.ref, func() error {
+		e.check(sh)
+		e.reportSpills(sh)
+		sh.closed.Store(true)
+		err := sh.sorter.Close()
+		sh.untrack()
+		return err
+	})
 	sh.ref.release()
 	e.closedChecks.Add(sh.checks.Load())
 	e.closedViolations.Add(sh.violations.Load())

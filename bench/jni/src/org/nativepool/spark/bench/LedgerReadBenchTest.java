@@ -17,8 +17,8 @@ import org.nativepool.spark.ledger.LedgerSnapshot;
 
 /**
  * What the executor's reporter reads each poll period, side by side in one JVM, rounds
- * interleaved: before issue 13 a {@code processStats0} read; now a whole {@link LedgerReader}
- * reading (that read, the Arrow stats, the JVM's beans, an NMT summary when the JVM runs with
+ * interleaved: a {@code processStats0} read alone, the poll without the ledger; and a whole {@link
+ * LedgerReader} reading, the poll the reporter makes (that read, the Arrow stats, the JVM's beans, an NMT summary when the JVM runs with
  * {@code -XX:NativeMemoryTracking=summary} as surefire's does, netty's pools, the heap's smaps
  * range). Printed and written to {@code target/bench-ledger.txt}; see bench/RESULTS.md.
  */
@@ -63,7 +63,7 @@ class LedgerReadBenchTest {
         String.format(
             Locale.ROOT,
             "ledger read bench: %d reads x %d rounds each, interleaved; median (min..max) us per read%n"
-                + "  processStats0 (the poll before issue 13)  %.1f (%.1f..%.1f)%n"
+                + "  processStats0 (the poll without ledger)   %.1f (%.1f..%.1f)%n"
                 + "  LedgerReader.read (the poll now)          %.1f (%.1f..%.1f)%n"
                 + "  ratio                                     %.1fx%n"
                 + "  parts of the last reading: %d (NMT %s); sink %d%n",

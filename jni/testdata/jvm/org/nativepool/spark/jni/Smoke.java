@@ -188,7 +188,8 @@ public class Smoke {
     Natives.configureRuntime0(128 << 10, 256L << 20, 0);
 
     long[] ps = Natives.processStats0();
-    check(ps.length == 29 && ps[0] == 1, "processStats " + Arrays.toString(ps));
+    check(ps.length == 41 && ps[0] == 1, "processStats " + Arrays.toString(ps));
+    check(ps[29] == -1 && ps[32] == 0, "no pod guard yet: GUARD_LIMIT -1, GUARD_RESERVE 0: " + Arrays.toString(ps));
     check(ps[21] >= 0, "MALLOC_RETAINED (mallinfo2 on glibc, index 21): " + ps[21]);
     boolean userEnv = System.getenv("MALLOC_MMAP_THRESHOLD_") != null;
     check(ps[12] == 256L << 20, "GO_MEMORY_LIMIT set by configureRuntime0: " + ps[12]);
@@ -230,6 +231,21 @@ public class Smoke {
     check(t instanceof IllegalArgumentException, "negative resident -> IAE: " + t);
     Natives.leakResident0(0);
     check(Natives.liveNative0(10).isEmpty(), "liveNative0 without Arrow allocators: empty");
+
+    // the pod guard: a limit far above this JVM, against its resident set (or a cgroup's)
+    t = thrown(() -> Natives.configureGuard0(true, -1, 0, false));
+    check(t instanceof IllegalArgumentException, "negative reserve -> IAE: " + t);
+    Natives.configureGuard0(true, 64L << 20, 1L << 40, true);
+    long guardLimit = -1;
+    for (int i = 0; i < 500 && guardLimit < 0; i++) {
+      Thread.sleep(10);
+      guardLimit = Natives.processStats0()[29];
+    }
+    ps = Natives.processStats0();
+    check(guardLimit > 0 && ps[32] == 64L << 20 && ps[31] == ps[29] - ps[30], "the guard's figures: " + Arrays.toString(ps));
+    check(Natives.guardEpisodes0().isEmpty(), "no episode far from the limit: " + Natives.guardEpisodes0());
+    Natives.configureGuard0(false, 0, 0, false);
+    check(Natives.processStats0()[29] == -1, "the guard off: GUARD_LIMIT -1");
     t = thrown(() -> Natives.liveNative0(-1));
     check(t instanceof IllegalArgumentException, "liveNative0(-1) -> IAE: " + t);
 

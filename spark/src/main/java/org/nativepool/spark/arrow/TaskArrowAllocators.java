@@ -55,7 +55,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>{@link #close()} (from the task completion listener, for {@link #forCurrentTask()}) frees
  * every buffer the task's allocators hold, on either side, or keeps it reported with its owner
- * until it is freed (issue 9: batches cannot outlive the task's memory). In this order:
+ * until it is freed, so no batch outlives the task's memory unaccounted. In this order:
  *
  * <ol>
  *   <li>the roots {@link GoBatch#exportTo} made in {@link #importer()} and that are still open

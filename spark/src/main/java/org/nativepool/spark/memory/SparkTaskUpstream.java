@@ -40,11 +40,11 @@ import org.slf4j.LoggerFactory;
  * Spark's leak check) every acquire is refused and a late release is counted and dropped, never
  * forwarded to Spark: Spark has already cleaned up the task.
  *
- * <p>Spill metrics (issue 12): the bytes each Spark-requested spill of the consumer releases count
- * as the task's {@code memoryBytesSpilled}; what the task's Go engines report with {@code
- * jni.ReportSpill} (bytes their spills wrote, memory their own spills freed) is taken after each
- * such spill and at {@link #close()}, and what Java spillers report through {@link
- * TaskPool#reportSpill} is added at once ({@link #recordSpill}).
+ * <p>Spill metrics, so that Spark's UI and event log count native spills: the bytes each
+ * Spark-requested spill of the consumer releases count as the task's {@code memoryBytesSpilled};
+ * what the task's Go engines report with {@code jni.ReportSpill} (bytes their spills wrote, memory
+ * their own spills freed) is taken after each such spill and at {@link #close()}, and what Java
+ * spillers report through {@link TaskPool#reportSpill} is added at once ({@link #recordSpill}).
  *
  * <p>Safe for concurrent use by the task's threads and the Go side's threads.
  */

@@ -25,11 +25,11 @@ import org.nativepool.spark.testing.ArrowTask;
 import org.nativepool.spark.testing.RawMemory;
 
 /**
- * Issue 9, case 10: bad C Data addresses from Java get {@link IllegalArgumentException}, not a
- * crash. Each forgery is made on a genuine Arrow Java export (one field at a time) or is no struct
- * at all; the import is refused before anything is dereferenced, nothing is charged or kept, and
- * with the field restored the same struct imports (or is released by its owner). Before the fix
- * an unmapped address killed the JVM ({@code fatal error: fault}): finishing is part of the claim.
+ * Bad C Data addresses from Java get {@link IllegalArgumentException}, not a crash. Each forgery is
+ * made on a genuine Arrow Java export (one field at a time) or is no struct at all; the import is
+ * refused before anything is dereferenced, nothing is charged or kept, and with the field restored
+ * the same struct imports (or is released by its owner). An unmapped address that reached Go's
+ * reads would kill the JVM ({@code fatal error: fault}), so finishing is part of the claim.
  */
 class ArrowBadAddressTest {
   private static final long MIB = ArrowTask.MIB;

@@ -18,11 +18,11 @@ import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.testing.ArrowTask;
 
 /**
- * Issue 9, the long-running streaming executor: Go batches exported to Java and left open at task
- * end must not stay resident. 1,000 tasks each leave a 256 KiB Go batch open in Java (and drop
- * it), then 1,000 clean tasks run; the process's resident set, read from {@code /proc/self/statm},
- * must be back within 16 MiB of where it was before the leaky tasks. Before the fix each leaked
- * batch stayed mapped for good (+256 MiB).
+ * A long-running streaming executor: Go batches exported to Java and left open at task end must not
+ * stay resident. 1,000 tasks each leave a 256 KiB Go batch open in Java (and drop it), then 1,000
+ * clean tasks run; the process's resident set, read from {@code /proc/self/statm}, must be back
+ * within 16 MiB of where it was before the leaky tasks. If a leaked batch stayed mapped for good,
+ * the resident set would end 256 MiB higher.
  *
  * <p>The Go buffers of this size have pages of their own ({@code ffi/cdata.go}, mapThreshold), so
  * a freed buffer leaves the resident set at once instead of sitting in libc's heap: the figure

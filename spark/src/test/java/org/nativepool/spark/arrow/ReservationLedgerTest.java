@@ -17,7 +17,7 @@ import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.testing.ArrowTask;
 
 /**
- * One ledger per reservation (issue 10 item 4), on Spark's real {@code TaskMemoryManager}: an Arrow
+ * One account of each reservation's bytes, on Spark's real {@code TaskMemoryManager}: an Arrow
  * copy charges a Go reservation of its own, so Java's {@link Reservation#size()} equals Go's
  * {@code Size()} ({@link Reservation#nativeSize()}) at every quiescent step, before and after
  * copies into the reservation and after they are released; the pool still counts the copy for the

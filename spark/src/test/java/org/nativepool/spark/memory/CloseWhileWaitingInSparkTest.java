@@ -31,8 +31,7 @@ import scala.Option;
 import scala.collection.immutable.Map$;
 
 /**
- * Issue 9, case 8: closing a task's pool while another thread's native call waits in Spark's 1/2N
- * wait. Two tasks (two {@code TaskMemoryManager}s) share one {@code UnifiedMemoryManager} of 64
+ * Closing a task's pool while another thread's native call waits in Spark's 1/2N wait. Two tasks (two {@code TaskMemoryManager}s) share one {@code UnifiedMemoryManager} of 64
  * MiB: task A takes everything while it is alone, so task B's {@code tryGrow(16 MiB)} (below 1/2N
  * = 16 MiB) parks in Spark until A frees. Meanwhile B's pool is closed: an explicit {@link
  * TaskPool#close()} is refused and closes nothing, the task-end close waits for the call, and a
@@ -169,7 +168,8 @@ class CloseWhileWaitingInSparkTest {
     assertTaskBHoldsNothing();
     ProcessStats after = Natives.processStats();
     // The grant landed in the open pool and the reservation, left open by its user, held it when
-    // the pool closed: one leak of what the user reserved, counted once (issue 13 item 4).
+    // the pool closed: one leak of what the user reserved, counted once (Leaks: the reservation's
+    // leak is its size(); the pool's close then finds nothing more to report).
     assertEquals(before.leaks() + 1, after.leaks(), "one leak, the open reservation: " + after);
     assertEquals(before.leakedBytes() + 16 * MIB, after.leakedBytes(), after::toString);
   }
@@ -200,7 +200,8 @@ class CloseWhileWaitingInSparkTest {
     assertEquals(0, upB.lateReleases(), "the upstream was open for every release");
     ProcessStats after = Natives.processStats();
     // The grant landed in the open pool and the reservation, left open by its user, held it when
-    // the pool closed: one leak of what the user reserved, counted once (issue 13 item 4).
+    // the pool closed: one leak of what the user reserved, counted once (Leaks: the reservation's
+    // leak is its size(); the pool's close then finds nothing more to report).
     assertEquals(before.leaks() + 1, after.leaks(), "one leak, the open reservation: " + after);
     assertEquals(before.leakedBytes() + 16 * MIB, after.leakedBytes(), after::toString);
   }
@@ -237,7 +238,8 @@ class CloseWhileWaitingInSparkTest {
     ProcessStats after = Natives.processStats();
     assertEquals(before.liveTasks(), after.liveTasks(), "task C's Go task pool is gone: " + after);
     // The grant landed in the open pool and the reservation, left open by its user, held it when
-    // the pool closed: one leak of what the user reserved, counted once (issue 13 item 4).
+    // the pool closed: one leak of what the user reserved, counted once (Leaks: the reservation's
+    // leak is its size(); the pool's close then finds nothing more to report).
     assertEquals(before.leaks() + 1, after.leaks(), "one leak, the open reservation: " + after);
     assertEquals(before.leakedBytes() + 16 * MIB, after.leakedBytes(), after::toString);
   }

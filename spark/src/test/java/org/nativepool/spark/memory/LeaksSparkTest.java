@@ -33,9 +33,9 @@ import org.nativepool.spark.ledger.LiveNative;
 import org.nativepool.spark.testing.LogCapture;
 
 /**
- * Issue 13 item 4 in real Spark tasks ({@code local[1]}, the plugin, allocation sites on, Spark's
- * leak check turned into an exception): every kind of leak at a task's end is counted once in the
- * {@code leaks}/{@code leakedBytes} figures, logged at WARN and listed by {@link
+ * Leaks that name their owner, in real Spark tasks ({@code local[1]}, the plugin, allocation sites
+ * on, Spark's leak check turned into an exception): every kind of leak at a task's end is counted
+ * once in the {@code leaks}/{@code leakedBytes} figures, logged at WARN and listed by {@link
  * Leaks#recent()} with its consumer and the Java caller that reserved or allocated it; what a
  * leak leaves allocated stays in {@code leakedResident} until it is freed. Each task still
  * succeeds: the task's end gives Spark every byte back before Spark's own check.

@@ -5,7 +5,7 @@ import org.nativepool.spark.jni.Natives;
 /**
  * The natives of the soak's streaming aggregation ({@code examples/spark/native/agg_exports.go},
  * built into {@code libnativesort.so} with the demo's sort and every native of {@link
- * NativeBridge}): a count and sum by key over Arrow batches, with its state on disk between
+ * Natives}): a count and sum by key over Arrow batches, with its state on disk between
  * micro-batches and a spillable consumer in the task's native pool.
  *
  * <p>The natives are package-private and unchecked: {@link NativeAgg} validates and guards before
