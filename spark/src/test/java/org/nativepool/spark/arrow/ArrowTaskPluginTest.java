@@ -77,8 +77,7 @@ class ArrowTaskPluginTest {
   }
 
   private static Map<String, Long> gauges() {
-    List<Source> sources =
-        SparkMetrics.sourcesByName(SOURCE);
+    List<Source> sources = SparkMetrics.sourcesByName(SOURCE);
     Map<String, Long> out = new HashMap<>();
     MetricRegistry registry = sources.get(0).metricRegistry();
     registry.getGauges().forEach((k, g) -> out.put(k, (Long) g.getValue()));

@@ -231,8 +231,7 @@ class DriverSideTest {
 
   /** The driver side's gauges: the plugin source that has {@code total.reserved}. */
   private static Map<String, Long> driverGauges() {
-    List<Source> sources =
-        SparkMetrics.sourcesByName(SOURCE);
+    List<Source> sources = SparkMetrics.sourcesByName(SOURCE);
     Map<String, Long> out = new HashMap<>();
     for (Source s : sources) {
       MetricRegistry registry = s.metricRegistry();
@@ -253,8 +252,7 @@ class DriverSideTest {
 
   @Test
   void bothSidesRegisterTheirSourceInLocalModeWithoutACollision() {
-    List<Source> sources =
-        SparkMetrics.sourcesByName(SOURCE);
+    List<Source> sources = SparkMetrics.sourcesByName(SOURCE);
     assertEquals(2, sources.size(), "the executor's and the driver's source, both named " + SOURCE);
     long executorSide =
         sources.stream()

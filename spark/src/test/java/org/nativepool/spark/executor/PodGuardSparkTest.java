@@ -442,8 +442,7 @@ class PodGuardSparkTest {
 
   /** The driver side's gauges: the plugin source that has {@code total.reserved}. */
   private static Map<String, Long> driverGauges() {
-    List<Source> sources =
-        SparkMetrics.sourcesByName(SOURCE);
+    List<Source> sources = SparkMetrics.sourcesByName(SOURCE);
     for (Source s : sources) {
       if (s.metricRegistry().getMetrics().containsKey("total.reserved")) {
         Map<String, Long> out = new java.util.HashMap<>();

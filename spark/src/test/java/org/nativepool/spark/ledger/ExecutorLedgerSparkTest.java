@@ -141,8 +141,7 @@ class ExecutorLedgerSparkTest {
   /** Gauges and counters of the plugin sources that have {@code key}, by name. */
   private static Map<String, Long> metrics(String key) {
     Map<String, Long> out = new HashMap<>();
-    for (Source s :
-        SparkMetrics.sourcesByName(SOURCE)) {
+    for (Source s : SparkMetrics.sourcesByName(SOURCE)) {
       MetricRegistry r = s.metricRegistry();
       if (r.getMetrics().containsKey(key)) {
         r.getGauges().forEach((k, g) -> out.put(k, (Long) g.getValue()));
