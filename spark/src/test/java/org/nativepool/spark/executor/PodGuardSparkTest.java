@@ -24,6 +24,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import org.apache.spark.TaskContext;
@@ -199,6 +200,7 @@ class PodGuardSparkTest {
           "a ledger reading before the burst",
           () -> ExecutorLedger.current() != null && ExecutorLedger.current().latest() != null);
 
+      long releasedBefore = stat(ProcessStat.GUARD_RELEASED_BYTES);
       long limit = residentAnonAndShmem() + LIMIT_ABOVE_MIB * MIB;
       Natives.configureGuard(true, RESERVE, limit, true);
       await(
@@ -245,12 +247,24 @@ class PodGuardSparkTest {
       assertFalse(spillThreads.contains(taskThread), spillThreads::toString);
       assertEquals(0, reservation.size(), "the spiller freed the reservation");
 
-      // Ballast: the freed bytes stay held from Spark while the pressure lasts.
-      assertTrue(consumption() >= HELD, "Spark still counts them: " + consumption());
-      assertTrue(stat(ProcessStat.GUARD_BALLAST) >= HELD, () -> "" + Natives.processStats());
+      // Ballast: the freed bytes stay held from Spark while the pressure lasts, all but what the
+      // guard gives back once the headroom is over two reserves (after a spill the runtimes may
+      // return enough memory for that: the Go heap, malloc's arenas). Polled, since the guard
+      // frees to Spark before it counts the bytes it released.
+      LongSupplier givenBack = () -> stat(ProcessStat.GUARD_RELEASED_BYTES) - releasedBefore;
+      await(
+          "Spark still counting the spilled bytes, but for ballast given back",
+          () -> consumption() + givenBack.getAsLong() >= HELD);
+      await(
+          "the spilled bytes in ballast, but for what was given back",
+          () -> stat(ProcessStat.GUARD_BALLAST) + givenBack.getAsLong() >= HELD);
+      long back = givenBack.getAsLong();
+      assertTrue(back < HELD, "some ballast is still held; given back: " + back);
       // Held a while, so that the reporter's ledger readings see the whole burst.
       Thread.sleep(1000);
-      assertTrue(consumption() >= HELD, "still, while the burst lasts: " + consumption());
+      await(
+          "Spark still counting them while the burst lasts, but for ballast given back",
+          () -> consumption() + givenBack.getAsLong() >= HELD);
       assertTrue(
           find(Natives.guardEpisodes(), x -> same(x, lasting) && x.open()) != null,
           "the episode lasts as long as the burst");
