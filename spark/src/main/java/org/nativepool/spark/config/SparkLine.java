@@ -3,6 +3,7 @@ package org.nativepool.spark.config;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 
@@ -28,8 +29,9 @@ import java.util.Properties;
  * with it.
  *
  * <p>What differs between the lines, each a method here: {@link #autoOverheadTakesEffect()} (the
- * order in which SparkContext builds the default ResourceProfile and loads plugins) and {@link
- * #hasMinMemoryOverhead()} (a setting Spark 3.5 does not have). Immutable.
+ * order in which SparkContext builds the default ResourceProfile and loads plugins), {@link
+ * #hasMinMemoryOverhead()} (a setting Spark 3.5 does not have) and {@link #arrowJniMissing()} (the
+ * platforms the bundled Arrow's JNI library covers). Immutable.
  */
 public final class SparkLine {
   /** The jar's stamp: the nativepool release and the Spark line it was built for. */
@@ -171,6 +173,56 @@ public final class SparkLine {
    */
   public boolean hasMinMemoryOverhead() {
     return atLeast(4, 0);
+  }
+
+  /**
+   * Why the bundled {@code arrow-c-data} cannot move Arrow batches on this JVM's platform, or null
+   * when it can: its JNI library must be on the classpath where Arrow's loader looks for it
+   * ({@code arrow_cdata_jni/<arch>/} from Arrow 13 on, {@code <arch>/} before). Arrow 12.0.1, the
+   * Spark 3.5 lines', has none for Linux on aarch64.
+   */
+  public String arrowJniMissing() {
+    if (System.getProperty("arrow.cdata.library.path") != null) {
+      return null; // Arrow 19's loader takes the library from there
+    }
+    return arrowJniMissing(
+        System.getProperty("os.name", ""),
+        System.getProperty("os.arch", ""),
+        SparkLine.class.getClassLoader());
+  }
+
+  String arrowJniMissing(String osName, String osArch, ClassLoader loader) {
+    String os = osName.toLowerCase(Locale.ROOT);
+    String lib;
+    if (os.startsWith("linux")) {
+      lib = "libarrow_cdata_jni.so";
+    } else if (os.startsWith("mac")) {
+      lib = "libarrow_cdata_jni.dylib";
+    } else if (os.startsWith("windows")) {
+      lib = "arrow_cdata_jni.dll";
+    } else {
+      return null; // a platform Arrow's loader does not name either
+    }
+    String arch =
+        switch (osArch.toLowerCase(Locale.ROOT)) {
+          case "amd64", "x86_64" -> "x86_64";
+          case "aarch64" -> "aarch_64";
+          default -> osArch.toLowerCase(Locale.ROOT);
+        };
+    if (loader.getResource("arrow_cdata_jni/" + arch + "/" + lib) != null
+        || loader.getResource(arch + "/" + lib) != null) {
+      return null;
+    }
+    return "nativepool: this jar's arrow-c-data "
+        + builtArrow
+        + " has no JNI library for "
+        + osName
+        + " "
+        + arch
+        + " ("
+        + lib
+        + "): Arrow batches through the C Data Interface (arrow.GoBatch) fail on this JVM; native"
+        + " pools and reservations work (docs/DEPLOYING.md, \"Spark lines\")";
   }
 
   /** The running Spark's version. */

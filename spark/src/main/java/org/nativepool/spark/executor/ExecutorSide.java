@@ -104,6 +104,10 @@ public final class ExecutorSide implements ExecutorPlugin {
     gauges.register(ctx.metricRegistry());
     installed = ExecutorState.install(s, ledger);
     LedgerReader.checkReflection(); // what the ledger cannot read is logged now, at WARN, once
+    String noArrow = SparkLine.current().arrowJniMissing(); // Arrow 12 on linux-aarch64
+    if (noArrow != null) {
+      LOG.warn(noArrow);
+    }
     reporter = ExecutorReporter.start(ctx, reporting, gauges, ledger, guardStarted);
     LOG.info("nativepool: executor {} uses {}; {} ({})", ctx.executorID(), s, guard, source);
   }

@@ -101,4 +101,24 @@ class SparkLineTest {
     assertFalse(built("3.5", "2.13", "3.5.9", null).hasMinMemoryOverhead());
     assertTrue(built("4.0", "2.13", "4.0.0", null).hasMinMemoryOverhead());
   }
+
+  /**
+   * The bundled arrow-c-data's JNI library covers Linux on x86-64 on every line, and on aarch64
+   * from Arrow 13 on: Arrow 12.0.1 (the 3.5 lines) has none there, which the executor says at its
+   * start. Read from this build's classpath, which has the line's arrow-c-data.
+   */
+  @Test
+  void theBundledArrowsJniLibraryCoversLinuxOnAarch64From40On() {
+    SparkLine current = SparkLine.current();
+    ClassLoader loader = getClass().getClassLoader();
+    assertNull(current.arrowJniMissing("Linux", "amd64", loader));
+    String aarch64 = current.arrowJniMissing("Linux", "aarch64", loader);
+    boolean arrow12 = current.sparkVersion().startsWith("3.5.");
+    assertEquals(arrow12, aarch64 != null, () -> current + ": " + aarch64);
+    String none = current.arrowJniMissing("Linux", "aarch64", new ClassLoader(null) {});
+    assertTrue(
+        none.startsWith("nativepool: this jar's arrow-c-data ")
+            && none.contains(" has no JNI library for Linux aarch_64 (libarrow_cdata_jni.so): "),
+        none);
+  }
 }
