@@ -2,8 +2,12 @@
 #   make example   runs the main demo
 #   make test      runs every test (Go with -race, every cgo-free package without cgo, go vet, gofmt check,
 #                  Java/JUnit against real Spark, the demo in pod-sized cgroups with and without a burst,
-#                  a standalone cluster, an executor killed at its memory limit, the streaming soak's
-#                  5-minute smoke)
+#                  a standalone cluster on Spark 4.1 and on Spark 3.5 with Scala 2.12, an executor
+#                  killed at its memory limit, the streaming soak's 5-minute smoke)
+# and, for the other Spark lines (docs/DEPLOYING.md, "Spark lines"):
+#   make jar SPARK=3.5 SCALA=2.12      the plugin jar of one line (default: SPARK=4.1 SCALA=2.13)
+#   make test-cluster SPARK=4.2        the standalone cluster test on that line's Spark
+#   make test-matrix                   every other line: its jar, Spark-facing tests and cluster test
 SHELL := /bin/bash
 GO ?= go
 MVN ?= mvn -B -ntp
@@ -17,9 +21,24 @@ JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
 export JAVA_HOME
 export CGO_CFLAGS := -O2 -g -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all lib lib-aarch64 jar config-table test-cluster test-lost-executor bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
+.PHONY: all lib lib-aarch64 jar config-table test-cluster test-cluster-oldest test-lost-executor test-spark test-matrix bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
 
 all: lib jar
+
+## The Spark line (the root pom.xml's profiles; docs/DEPLOYING.md, "Spark lines"): SPARK=3.5, 4.0,
+## 4.1 or 4.2, SCALA=2.12 (3.5 only) or 2.13. 4.1 with Scala 2.13 by default; SPARK=3.5 alone means
+## Scala 2.12, as Spark 3.5's own distribution. jar, test-cluster and test-spark build and test that
+## line; every other target stays on the default line.
+SPARK ?= 4.1
+SCALA ?= $(if $(filter 3.5,$(SPARK)),2.12,2.13)
+LINE := spark$(SPARK)_$(SCALA)
+DEFAULT_LINE := spark4.1_2.13
+LINES := spark3.5_2.12 spark3.5_2.13 spark4.0_2.13 spark4.1_2.13 spark4.2_2.13
+ifeq ($(filter $(LINE),$(LINES)),)
+$(error no Spark line SPARK=$(SPARK) SCALA=$(SCALA): the lines are $(LINES))
+endif
+# The default line builds with no profile, exactly as before the lines existed.
+LINE_ARGS := $(if $(filter $(DEFAULT_LINE),$(LINE)),,-Pspark-$(SPARK),scala-$(SCALA))
 
 ## lib: the c-shared library the JVM loads (one Go runtime per process).
 lib: $(LIB)
@@ -44,11 +63,13 @@ lib-aarch64: $(LIB)
 	if [ "$$got" != "$$want" ]; then echo "lib-aarch64: $$got jni.Natives exports, x86-64 has $$want"; exit 1; fi && \
 	echo "lib-aarch64: $(LIB_ARM64): ELF AArch64, $$got jni.Natives exports"
 
-## jar: the Spark plugin module (Spark itself is 'provided'): spark/target/nativepool-spark-*.jar,
-## carrying libnativepool.so (linux-x86_64, and linux-aarch64 when lib-aarch64 built it) and
-## arrow-c-data. Maven refuses to package without build/lib/libnativepool.so.
+## jar: the Spark plugin module (Spark itself is 'provided') for the line SPARK, SCALA:
+## spark/target/nativepool-spark-spark4.1_2.13-*.jar by default, spark/target/<line>/nativepool-spark-
+## <line>-*.jar for the others, carrying libnativepool.so (linux-x86_64, and linux-aarch64 when
+## lib-aarch64 built it) and the arrow-c-data of that line's Arrow. Maven refuses to package without
+## build/lib/libnativepool.so.
 jar: lib lib-aarch64
-	$(MVN) -q -pl $(PLUGIN_DIR) -Dnativepool.lib.dir=$(BUILD)/lib -DskipTests package
+	$(MVN) -q -pl $(PLUGIN_DIR) $(LINE_ARGS) -Dnativepool.lib.dir=$(BUILD)/lib -DskipTests package
 
 vet:
 	$(GO) vet ./...
@@ -90,7 +111,16 @@ test-java-checkjni: lib
 	grep -E '^\[INFO\] (Tests run: .*Skipped: [0-9]+$$|Building nativepool|BUILD)' $(BUILD)/checkjni.log
 	python3 $(PLUGIN_DIR)/check_jni_warnings.py $(BUILD)/checkjni.log $$(ls $(PLUGIN_DIR)/target/surefire-reports/*.dumpstream $(DEMO_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null)
 
-test: test-go test-java test-java-checkjni test-container test-cluster test-lost-executor soak-smoke
+test: test-go test-java test-java-checkjni test-container test-cluster test-cluster-oldest test-lost-executor soak-smoke
+
+## test-spark: the plugin's Spark-facing JUnit tests on the line SPARK, SCALA: every test that starts
+## a SparkContext (tagged "spark") and the config, arrow, memory, ledger and driver packages (Spark's
+## TaskMemoryManager, spills both ways, Arrow round trips, the driver plugin, the ledger, the line
+## check). make test-java runs them, and every other test, on the default line.
+SPARK_FACING := org/nativepool/spark/*Test*,org/nativepool/spark/config/**,org/nativepool/spark/arrow/**,org/nativepool/spark/memory/**,org/nativepool/spark/ledger/**,org/nativepool/spark/driver/**,org/nativepool/spark/executor/PodGuardSparkTest*,org/nativepool/spark/jni/GoLogTest*
+test-spark: lib
+	$(MVN) -pl $(PLUGIN_DIR) $(LINE_ARGS) -Dnativepool.lib.dir=$(BUILD)/lib '-Dtest=$(SPARK_FACING)' \
+		-Dsurefire.failIfNoSpecifiedTests=false test
 
 ## config-table: renders the README's configuration table from the key registry
 ## (org.nativepool.spark.config.NativePoolConf); a test fails while the two differ.
@@ -102,8 +132,23 @@ config-table:
 ## from Maven in build/spark-home), jobs submitted with only the plugin jar: the library loads
 ## from the jar on every executor, Spark makes native code spill, and a broken library fails the
 ## application fast and clearly without executors crash-looping (spark/cluster-test/run.sh).
+## On the line SPARK, SCALA: that line's jar on a cluster of that line's Spark and Scala
+## (build/spark-home/<line>), plus a jar of another line refused at start on the driver and in every
+## task on executors. make test runs it on the default line and on the oldest (test-cluster-oldest).
 test-cluster: jar
-	bash $(PLUGIN_DIR)/cluster-test/run.sh
+	LINE=$(LINE) bash $(PLUGIN_DIR)/cluster-test/run.sh
+
+## test-cluster-oldest: test-cluster on the oldest line, Spark 3.5 with Scala 2.12 (part of make test).
+test-cluster-oldest:
+	$(MAKE) test-cluster SPARK=3.5 SCALA=2.12
+
+## test-matrix: for every line but the default (3.5 with Scala 2.12 and 2.13, 4.0, 4.2): its jar,
+## test-spark and test-cluster, one line after the other; logs in build/matrix/<line>/, a table of
+## the results and the time taken at the end (spark/test-matrix.sh). Fails if any line failed.
+MATRIX_LINES ?= 3.5:2.12 3.5:2.13 4.0:2.13 4.2:2.13
+test-matrix: lib
+	$(MAKE) jar
+	MAKE="$(MAKE)" bash $(PLUGIN_DIR)/test-matrix.sh $(MATRIX_LINES)
 
 ## test-lost-executor: an executor killed by its container's memory limit, end to end: a standalone
 ## Master and two Workers on 127.0.0.1, one Worker's executors in a memory cgroup sized like a pod; a
@@ -111,9 +156,9 @@ test-cluster: jar
 ## job completes on the other one; then the driver's diagnosis, the event log, and the Native Memory
 ## page live and in a History Server, loaded by headless Chromium (a screenshot in the run's
 ## directory). Skips without a writable cgroup-v1 memory controller or chromium
-## (spark/cluster-test/lost-executor.sh).
+## (spark/cluster-test/lost-executor.sh). On the line SPARK, SCALA (make test: the default line).
 test-lost-executor: jar
-	bash $(PLUGIN_DIR)/cluster-test/lost-executor.sh
+	LINE=$(LINE) bash $(PLUGIN_DIR)/cluster-test/lost-executor.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pool/ ./arbiter/ ./taskshared/ ./ffi/ | tee $(BUILD)/bench-go.txt

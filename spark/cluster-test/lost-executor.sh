@@ -5,6 +5,7 @@
 # page in the live UI and in a History Server, loaded by headless Chromium.
 #
 #   bash spark/cluster-test/lost-executor.sh   (the Makefile builds the plugin jar first: make jar)
+#   LINE=spark3.5_2.12 bash spark/cluster-test/lost-executor.sh   (make test-lost-executor SPARK=3.5)
 #
 # The second Worker's executors run in a cgroup-v1 memory cgroup sized like a Kubernetes executor
 # pod (spark.executor.memory + spark.memory.offHeap.size + the default memoryOverhead): the Worker
@@ -58,23 +59,36 @@ export JAVA_HOME
 JAVA=$JAVA_HOME/bin/java
 MVN=${MVN:-mvn -B -ntp}
 
-plugin_jar=$(ls spark/target/nativepool-spark-*.jar 2>/dev/null | grep -v original- | head -1 || true)
+# LINE is the Spark line whose plugin jar runs (default spark4.1_2.13), as for run.sh: the jar
+# spark/target[/<line>]/nativepool-spark-<line>-*.jar, and the Spark and Scala of its stamp.
+LINE=${LINE:-spark4.1_2.13}
+plugin_jar=$(find spark/target -maxdepth 2 -name "nativepool-spark-$LINE-*.jar" ! -name 'original-*' 2>/dev/null | head -1)
 if [[ -z $plugin_jar ]]; then
-	say "no spark/target/nativepool-spark-*.jar; run make jar" >&2
+	say "no nativepool-spark-$LINE-*.jar under spark/target; run make jar (SPARK=, SCALA=)" >&2
 	exit 2
 fi
+stamp_of() { # stamp_of <jar> <key>: a value of the jar's line stamp
+	python3 -c 'import sys, zipfile
+for l in zipfile.ZipFile(sys.argv[1]).read("org/nativepool/native/version.properties").decode().splitlines():
+    if l.startswith(sys.argv[2] + "="): print(l.split("=", 1)[1])' "$1" "$2"
+}
+spark_line=$(stamp_of "$plugin_jar" spark.line)
+spark_version=$(stamp_of "$plugin_jar" spark.version)
+scala_version=$(stamp_of "$plugin_jar" scala.binary.version)
+say "$LINE: $plugin_jar on Spark $spark_version, Scala $scala_version"
 
-# ---- SPARK_HOME: Spark's jars from Maven, as make test-cluster builds it (run.sh) ----
-export SPARK_HOME=$root/build/spark-home
-spark_version=$(sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' pom.xml)
-stamp=$SPARK_HOME/jars/.complete-$spark_version-$(cksum <spark/cluster-test/spark-home.xml | cut -d' ' -f1)
+# ---- SPARK_HOME: the line's Spark jars from Maven, as make test-cluster builds it (run.sh) ----
+export SPARK_HOME=$root/build/spark-home/$LINE
+stamp=$SPARK_HOME/jars/.complete-$spark_version-$scala_version-$(cksum <spark/cluster-test/spark-home.xml | cut -d' ' -f1)
 if [[ ! -f $stamp ]]; then
 	rm -rf "$SPARK_HOME/jars"
-	$MVN -q -f spark/cluster-test/spark-home.xml -Dspark.version="$spark_version" \
-		dependency:copy-dependencies -DoutputDirectory="$SPARK_HOME/jars"
+	profile=()
+	grep -q "<id>spark-$spark_line</id>" spark/cluster-test/spark-home.xml && profile=(-Pspark-"$spark_line")
+	$MVN -q -f spark/cluster-test/spark-home.xml "${profile[@]}" -Dspark.version="$spark_version" \
+		-Dscala.binary.version="$scala_version" dependency:copy-dependencies -DoutputDirectory="$SPARK_HOME/jars"
 	touch "$stamp"
 fi
-export SPARK_SCALA_VERSION=2.13
+export SPARK_SCALA_VERSION=$scala_version
 export SPARK_LOCAL_IP=127.0.0.1
 spark_cp="$SPARK_HOME/jars/*"
 jvm_args=("@$root/spark/spark-jvm.args")

@@ -4,13 +4,17 @@
 # --files, no library path, no other jar but the application's own.
 #
 #   bash spark/cluster-test/run.sh            (the Makefile builds the plugin jar first: make jar)
+#   LINE=spark3.5_2.12 bash spark/cluster-test/run.sh    (make test-cluster SPARK=3.5 SCALA=2.12)
 #
-# Spark comes from Maven: spark-core and spark-sql ${spark.version} with their runtime dependencies
-# (spark-home.xml), copied from the local repository (the JUnit build has fetched them already)
-# into build/spark-home/jars,
-# which is all a Worker needs from SPARK_HOME to launch executors (WorkerCommandBuilder builds their
-# classpath from $SPARK_HOME/jars). The JVMs are started with `java -cp "$SPARK_HOME/jars/*"`: the
-# same classes and arguments bin/spark-class and bin/spark-submit would run.
+# LINE is the Spark line whose plugin jar is tested (default spark4.1_2.13; see the root pom.xml):
+# the jar spark/target[/<line>]/nativepool-spark-<line>-*.jar. The Spark release and Scala version
+# come from the jar's stamp (org/nativepool/native/version.properties), and the cluster runs that
+# Spark, as a user of that line deploys it: spark-core and spark-sql of that release and Scala
+# with their runtime dependencies (spark-home.xml, with the line's profile), copied from Maven's
+# local repository into build/spark-home/<line>/jars, which is all a Worker needs from SPARK_HOME to
+# launch executors (WorkerCommandBuilder builds their classpath from $SPARK_HOME/jars). The JVMs are
+# started with `java -cp "$SPARK_HOME/jars/*"`: the same classes and arguments bin/spark-class and
+# bin/spark-submit would run.
 #
 # Runs, on one cluster:
 #   main          the application (ClusterJob) on 2 executors: every task opens a native pool,
@@ -19,7 +23,12 @@
 #                 application at SparkContext start, no executor is launched;
 #   broken-exec   -Dnativepool.library=/nonexistent/... in the executors only: each executor
 #                 disables native pools, every task fails with the message, the job fails after
-#                 Spark's retries, and no executor is lost or relaunched.
+#                 Spark's retries, and no executor is lost or relaunched;
+#   wrong-line-driver  a plugin jar built for another Spark line (the default line's jar when
+#                 this is another line and it is built, else this jar with another line's stamp):
+#                 the driver fails the application at SparkContext start, naming both lines;
+#   wrong-line-exec    the same jar ahead on the executors' classpath only: every task fails with
+#                 that message, no executor is lost, no NoClassDefFoundError anywhere.
 # Then named checks (check_* below), each printing PASS or FAIL. Every check can read:
 #   RUN            this run's directory (build/cluster-test/<timestamp>)
 #   APP_ID         the main application's id; MAIN_OUT / MAIN_ERR its driver's stdout / stderr
@@ -42,28 +51,52 @@ export JAVA_HOME
 JAVA=$JAVA_HOME/bin/java
 MVN=${MVN:-mvn -B -ntp}
 
-plugin_jar=$(ls spark/target/nativepool-spark-*.jar 2>/dev/null | grep -v original- | head -1 || true)
+DEFAULT_LINE=spark4.1_2.13
+LINE=${LINE:-$DEFAULT_LINE}
+plugin_jars() { # plugin_jars <line>: the built jar of that line, if any
+	find "$root/spark/target" -maxdepth 2 -name "nativepool-spark-$1-*.jar" ! -name 'original-*' 2>/dev/null | head -1
+}
+plugin_jar=$(plugin_jars "$LINE")
 if [[ -z $plugin_jar ]]; then
-	echo "test-cluster: no spark/target/nativepool-spark-*.jar; run make jar" >&2
+	echo "test-cluster: no nativepool-spark-$LINE-*.jar under spark/target; run make jar (SPARK=, SCALA=)" >&2
 	exit 2
 fi
+stamp_of() { # stamp_of <jar> <key>: a value of the jar's line stamp
+	python3 -c 'import sys, zipfile
+for l in zipfile.ZipFile(sys.argv[1]).read("org/nativepool/native/version.properties").decode().splitlines():
+    if l.startswith(sys.argv[2] + "="): print(l.split("=", 1)[1])' "$1" "$2"
+}
+spark_line=$(stamp_of "$plugin_jar" spark.line)
+spark_version=$(stamp_of "$plugin_jar" spark.version)
+scala_version=$(stamp_of "$plugin_jar" scala.binary.version)
+if [[ spark${spark_line}_$scala_version != "$LINE" ]]; then
+	echo "test-cluster: $plugin_jar is stamped spark${spark_line}_$scala_version, not $LINE" >&2
+	exit 2
+fi
+echo "test-cluster: $LINE: $plugin_jar on Spark $spark_version, Scala $scala_version"
 
-# ---- SPARK_HOME: Spark's jars from Maven (provided scope = Spark and what it brings) ----
-export SPARK_HOME=$root/build/spark-home
-spark_version=$(sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' pom.xml)
-stamp=$SPARK_HOME/jars/.complete-$spark_version-$(cksum <spark/cluster-test/spark-home.xml | cut -d' ' -f1)
+# ---- SPARK_HOME: the line's Spark jars from Maven (spark-home.xml) ----
+rm -rf "$root/build/spark-home/jars" # the layout before build/spark-home/<line>
+export SPARK_HOME=$root/build/spark-home/$LINE
+stamp=$SPARK_HOME/jars/.complete-$spark_version-$scala_version-$(cksum <spark/cluster-test/spark-home.xml | cut -d' ' -f1)
 if [[ ! -f $stamp ]]; then
 	rm -rf "$SPARK_HOME/jars"
-	$MVN -q -f spark/cluster-test/spark-home.xml -Dspark.version="$spark_version" \
-		dependency:copy-dependencies -DoutputDirectory="$SPARK_HOME/jars"
+	# the line's pins, where spark-home.xml has a profile for it
+	profile=()
+	grep -q "<id>spark-$spark_line</id>" spark/cluster-test/spark-home.xml && profile=(-Pspark-"$spark_line")
+	$MVN -q -f spark/cluster-test/spark-home.xml "${profile[@]}" -Dspark.version="$spark_version" \
+		-Dscala.binary.version="$scala_version" dependency:copy-dependencies -DoutputDirectory="$SPARK_HOME/jars"
 	touch "$stamp"
 fi
 if ls "$SPARK_HOME"/jars/arrow-c-data-*.jar >/dev/null 2>&1; then
 	echo "test-cluster: $SPARK_HOME/jars has arrow-c-data; the test needs Spark's jars only" >&2
 	exit 2
 fi
+for want in "spark-core_$scala_version-$spark_version.jar" "scala-library-$scala_version."; do
+	ls "$SPARK_HOME"/jars/ | grep -q "^$want" || { echo "test-cluster: no $want* in $SPARK_HOME/jars" >&2; exit 2; }
+done
 # WorkerCommandBuilder asks for the Scala version when it cannot infer it from a build tree.
-export SPARK_SCALA_VERSION=2.13
+export SPARK_SCALA_VERSION=$scala_version
 export SPARK_LOCAL_IP=127.0.0.1
 spark_cp="$SPARK_HOME/jars/*"
 jvm_args=("@$root/spark/spark-jvm.args")
@@ -79,6 +112,36 @@ mkdir -p "$RUN/classes"
 "$JAVA_HOME/bin/javac" -Xlint:all -Werror -proc:none --release 17 -d "$RUN/classes" \
 	-cp "$spark_cp:$plugin_jar" spark/cluster-test/src/org/nativepool/spark/clustertest/*.java
 "$JAVA_HOME/bin/jar" --create --file "$app_jar" -C "$RUN/classes" .
+
+# ---- a plugin jar of another Spark line: the default line's when this is another line and it is
+# built (a real jar of another line, its own bundled Arrow), else this jar with another line's stamp
+# (what such a jar says it is built for) ----
+if [[ $LINE != "$DEFAULT_LINE" && -n $(plugin_jars "$DEFAULT_LINE") ]]; then
+	wrong_jar=$(plugin_jars "$DEFAULT_LINE")
+	echo "test-cluster: another line's jar: $wrong_jar"
+else
+	if [[ $spark_line == 3.5 ]]; then other=(4.1 2.13 4.1.3 18.3.0); else other=(3.5 2.12 3.5.9 12.0.1); fi
+	wrong_jar=$RUN/nativepool-spark-spark${other[0]}_${other[1]}-restamped.jar
+	python3 - "$plugin_jar" "$wrong_jar" "${other[@]}" <<'PY'
+import sys, zipfile
+src, dst, line, scala, spark, arrow = sys.argv[1:]
+name = "org/nativepool/native/version.properties"
+new = {"spark.line": line, "scala.binary.version": scala, "spark.version": spark, "arrow.version": arrow}
+with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+    for item in zin.infolist():
+        data = zin.read(item)
+        if item.filename == name:
+            lines = [l.split("=", 1)[0] + "=" + new[l.split("=", 1)[0]] if l.split("=", 1)[0] in new else l
+                     for l in data.decode().splitlines()]
+            data = ("\n".join(lines) + "\n").encode()
+        zout.writestr(item, data)
+PY
+	echo "test-cluster: another line's jar: $wrong_jar (this jar, stamped Spark ${other[0]}, Scala ${other[1]})"
+fi
+wrong_line=spark$(stamp_of "$wrong_jar" spark.line)_$(stamp_of "$wrong_jar" scala.binary.version)
+# the message both wrong-line checks look for (SparkLine.mismatch)
+WRONG_LINE_MSG="nativepool: this plugin jar, nativepool-spark-$wrong_line, is built for Spark $(stamp_of "$wrong_jar" spark.line) with Scala $(stamp_of "$wrong_jar" scala.binary.version) ($(stamp_of "$wrong_jar" spark.version), Arrow $(stamp_of "$wrong_jar" arrow.version)), and cannot run on Spark $spark_version with Scala $scala_version."
+WRONG_LINE_DEPLOY="deploy nativepool-spark-$LINE instead"
 
 # ---- free ports (not Spark's defaults, so parallel runs do not collide) ----
 read -r MASTER_PORT MASTER_UI WORKER_PORT WORKER_UI DRIVER_UI <<<"$(python3 -c '
@@ -155,7 +218,6 @@ echo "test-cluster: master $MASTER_URL (UI $MASTER_UI), worker UI $WORKER_UI"
 # budget so that Spark must make the native consumer spill.
 submit_conf=(
 	--master "$MASTER_URL" --deploy-mode client
-	--jars "$plugin_jar"
 	--conf spark.plugins=org.nativepool.spark.NativePoolPlugin
 	--conf spark.memory.offHeap.enabled=true
 	--conf spark.memory.offHeap.size=64m
@@ -173,11 +235,12 @@ submit_conf=(
 	# a level each task pool crosses: the Go side's warning names its task in the executor log
 	--conf spark.nativepool.thresholds=16m
 )
-submit() { # submit <name> <timeout s> <extra args...>: driver output in $RUN/<name>.{out,err}
+submit() { # submit <name> <timeout s> <extra args...>: driver output in $RUN/<name>.{out,err};
+	# the plugin jar is $plugin_jar, or $jars when set
 	local name=$1 limit=$2
 	shift 2
 	timeout --kill-after=10 "$limit" "$JAVA" "${jvm_args[@]}" -Xmx512m -cp "$spark_cp" \
-		org.apache.spark.deploy.SparkSubmit "${submit_conf[@]}" "$@" \
+		org.apache.spark.deploy.SparkSubmit "${submit_conf[@]}" --jars "${jars:-$plugin_jar}" "$@" \
 		>"$RUN/$name.out" 2>"$RUN/$name.err"
 }
 
@@ -193,6 +256,16 @@ broken_driver_t0=$(date +%s)
 ) &
 broken_driver_pid=$!
 pids+=($broken_driver_pid)
+
+# ---- a jar of another Spark line, visible to the driver: fails before asking for executors ----
+(
+	rc=0
+	jars=$wrong_jar submit wrong-line-driver 150 --conf spark.ui.enabled=false \
+		--class org.nativepool.spark.clustertest.ClusterJob "$app_jar" 2 || rc=$?
+	echo "$rc" >"$RUN/wrong-line-driver.rc"
+) &
+wrong_driver_pid=$!
+pids+=($wrong_driver_pid)
 
 # ---- the main job: live until the live checks have run ----
 MAIN_OUT=$RUN/main.out
@@ -341,6 +414,7 @@ for c in "${CHECKS[@]}"; do check "${c#check_}" "$c"; done
 
 # ---- broken library, visible to the driver: the application failed at start, once ----
 wait "$broken_driver_pid" || true
+wait "$wrong_driver_pid" || true
 check_broken_library_on_driver_fails_the_application_fast() {
 	local msg="nativepool: native library not loaded from $bad (spark.nativepool.library): UnsatisfiedLinkError: Can't load library: $bad"
 	local rc secs started failed_at
@@ -394,6 +468,52 @@ check_broken_library_on_executors_fails_the_job_without_crash_loop() {
 		{ echo "  not every executor logged that it disabled native pools"; return 1; }
 }
 check broken_library_on_executors_fails_the_job_without_crash_loop check_broken_library_on_executors_fails_the_job_without_crash_loop
+
+# ---- a jar of another Spark line: refused at the start, naming both lines ----
+check_wrong_line_jar_fails_the_application_at_start() {
+	local rc started failed_at
+	rc=$(<"$RUN/wrong-line-driver.rc")
+	started=$(grep -m1 'SparkContext: Running Spark version' "$RUN/wrong-line-driver.err" | awk '{print $2}')
+	failed_at=$(grep -m1 'ERROR SparkContext: Error initializing SparkContext' "$RUN/wrong-line-driver.err" | awk '{print $2}')
+	[[ -n $started && -n $failed_at ]] || { echo "  exit $rc; no SparkContext failure in the log"; return 1; }
+	echo "  $wrong_line on Spark $spark_version: exit $rc; the SparkContext failed $(secs_between "$started" "$failed_at") s after it started"
+	[[ $rc != 0 && $rc != 124 && $rc != 137 ]] || return 1
+	(($(secs_between "$started" "$failed_at") < 60)) || return 1
+	grep -F -- "$WRONG_LINE_MSG" "$RUN/wrong-line-driver.err" | grep -qF -- "$WRONG_LINE_DEPLOY" ||
+		{ echo "  no '$WRONG_LINE_MSG ... $WRONG_LINE_DEPLOY' in wrong-line-driver.err"; return 1; }
+	grep -m1 -F -- "$WRONG_LINE_MSG" "$RUN/wrong-line-driver.err" | sed 's/^/  /'
+	! grep -q "NoClassDefFoundError\|Registered executor" "$RUN/wrong-line-driver.err" ||
+		{ echo "  NoClassDefFoundError or an executor in wrong-line-driver.err"; return 1; }
+}
+check wrong_line_jar_fails_the_application_at_start check_wrong_line_jar_fails_the_application_at_start
+
+# ---- the same jar ahead on the executors' classpath only: every task refused with the message ----
+rc=0
+submit wrong-line-exec 150 --conf spark.ui.enabled=false \
+	--conf "spark.executor.extraClassPath=$wrong_jar" \
+	--class org.nativepool.spark.clustertest.ClusterJob "$app_jar" 2 || rc=$?
+WRONG_EXEC_RC=$rc
+check_wrong_line_jar_on_executors_fails_every_task_without_crash_loop() {
+	local app n f
+	echo "  exit $WRONG_EXEC_RC"
+	[[ $WRONG_EXEC_RC == 1 ]] || return 1
+	grep "JOB FAILED: " "$RUN/wrong-line-exec.err" | grep -F -- "$WRONG_LINE_MSG" | grep -qF -- "$WRONG_LINE_DEPLOY" ||
+		{ echo "  no 'JOB FAILED: ... $WRONG_LINE_MSG ... $WRONG_LINE_DEPLOY' in wrong-line-exec.err"; return 1; }
+	app=$(sed -n 's/^READY //p' "$RUN/wrong-line-exec.out")
+	n=$(ls -d "$WORK/$app"/*/ 2>/dev/null | wc -l)
+	echo "  $app: $n executor(s) launched"
+	[[ $n == 2 ]] || return 1
+	if grep -q "Removed executor\|Executor lost\|ExecutorLostFailure" "$RUN/wrong-line-exec.err"; then
+		echo "  an executor was lost"; return 1
+	fi
+	for f in "$WORK/$app"/*/stderr; do
+		grep -F -- "$WRONG_LINE_MSG" "$f" | grep -q "native pools disabled on executor" ||
+			{ echo "  $f: no 'native pools disabled ... $WRONG_LINE_MSG'"; return 1; }
+	done
+	! grep -l "NoClassDefFoundError" "$RUN/wrong-line-exec.err" "$WORK/$app"/*/stderr ||
+		{ echo "  NoClassDefFoundError above"; return 1; }
+}
+check wrong_line_jar_on_executors_fails_every_task_without_crash_loop check_wrong_line_jar_on_executors_fails_every_task_without_crash_loop
 
 if ((${#failed[@]} > 0)); then
 	echo "test-cluster: FAILED: ${failed[*]} (logs in $RUN)"

@@ -16,7 +16,6 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
-import org.apache.spark.SparkEnv;
 import org.apache.spark.SparkException;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -39,8 +38,8 @@ import org.nativepool.spark.memory.ExecutorState;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.memory.TaskPool;
 import org.nativepool.spark.testing.SparkMemory;
+import org.nativepool.spark.testing.SparkMetrics;
 import org.nativepool.spark.testing.SparkTestConsumer;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The plugin in a {@code local[2]} SparkSession with Spark's leak check turned into an exception:
@@ -101,7 +100,7 @@ class NativePoolPluginTest {
   static Map<String, Long> gauges() {
     // In local mode the driver side's source has the same name; the executor's has "reserved".
     List<Source> sources =
-        CollectionConverters.asJava(SparkEnv.get().metricsSystem().getSourcesByName(SOURCE))
+        SparkMetrics.sourcesByName(SOURCE)
             .stream()
             .filter(src -> src.metricRegistry().getMetrics().containsKey("reserved"))
             .collect(Collectors.toList());

@@ -8,9 +8,10 @@ import org.nativepool.spark.memory.TaskPool;
 
 /**
  * Run in a fresh JVM by {@link PluginFailureTest} (the library loads once per JVM): starts a
- * local[1] SparkContext with the plugin, {@code spark.nativepool.library=<args[0]>} and {@code
- * spark.nativepool.driverCheck=<args[1]>}, runs one task that opens a native pool, and prints one
- * line: {@code context-failed <message>}, {@code task-failed <message>} or {@code ok}.
+ * local[1] SparkContext with the plugin, {@code spark.nativepool.library=<args[0]>}, {@code
+ * spark.nativepool.driverCheck=<args[1]>} and any further {@code key=value} arguments as settings,
+ * runs one task that opens a native pool, and prints one line: {@code context-failed <message>},
+ * {@code task-failed <message>} or {@code ok}.
  */
 public final class PluginFailureProbe {
   private PluginFailureProbe() {}
@@ -26,6 +27,10 @@ public final class PluginFailureProbe {
             .set("spark.memory.offHeap.size", "16m")
             .set(NativePoolConf.LIBRARY.key(), args[0])
             .set(NativePoolConf.DRIVER_CHECK.key(), args[1]);
+    for (int i = 2; i < args.length; i++) {
+      int eq = args[i].indexOf('=');
+      conf.set(args[i].substring(0, eq), args[i].substring(eq + 1));
+    }
     JavaSparkContext jsc;
     try {
       jsc = new JavaSparkContext(conf);

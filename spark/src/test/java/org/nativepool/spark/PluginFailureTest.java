@@ -4,14 +4,21 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.File;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.nativepool.spark.config.SparkLine;
 
 /**
  * A library that does not load fails the application once, with one message naming the path and
@@ -23,13 +30,24 @@ import org.junit.jupiter.api.Test;
 @Tag("spark") // starts a SparkContext: the second group of tests
 class PluginFailureTest {
   private static final String BAD = new File("/nonexistent/libnativepool.so").getAbsolutePath();
+  private static final String LIBRARY = System.getProperty("nativepool.test.library");
   private static final String MESSAGE =
       "nativepool: native library not loaded from "
           + BAD
           + " (spark.nativepool.library): UnsatisfiedLinkError: Can't load library: "
           + BAD;
 
-  private static String probe(String library, String driverCheck) throws Exception {
+  private static String probe(String library, String driverCheck, String... settings)
+      throws Exception {
+    return probeWith(null, library, driverCheck, settings);
+  }
+
+  /**
+   * Runs {@link PluginFailureProbe} in a fresh JVM, with {@code first} (a directory, or null)
+   * ahead of this JVM's classpath.
+   */
+  private static String probeWith(
+      Path first, String library, String driverCheck, String... settings) throws Exception {
     List<String> cmd = new ArrayList<>();
     cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
     for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
@@ -44,10 +62,12 @@ class PluginFailureTest {
     }
     cmd.add("-Xmx512m");
     cmd.add("-cp");
-    cmd.add(System.getProperty("java.class.path"));
+    String cp = System.getProperty("java.class.path");
+    cmd.add(first == null ? cp : first + File.pathSeparator + cp);
     cmd.add(PluginFailureProbe.class.getName());
     cmd.add(library);
     cmd.add(driverCheck);
+    cmd.addAll(List.of(settings));
     Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD).start();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertTrue(p.waitFor(120, TimeUnit.SECONDS), "probe JVM finished");
@@ -68,5 +88,62 @@ class PluginFailureTest {
   @Test
   void withoutTheDriverCheckTheExecutorStartsAndEveryTaskFailsWithTheMessage() throws Exception {
     assertEquals("task-failed " + MESSAGE, probe(BAD, "false"));
+  }
+
+  /**
+   * A jar built for another Spark line fails the SparkContext at its start, naming both lines and
+   * the artifact to deploy, never a task later with {@code NoClassDefFoundError}: here this build's
+   * classes with the stamp of another line ahead of its own on the classpath, which is what such a
+   * jar carries ({@code make test-cluster} deploys real jars of other lines).
+   */
+  @Test
+  void aJarBuiltForAnotherSparkLineFailsTheSparkContextNamingBothLines(@TempDir Path dir)
+      throws Exception {
+    SparkLine running = SparkLine.current();
+    boolean on35 = running.sparkVersion().startsWith("3.5.");
+    Properties stamp = new Properties();
+    try (InputStream in = getClass().getClassLoader().getResourceAsStream(SparkLine.STAMP)) {
+      stamp.load(in);
+    }
+    stamp.setProperty("spark.line", on35 ? "4.1" : "3.5");
+    stamp.setProperty("spark.version", on35 ? "4.1.3" : "3.5.9");
+    stamp.setProperty("scala.binary.version", on35 ? "2.13" : "2.12");
+    stamp.setProperty("arrow.version", on35 ? "18.3.0" : "12.0.1");
+    Path file = dir.resolve(SparkLine.STAMP);
+    Files.createDirectories(file.getParent());
+    try (OutputStream out = Files.newOutputStream(file)) {
+      stamp.store(out, "another line's stamp");
+    }
+    String other = on35 ? "nativepool-spark-spark4.1_2.13" : "nativepool-spark-spark3.5_2.12";
+    String result = probeWith(dir, LIBRARY, "true");
+    String prefix = "context-failed nativepool: this plugin jar, " + other + ", is built for";
+    assertTrue(result.startsWith(prefix), result);
+    assertTrue(
+        result.contains("cannot run on Spark " + running.sparkVersion() + " with Scala "), result);
+    assertTrue(result.contains(": deploy " + running.artifact() + " instead"), result);
+  }
+
+  /**
+   * {@code spark.nativepool.autoOverhead} takes effect where Spark loads plugins before it builds
+   * the default ResourceProfile (4.1 on: {@code DriverSideTest} checks the profile), and is refused
+   * at startup elsewhere, naming the setting to use instead and its value; never ignored.
+   */
+  @Test
+  void autoOverheadTakesEffectOrIsRefusedAtStartup() throws Exception {
+    String result = probe(LIBRARY, "true", "spark.nativepool.autoOverhead=true");
+    SparkLine running = SparkLine.current();
+    if (running.autoOverheadTakesEffect()) {
+      assertEquals("ok", result);
+      return;
+    }
+    // local[1], 1g, 16m off-heap: max(0.1 × 1024m, 384m) + 16m + 10% of 16m (rounded up) = 402m
+    assertTrue(
+        result.startsWith(
+            "context-failed nativepool: spark.nativepool.autoOverhead=true cannot take effect on"
+                + " Spark "
+                + running.sparkVersion()
+                + ": "),
+        result);
+    assertTrue(result.contains("Set spark.executor.memoryOverhead=402m instead"), result);
   }
 }

@@ -10,7 +10,9 @@ import org.apache.spark.SparkConf;
  * spark.executor.memory, spark.executor.minMemoryOverhead)} in MiB, the product truncated as Spark
  * truncates it. In local mode the executor is the driver's JVM, so, unless {@code
  * spark.executor.memoryOverhead} is set, the {@code spark.driver.*} counterparts apply. Sizes
- * without a unit are MiB, as in Spark. Stateless.
+ * without a unit are MiB, as in Spark. Spark 3.5 has no {@code minMemoryOverhead} setting: its
+ * minimum is always 384 MiB, and so is this one there ({@link SparkLine#hasMinMemoryOverhead()}).
+ * Stateless.
  */
 public final class MemoryOverhead {
   /** Spark's default {@code minMemoryOverhead}, MiB. */
@@ -55,7 +57,7 @@ public final class MemoryOverhead {
   public static String describeDefault(SparkConf conf) {
     double factor = conf.getDouble(EXECUTOR + "memoryOverheadFactor", DEFAULT_FACTOR);
     long memory = conf.getSizeAsMb(EXECUTOR + "memory", "1g");
-    long min = conf.getSizeAsMb(EXECUTOR + "minMemoryOverhead", DEFAULT_MIN_MIB + "m");
+    long min = minMib(conf, EXECUTOR);
     return "max("
         + factor
         + " × executor memory "
@@ -70,7 +72,14 @@ public final class MemoryOverhead {
   private static long defaultMib(SparkConf conf, String role) {
     double factor = conf.getDouble(role + "memoryOverheadFactor", DEFAULT_FACTOR);
     long memory = conf.getSizeAsMb(role + "memory", "1g");
-    long min = conf.getSizeAsMb(role + "minMemoryOverhead", DEFAULT_MIN_MIB + "m");
-    return Math.max((long) (factor * memory), min);
+    return Math.max((long) (factor * memory), minMib(conf, role));
+  }
+
+  /** Spark's minimum memoryOverhead, MiB: the role's setting where Spark has one, else 384. */
+  private static long minMib(SparkConf conf, String role) {
+    if (!SparkLine.current().hasMinMemoryOverhead()) {
+      return DEFAULT_MIN_MIB;
+    }
+    return conf.getSizeAsMb(role + "minMemoryOverhead", DEFAULT_MIN_MIB + "m");
   }
 }

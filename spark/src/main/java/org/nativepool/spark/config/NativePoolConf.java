@@ -384,7 +384,9 @@ public final class NativePoolConf {
           Side.DRIVER,
           NativePoolConf::bool,
           "sets `spark.executor.memoryOverhead` before the default ResourceProfile is built (Spark"
-              + " 4.1 and later): Spark's own overhead (`MemoryOverhead`) + 16m (Go runtime) + 10%"
+              + " 4.1 and later; Spark 3.5 and 4.0 build the profile first, so there the application"
+              + " is refused at startup with the `spark.executor.memoryOverhead` to set instead):"
+              + " Spark's own overhead (`MemoryOverhead`) + 16m (Go runtime) + 10%"
               + " of `spark.memory.offHeap.size` (+ the whole off-heap size when"
               + " `spark.memory.offHeap.enabled` is false), in MiB rounded up; never below the"
               + " user's value; logged");

@@ -3,13 +3,17 @@ package org.nativepool.spark.driver;
 import org.apache.spark.SparkConf;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.PoolSettings;
+import org.nativepool.spark.config.SparkLine;
 import org.nativepool.spark.jni.LibraryLoader;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The driver's startup check: the application's {@code spark.nativepool.*} settings must parse
- * (a bad value throws here, naming the key), and unless {@link NativePoolConf#DRIVER_CHECK} is
+ * The driver's startup check. The plugin jar must be built for this Spark's line ({@link
+ * SparkLine#requireBuiltLine()}: the message names both lines and the artifact to deploy). The
+ * application's {@code spark.nativepool.*} settings must parse (a bad value throws here, naming
+ * the key), and a setting this Spark line cannot honour is refused rather than ignored ({@link
+ * NativePoolConf#AUTO_OVERHEAD} before Spark 4.1). Unless {@link NativePoolConf#DRIVER_CHECK} is
  * false the library the executors will load is loaded and version-checked in the driver's JVM, so
  * that a missing library or a version mismatch fails the application once, when the SparkContext
  * starts, instead of in every task. Without an explicit path on a driver platform the jar carries
@@ -25,12 +29,17 @@ final class DriverCheck {
    * Runs the check.
    *
    * @return where the library was loaded from, or why the check was skipped
-   * @throws IllegalStateException if the library cannot be loaded or reports another version (the
-   *     message is the one every task would fail with)
-   * @throws IllegalArgumentException for a {@code spark.nativepool.*} value that does not parse
+   * @throws IllegalStateException if the jar is built for another Spark line, or if the library
+   *     cannot be loaded or reports another version (the message is the one every task would fail
+   *     with)
+   * @throws IllegalArgumentException for a {@code spark.nativepool.*} value that does not parse,
+   *     or a setting this Spark line cannot honour
    */
   static String run(SparkConf conf) {
+    SparkLine line = SparkLine.current();
+    line.requireBuiltLine();
     PoolSettings s = PoolSettings.fromConf(conf);
+    refuseAutoOverheadWithoutEffect(conf, line);
     if (!NativePoolConf.DRIVER_CHECK.read(conf)) {
       return "not checked on the driver (" + NativePoolConf.DRIVER_CHECK.key() + "=false)";
     }
@@ -43,7 +52,38 @@ final class DriverCheck {
       return why;
     }
     String source = LibraryLoader.ensureLoaded(s.library(), s.libraryOrigin());
-    LOG.info("nativepool: driver check passed: {}", source);
+    LOG.info("nativepool: driver check passed: {}; {}", source, line);
     return source;
+  }
+
+  /**
+   * {@link NativePoolConf#AUTO_OVERHEAD} on a Spark that builds the default ResourceProfile before
+   * it loads plugins (3.5, 4.0): the overhead would be set too late to size any executor, so the
+   * application is refused, with the value to set by hand.
+   *
+   * @throws IllegalArgumentException naming the setting to use instead
+   */
+  static void refuseAutoOverheadWithoutEffect(SparkConf conf, SparkLine line) {
+    if (line.autoOverheadTakesEffect() || !NativePoolConf.AUTO_OVERHEAD.read(conf)) {
+      return;
+    }
+    AutoOverhead.Choice c = AutoOverhead.choose(conf);
+    throw new IllegalArgumentException(
+        "nativepool: "
+            + NativePoolConf.AUTO_OVERHEAD.key()
+            + "=true cannot take effect on Spark "
+            + line.sparkVersion()
+            + ": it builds the executors' default ResourceProfile before it loads plugins (Spark"
+            + " 4.1 and later load them first), so a memoryOverhead the driver plugin sets would"
+            + " size no executor. Set "
+            + AutoOverhead.KEY
+            + "="
+            + c.overheadMib()
+            + "m instead (what "
+            + NativePoolConf.AUTO_OVERHEAD.key()
+            + " would choose here: "
+            + c.formula()
+            + ") and remove "
+            + NativePoolConf.AUTO_OVERHEAD.key());
   }
 }

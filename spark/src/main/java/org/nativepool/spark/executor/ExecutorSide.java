@@ -9,6 +9,7 @@ import org.nativepool.spark.config.GuardSettings;
 import org.nativepool.spark.config.LedgerSettings;
 import org.nativepool.spark.config.PoolSettings;
 import org.nativepool.spark.config.ReportingSettings;
+import org.nativepool.spark.config.SparkLine;
 import org.nativepool.spark.jni.ArrowProcessStat;
 import org.nativepool.spark.jni.GoLog;
 import org.nativepool.spark.jni.LibraryLoader;
@@ -31,10 +32,11 @@ import org.slf4j.LoggerFactory;
  * observer of closing pools), and starts the {@link ExecutorReporter}. Tasks then open their pool
  * with {@code TaskPool.openForCurrentTask()}.
  *
- * <p>A library that does not load or a setting that does not parse never makes {@code init} throw:
- * that would make Spark kill the executor and start another one that fails the same way. The reason
- * is logged once and installed instead ({@link ExecutorState#disable}), so every task asking for a
- * native pool fails with it, and the job fails after Spark's task retries.
+ * <p>A jar built for another Spark line ({@link SparkLine}), a library that does not load or a
+ * setting that does not parse never makes {@code init} throw: that would make Spark kill the
+ * executor and start another one that fails the same way. The reason is logged once and installed
+ * instead ({@link ExecutorState#disable}), so every task asking for a native pool fails with it,
+ * and the job fails after Spark's task retries.
  */
 public final class ExecutorSide implements ExecutorPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(ExecutorSide.class);
@@ -60,6 +62,8 @@ public final class ExecutorSide implements ExecutorPlugin {
     ExecutorLedger ledger;
     String source;
     try {
+      // A jar of another Spark line: its tasks would fail later with NoClassDefFoundError.
+      SparkLine.current().requireBuiltLine();
       s = PoolSettings.fromConf(ctx.conf());
       reporting = ReportingSettings.fromConf(ctx.conf());
       guard = GuardSettings.fromConf(ctx.conf());
@@ -99,6 +103,11 @@ public final class ExecutorSide implements ExecutorPlugin {
         new ExecutorGauges(Natives.processArrowStats().get(ArrowProcessStat.RSS));
     gauges.register(ctx.metricRegistry());
     installed = ExecutorState.install(s, ledger);
+    LedgerReader.checkReflection(); // what the ledger cannot read is logged now, at WARN, once
+    String noArrow = SparkLine.current().arrowJniMissing(); // Arrow 12 on linux-aarch64
+    if (noArrow != null) {
+      LOG.warn(noArrow);
+    }
     reporter = ExecutorReporter.start(ctx, reporting, gauges, ledger, guardStarted);
     LOG.info("nativepool: executor {} uses {}; {} ({})", ctx.executorID(), s, guard, source);
   }

@@ -16,6 +16,8 @@ import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.management.MBeanServer;
@@ -74,6 +76,11 @@ import org.slf4j.LoggerFactory;
  * <p>Reading is cheap but not free (one NMT summary, a walk over netty's chunk lists): the executor
  * reads it once per poll period ({@link ExecutorLedger}) and the gauges serve the latest reading.
  * Thread-safe.
+ *
+ * <p>The netty parts and Spark SQL's Arrow allocator are found by reflection on Spark's private
+ * fields, which a Spark line may move or a mismatched Arrow or netty may break: a part that cannot
+ * be read is left out, and what could not be found (class, field or method, and the error) is
+ * logged once at WARN, at the executor's start ({@link #checkReflection()}), never swallowed.
  */
 public final class LedgerReader {
   private static final Logger LOG = LoggerFactory.getLogger(LedgerReader.class);
@@ -171,6 +178,9 @@ public final class LedgerReader {
   private static final Pattern NMT_CATEGORY =
       Pattern.compile("^-\\s+(.+?) \\(reserved=(\\d+)\\w*, committed=(\\d+)", Pattern.MULTILINE);
 
+  /** The reflective targets that failed, each logged at WARN once ({@link #cannotReflect}). */
+  private static final Set<String> REPORTED = ConcurrentHashMap.newKeySet();
+
   private static final Map<BufferAllocator, String> REGISTERED =
       java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
 
@@ -183,6 +193,39 @@ public final class LedgerReader {
 
   /** A ledger reading this process. */
   public LedgerReader() {}
+
+  /**
+   * Runs every reflective look-up a reading makes once (Spark's netty allocators, netty's cleaner
+   * mode, Spark SQL's Arrow allocator), so that one that fails is reported by the executor's start,
+   * at WARN, naming the class, field or method and the error, rather than by its first reading.
+   *
+   * @return the targets that have failed so far (logged already), for tests
+   */
+  public static Set<String> checkReflection() {
+    findNettyAllocators();
+    nettyNoCleaner();
+    arrowJavaBytes();
+    return Set.copyOf(REPORTED);
+  }
+
+  /**
+   * A reflective read of {@code target} failed: logged at WARN the first time for that target,
+   * with the error (unwrapped from reflection's wrappers) and what the ledger leaves out, at DEBUG
+   * after that.
+   */
+  static void cannotReflect(String target, Throwable e, String consequence) {
+    Throwable cause = e;
+    while ((cause instanceof java.lang.reflect.InvocationTargetException
+            || cause instanceof ExceptionInInitializerError)
+        && cause.getCause() != null) {
+      cause = cause.getCause();
+    }
+    if (REPORTED.add(target)) {
+      LOG.warn("nativepool: ledger: cannot read {}: {}; {}", target, cause, consequence);
+    } else {
+      LOG.debug("nativepool: ledger: cannot read {}", target, e);
+    }
+  }
 
   /**
    * Counts {@code allocator}'s allocated bytes in {@value #ARROW_JAVA} while it is reachable (held
@@ -442,6 +485,10 @@ public final class LedgerReader {
     try {
       return io.netty.util.internal.PlatformDependent.useDirectBufferNoCleaner();
     } catch (LinkageError e) {
+      cannotReflect(
+          "io.netty.util.internal.PlatformDependent.useDirectBufferNoCleaner()",
+          e,
+          "netty's direct chunks are taken as counted in " + JVM_DIRECT);
       return false;
     }
   }
@@ -463,10 +510,11 @@ public final class LedgerReader {
    * and those of the RPC environment's and the block transfer service's client factories and
    * servers (which are the shared ones unless {@code spark.network.sharedByteBufAllocators.enabled}
    * is false). Reflection on Spark's private fields: a Spark that moved them gives fewer pools,
-   * never an error.
+   * never an error, and what was not found is logged once ({@link #cannotReflect}).
    */
   static Map<PooledByteBufAllocator, String> findNettyAllocators() {
     Map<PooledByteBufAllocator, String> out = new IdentityHashMap<>();
+    String sharedField = "org.apache.spark.network.util.NettyUtils._sharedPooledByteBufAllocator";
     try {
       Class<?> utils = Class.forName("org.apache.spark.network.util.NettyUtils");
       Object shared = field(utils, null, "_sharedPooledByteBufAllocator");
@@ -479,9 +527,18 @@ public final class LedgerReader {
             out.putIfAbsent(arr[1], "sharedNoCache");
           }
         }
+      } else {
+        cannotReflect(
+            sharedField,
+            new ClassCastException(
+                (shared == null ? "null" : shared.getClass().getName())
+                    + " is not a "
+                    + PooledByteBufAllocator.class.getName()
+                    + "[]"),
+            "the netty.shared parts are left out");
       }
     } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
-      LOG.debug("nativepool: ledger: no shared netty allocators", e);
+      cannotReflect(sharedField, e, "the netty.shared parts are left out");
     }
     SparkEnv env = SparkEnv.get();
     if (env != null) {
@@ -489,7 +546,10 @@ public final class LedgerReader {
       try {
         addTransport(out, "blockTransfer", env.blockManager().blockTransferService());
       } catch (RuntimeException | LinkageError e) {
-        LOG.debug("nativepool: ledger: no block transfer service", e);
+        cannotReflect(
+            "SparkEnv.blockManager().blockTransferService()",
+            e,
+            "the netty.blockTransfer parts are left out");
       }
     }
     return out;
@@ -519,8 +579,11 @@ public final class LedgerReader {
                   instanceof PooledByteBufAllocator a) {
             out.putIfAbsent(a, name + "." + f.getName().replaceAll("\\W", ""));
           }
-        } catch (ReflectiveOperationException | RuntimeException e) {
-          LOG.debug("nativepool: ledger: cannot read {}.{}", c.getName(), f.getName(), e);
+        } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+          cannotReflect(
+              c.getName() + "." + f.getName() + ": " + type + ".pooledAllocator",
+              e,
+              "the netty." + name + " parts are left out");
         }
       }
     }
@@ -540,14 +603,27 @@ public final class LedgerReader {
    */
   private static long arrowJavaBytes() {
     long sum = TaskArrowAllocators.javaAllocatedBytes();
+    String target = "org.apache.spark.sql.util.ArrowUtils$.rootAllocator()";
+    String consequence = "Spark SQL's Arrow allocator is left out of " + ARROW_JAVA;
     try {
       Class<?> utils = Class.forName("org.apache.spark.sql.util.ArrowUtils$");
       Object module = utils.getField("MODULE$").get(null);
-      if (utils.getMethod("rootAllocator").invoke(module) instanceof BufferAllocator root) {
-        sum += root.getAllocatedMemory();
+      Object root = utils.getMethod("rootAllocator").invoke(module);
+      if (root instanceof BufferAllocator a) {
+        sum += a.getAllocatedMemory();
+      } else {
+        cannotReflect(
+            target,
+            new ClassCastException(
+                (root == null ? "null" : root.getClass().getName())
+                    + " is not this JVM's "
+                    + BufferAllocator.class.getName()),
+            consequence);
       }
     } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
-      // no Spark SQL, or its Arrow root was never made
+      // Spark SQL is on every executor's classpath: its Arrow failing to start is worth a WARN
+      // (an Arrow that does not match Spark's fails here first).
+      cannotReflect(target, e, consequence);
     }
     synchronized (REGISTERED) {
       for (BufferAllocator b : REGISTERED.keySet()) {

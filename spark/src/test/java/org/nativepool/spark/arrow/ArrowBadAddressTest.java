@@ -12,7 +12,6 @@ import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -23,6 +22,7 @@ import org.junit.jupiter.api.Test;
 import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.testing.ArrowTask;
+import org.nativepool.spark.testing.RawMemory;
 
 /**
  * Bad C Data addresses from Java get {@link IllegalArgumentException}, not a crash. Each forgery is
@@ -91,7 +91,7 @@ class ArrowBadAddressTest {
 
   /** The address of child {@code i} of the ArrowArray at {@code arr}. */
   private static long childAddr(long arr, int i) {
-    return MemoryUtil.getLong(MemoryUtil.getLong(arr + CHILDREN) + 8L * i);
+    return RawMemory.getLong(RawMemory.getLong(arr + CHILDREN) + 8L * i);
   }
 
   /**
@@ -106,8 +106,8 @@ class ArrowBadAddressTest {
         ArrowSchema schema = ArrowSchema.allocateNew(producer)) {
       Data.exportVectorSchemaRoot(producer, root, null, arr, schema);
       long at = where.applyAsLong(arr.memoryAddress());
-      long genuine = MemoryUtil.getLong(at);
-      MemoryUtil.putLong(at, forged);
+      long genuine = RawMemory.getLong(at);
+      RawMemory.putLong(at, forged);
       long spark = task.sparkFigure();
       IllegalArgumentException e =
           assertThrows(
@@ -116,11 +116,11 @@ class ArrowBadAddressTest {
       assertTrue(e.getMessage().startsWith("nativepool: importBatch for forged#"), e.getMessage());
       assertTrue(e.getMessage().contains(expected), e.getMessage());
       assertTrue(e.getMessage().endsWith(": invalid argument"), e.getMessage());
-      assertEquals(forged, MemoryUtil.getLong(at), "the caller's struct is untouched");
+      assertEquals(forged, RawMemory.getLong(at), "the caller's struct is untouched");
       assertEquals(spark, task.sparkFigure(), "nothing charged");
       assertEquals(0, GoAllocators.stats(op).batches());
 
-      MemoryUtil.putLong(at, genuine);
+      RawMemory.putLong(at, genuine);
       long h = op.callNative(r -> Natives.importBatch(r, arr.memoryAddress(), schema.memoryAddress()));
       Natives.releaseBatch(h);
     }
@@ -149,7 +149,7 @@ class ArrowBadAddressTest {
   @Test
   void aForgedDataPointerIsIllegalArgument() {
     refusedThenGenuine(
-        a -> MemoryUtil.getLong(childAddr(a, 1) + BUFFERS) + 16,
+        a -> RawMemory.getLong(childAddr(a, 1) + BUFFERS) + 16,
         UNMAPPED,
         "data (590 bytes at 0x100000000000)");
   }
@@ -192,7 +192,7 @@ class ArrowBadAddressTest {
                 IllegalArgumentException.class, () -> op.callNative(h -> Natives.importBatch(h, b[0], b[1])));
         assertTrue(e.getMessage().endsWith(": invalid argument"), e.getMessage());
       }
-      assertNotEquals(0, MemoryUtil.getLong(a + RELEASE), "still the caller's");
+      assertNotEquals(0, RawMemory.getLong(a + RELEASE), "still the caller's");
       assertEquals(0, GoAllocators.stats(op).batches());
       arr.release();
       schema.release();
@@ -219,7 +219,7 @@ class ArrowBadAddressTest {
                 () -> Natives.exportBatch(go.handle(), b[0], b[1]));
         assertTrue(e.getMessage().startsWith("nativepool: exportBatch: "), e.getMessage());
       }
-      assertEquals(0, MemoryUtil.getLong(a + RELEASE), "nothing written");
+      assertEquals(0, RawMemory.getLong(a + RELEASE), "nothing written");
       assertEquals(0, GoAllocators.stats(op).exportsLive());
     }
     go.close();

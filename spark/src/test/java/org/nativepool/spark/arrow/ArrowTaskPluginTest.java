@@ -14,7 +14,6 @@ import java.util.Map;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.metrics.source.Source;
@@ -30,7 +29,7 @@ import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.jni.ProcessStats;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.testing.ArrowTask;
-import scala.jdk.javaapi.CollectionConverters;
+import org.nativepool.spark.testing.SparkMetrics;
 
 /**
  * {@link TaskArrowAllocators#forCurrentTask()} inside real Spark tasks ({@code local[2]}, the
@@ -78,8 +77,7 @@ class ArrowTaskPluginTest {
   }
 
   private static Map<String, Long> gauges() {
-    List<Source> sources =
-        CollectionConverters.asJava(SparkEnv.get().metricsSystem().getSourcesByName(SOURCE));
+    List<Source> sources = SparkMetrics.sourcesByName(SOURCE);
     Map<String, Long> out = new HashMap<>();
     MetricRegistry registry = sources.get(0).metricRegistry();
     registry.getGauges().forEach((k, g) -> out.put(k, (Long) g.getValue()));

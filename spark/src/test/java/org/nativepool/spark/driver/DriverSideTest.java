@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.codahale.metrics.MetricRegistry;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -14,7 +15,6 @@ import java.io.InputStream;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -29,7 +29,6 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
-import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.metrics.source.Source;
@@ -47,6 +46,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.nativepool.spark.NativePoolPlugin;
 import org.nativepool.spark.config.NativePoolConf;
+import org.nativepool.spark.config.SparkLine;
 import org.nativepool.spark.events.ExecutorSample;
 import org.nativepool.spark.events.ExecutorSampleEvent;
 import org.nativepool.spark.events.ReservedThresholdEvent;
@@ -56,10 +56,11 @@ import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.memory.SparkTaskUpstream;
 import org.nativepool.spark.memory.TaskPool;
+import org.nativepool.spark.testing.EventLogs;
 import org.nativepool.spark.testing.LogCapture;
 import org.nativepool.spark.testing.SparkMemory;
+import org.nativepool.spark.testing.SparkMetrics;
 import org.nativepool.spark.testing.SparkTestConsumer;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The driver side of the plugin in a {@code local[2]} SparkSession with the UI, the
@@ -126,7 +127,10 @@ class DriverSideTest {
             .config("spark.nativepool.goMemoryLimit", "300m")
             .config(NativePoolConf.LOG_INTERVAL.key(), "300ms")
             .config(NativePoolConf.EVENT_LOG_SAMPLE_EVERY.key(), "1")
-            .config(NativePoolConf.AUTO_OVERHEAD.key(), "true")
+            // Refused where it cannot take effect (Spark 3.5, 4.0: PluginFailureTest).
+            .config(
+                NativePoolConf.AUTO_OVERHEAD.key(),
+                Boolean.toString(SparkLine.current().autoOverheadTakesEffect()))
             .getOrCreate();
     jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
     spark
@@ -227,8 +231,7 @@ class DriverSideTest {
 
   /** The driver side's gauges: the plugin source that has {@code total.reserved}. */
   private static Map<String, Long> driverGauges() {
-    List<Source> sources =
-        CollectionConverters.asJava(SparkEnv.get().metricsSystem().getSourcesByName(SOURCE));
+    List<Source> sources = SparkMetrics.sourcesByName(SOURCE);
     Map<String, Long> out = new HashMap<>();
     for (Source s : sources) {
       MetricRegistry registry = s.metricRegistry();
@@ -249,8 +252,7 @@ class DriverSideTest {
 
   @Test
   void bothSidesRegisterTheirSourceInLocalModeWithoutACollision() {
-    List<Source> sources =
-        CollectionConverters.asJava(SparkEnv.get().metricsSystem().getSourcesByName(SOURCE));
+    List<Source> sources = SparkMetrics.sourcesByName(SOURCE);
     assertEquals(2, sources.size(), "the executor's and the driver's source, both named " + SOURCE);
     long executorSide =
         sources.stream()
@@ -413,16 +415,8 @@ class DriverSideTest {
 
   @Test
   void eventsReachTheEventLogAndReplayAsTheirClasses() throws Exception {
-    // Spark 4 rolls event logs by default: eventlog_v2_<appId>/events_<n>_<appId> (compression is
-    // off in this test), beside an empty appstatus_<appId> marker.
-    List<String> lines = new ArrayList<>();
-    try (var files = Files.walk(eventLogDir)) {
-      for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
-        if (f.getFileName().toString().startsWith("events_")) {
-          lines.addAll(Files.readAllLines(f, StandardCharsets.UTF_8));
-        }
-      }
-    }
+    // Rolled from Spark 4.0 on, one file on 3.5 (EventLogs reads both; compression is off here).
+    List<String> lines = EventLogs.lines(eventLogDir);
     assertFalse(lines.isEmpty(), "no event log under " + eventLogDir);
     ObjectMapper json = new ObjectMapper();
     Map<String, List<JsonNode>> byType = new HashMap<>();
@@ -462,6 +456,9 @@ class DriverSideTest {
 
   @Test
   void autoOverheadSetsTheDefaultResourceProfilesMemoryOverhead() {
+    assumeTrue(
+        SparkLine.current().autoOverheadTakesEffect(),
+        "Spark " + SparkLine.current().sparkVersion() + " refuses it (PluginFailureTest)");
     SparkContext sc = spark.sparkContext();
     // 1g executor memory: max(384m, 0.10 × 1024m) + 16m + 10% of 128m (12.8m, rounded up) = 413m.
     assertEquals("413m", sc.conf().get("spark.executor.memoryOverhead"));
@@ -497,8 +494,8 @@ class DriverSideTest {
     assertEquals(3088L, AutoOverhead.choose(conf).overheadMib());
     conf.set("spark.executor.minMemoryOverhead", "1500m");
     assertEquals(
-        1500L + 16 + 205 + 2048,
+        (SparkLine.current().hasMinMemoryOverhead() ? 1500L : 819L) + 16 + 205 + 2048,
         AutoOverhead.choose(conf).overheadMib(),
-        "Spark's minMemoryOverhead is read");
+        "Spark's minMemoryOverhead is read where Spark has it (not on 3.5)");
   }
 }

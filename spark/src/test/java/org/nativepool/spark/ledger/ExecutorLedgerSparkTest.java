@@ -6,8 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.codahale.metrics.MetricRegistry;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -18,7 +16,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 import org.apache.arrow.memory.ArrowBuf;
-import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.metrics.source.Source;
@@ -43,8 +40,9 @@ import org.nativepool.spark.events.LedgerCrossingEvent;
 import org.nativepool.spark.events.StagePeaksEvent;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.memory.TaskPool;
+import org.nativepool.spark.testing.EventLogs;
 import org.nativepool.spark.testing.LogCapture;
-import scala.jdk.javaapi.CollectionConverters;
+import org.nativepool.spark.testing.SparkMetrics;
 
 /**
  * The executor memory ledger in a real {@code local[2]} Spark 4.1 with the plugin, Native Memory
@@ -143,8 +141,7 @@ class ExecutorLedgerSparkTest {
   /** Gauges and counters of the plugin sources that have {@code key}, by name. */
   private static Map<String, Long> metrics(String key) {
     Map<String, Long> out = new HashMap<>();
-    for (Source s :
-        CollectionConverters.asJava(SparkEnv.get().metricsSystem().getSourcesByName(SOURCE))) {
+    for (Source s : SparkMetrics.sourcesByName(SOURCE)) {
       MetricRegistry r = s.metricRegistry();
       if (r.getMetrics().containsKey(key)) {
         r.getGauges().forEach((k, g) -> out.put(k, (Long) g.getValue()));
@@ -152,6 +149,24 @@ class ExecutorLedgerSparkTest {
       }
     }
     return out;
+  }
+
+  /**
+   * Every part the ledger reads by reflection is there on this Spark line: Spark's netty
+   * allocators (the shared ones, the RPC environment's and the block transfer service's), netty's
+   * cleaner mode and Spark SQL's Arrow allocator, with this jar's Arrow. A failure would have been
+   * logged at WARN at the executor's start; here it fails the test, on every line the matrix runs.
+   */
+  @Test
+  @Order(0)
+  void everyReflectiveReadFindsItsTargetOnThisSparkLine() {
+    jsc.parallelize(List.of(1, 2), 2).count(); // the transport's allocators exist once used
+    List<String> failed =
+        LedgerReader.checkReflection().stream()
+            .filter(t -> !t.startsWith(LedgerReflectionTest.TEST_ONLY)) // if run in this JVM
+            .toList();
+    assertEquals(List.of(), failed, "reflective reads that failed");
+    assertFalse(LedgerReader.findNettyAllocators().isEmpty(), "Spark's netty allocators");
   }
 
   @Test
@@ -396,15 +411,9 @@ class ExecutorLedgerSparkTest {
   /** The event log's lines of events of {@code type}. */
   private static List<String> eventLogLines(String type) throws Exception {
     List<String> out = new ArrayList<>();
-    try (var files = Files.walk(eventLogDir)) {
-      for (Path f : files.filter(Files::isRegularFile).sorted().toList()) {
-        if (f.getFileName().toString().startsWith("events_")) {
-          for (String line : Files.readAllLines(f, StandardCharsets.UTF_8)) {
-            if (line.contains("\"Event\":\"" + type + "\"")) {
-              out.add(line);
-            }
-          }
-        }
+    for (String line : EventLogs.lines(eventLogDir)) {
+      if (line.contains("\"Event\":\"" + type + "\"")) {
+        out.add(line);
       }
     }
     return out;

@@ -110,8 +110,10 @@ class ReservationLocalSlackTest {
     }
 
     void giveAll() {
-      if (used > 0) {
-        freeMemory(used);
+      // getUsed(): MemoryConsumer.used is a long before Spark 4.2, an AtomicLong from 4.2 on
+      long held = getUsed();
+      if (held > 0) {
+        freeMemory(held);
       }
     }
 
@@ -124,7 +126,7 @@ class ReservationLocalSlackTest {
         Thread.currentThread().interrupt();
         throw new IOException(e);
       }
-      long freed = used;
+      long freed = getUsed();
       freeMemory(freed);
       return freed;
     }

@@ -35,18 +35,19 @@ public final class SparkTestConsumer extends MemoryConsumer {
 
   /** Gives everything back. */
   public void giveAll() {
-    if (used > 0) {
-      freeMemory(used);
+    long held = getUsed();
+    if (held > 0) {
+      freeMemory(held);
     }
   }
 
   @Override
   public long spill(long size, MemoryConsumer trigger) {
     spillCalls.incrementAndGet();
-    if (!spillable || used == 0) {
+    long freed = getUsed();
+    if (!spillable || freed == 0) {
       return 0;
     }
-    long freed = used;
     freeMemory(freed);
     spilledBytes.addAndGet(freed);
     return freed;
@@ -54,6 +55,6 @@ public final class SparkTestConsumer extends MemoryConsumer {
 
   @Override
   public String toString() {
-    return "SparkTestConsumer(" + name + ", used=" + used + ")";
+    return "SparkTestConsumer(" + name + ", used=" + getUsed() + ")";
   }
 }
