@@ -114,10 +114,11 @@ test-java-checkjni: lib
 test: test-go test-java test-java-checkjni test-container test-cluster test-cluster-oldest test-lost-executor soak-smoke
 
 ## test-spark: the plugin's Spark-facing JUnit tests on the line SPARK, SCALA: every test that starts
-## a SparkContext (tagged "spark") and the config, arrow, memory, ledger and driver packages (Spark's
-## TaskMemoryManager, spills both ways, Arrow round trips, the driver plugin, the ledger, the line
-## check). make test-java runs them, and every other test, on the default line.
-SPARK_FACING := org/nativepool/spark/*Test*,org/nativepool/spark/config/**,org/nativepool/spark/arrow/**,org/nativepool/spark/memory/**,org/nativepool/spark/ledger/**,org/nativepool/spark/driver/**,org/nativepool/spark/executor/PodGuardSparkTest*,org/nativepool/spark/jni/GoLogTest*
+## a SparkContext (tagged "spark") and the config, events, arrow, memory, ledger, ui and driver
+## packages (Spark's TaskMemoryManager, spills both ways, Arrow round trips, the event log's JSON, the
+## Native Memory page in Spark's UI and History Server, the driver plugin and its diagnosis, the
+## ledger, the line check). make test-java runs them, and every other test, on the default line.
+SPARK_FACING := org/nativepool/spark/*Test*,org/nativepool/spark/config/**,org/nativepool/spark/events/**,org/nativepool/spark/arrow/**,org/nativepool/spark/memory/**,org/nativepool/spark/ledger/**,org/nativepool/spark/ui/**,org/nativepool/spark/driver/**,org/nativepool/spark/executor/PodGuardSparkTest*,org/nativepool/spark/jni/GoLogTest*
 test-spark: lib
 	$(MVN) -pl $(PLUGIN_DIR) $(LINE_ARGS) -Dnativepool.lib.dir=$(BUILD)/lib '-Dtest=$(SPARK_FACING)' \
 		-Dsurefire.failIfNoSpecifiedTests=false test

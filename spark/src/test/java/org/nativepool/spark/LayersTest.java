@@ -21,8 +21,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The plugin's packages are layers: each depends only on layers below it, so none can form a cycle.
- * Read from the main sources' code (imports and fully qualified names; comments do not count), no
- * native library needed:
+ * Read from the main sources' code (imports and fully qualified names; comments do not count), those
+ * of every Spark line (src/main/java and each src/main/servlet-*), no native library needed:
  *
  * <pre>
  *   config  ←  jni, events  ←  memory  ←  arrow  ←  ledger  ←  ui  ←  executor, driver  ←  (root)
@@ -56,23 +56,43 @@ class LayersTest {
   /** Package → the project packages its code names. */
   static Map<String, Set<String>> dependencies() throws IOException {
     Map<String, Set<String>> deps = new TreeMap<>();
-    Path root = Path.of("src", "main", "java", "org", "nativepool", "spark");
-    List<Path> files;
-    try (Stream<Path> s = Files.walk(root)) {
-      files = s.filter(p -> p.toString().endsWith(".java")).collect(Collectors.toList());
-    }
-    for (Path f : files) {
-      String rel = root.relativize(f.getParent()).toString().replace('/', '.');
-      Set<String> mine = deps.computeIfAbsent(rel, k -> new TreeSet<>());
-      Matcher m = REF.matcher(code(Files.readString(f, StandardCharsets.UTF_8)));
-      while (m.find()) {
-        String other = m.group(1) == null ? "" : m.group(1);
-        if (!other.equals(rel)) {
-          mine.add(other);
-        }
+    for (Path dir : sourceDirectories()) {
+      Path root = dir.resolve(Path.of("org", "nativepool", "spark"));
+      List<Path> files;
+      try (Stream<Path> s = Files.walk(root)) {
+        files = s.filter(p -> p.toString().endsWith(".java")).collect(Collectors.toList());
+      }
+      for (Path f : files) {
+        add(deps, root, f);
       }
     }
     return deps;
+  }
+
+  /**
+   * The main source directories: src/main/java, and the per-servlet-API ones (src/main/servlet-*,
+   * of which a build compiles the one of its Spark line).
+   */
+  static List<Path> sourceDirectories() throws IOException {
+    List<Path> dirs = new ArrayList<>();
+    dirs.add(Path.of("src", "main", "java"));
+    try (Stream<Path> s = Files.list(Path.of("src", "main"))) {
+      s.filter(p -> p.getFileName().toString().startsWith("servlet-")).sorted().forEach(dirs::add);
+    }
+    return dirs;
+  }
+
+  /** Adds the project packages the source file {@code f} names to its package's. */
+  private static void add(Map<String, Set<String>> deps, Path root, Path f) throws IOException {
+    String rel = root.relativize(f.getParent()).toString().replace('/', '.');
+    Set<String> mine = deps.computeIfAbsent(rel, k -> new TreeSet<>());
+    Matcher m = REF.matcher(code(Files.readString(f, StandardCharsets.UTF_8)));
+    while (m.find()) {
+      String other = m.group(1) == null ? "" : m.group(1);
+      if (!other.equals(rel)) {
+        mine.add(other);
+      }
+    }
   }
 
   /** The source without comments, string and character literals, and its package line. */

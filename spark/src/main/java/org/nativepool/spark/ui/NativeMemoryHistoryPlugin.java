@@ -4,8 +4,8 @@ import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.util.List;
 import java.util.NoSuchElementException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.spark.SparkConf;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.status.AppHistoryServerPlugin;
@@ -13,9 +13,11 @@ import org.apache.spark.status.ElementTrackingStore;
 import org.apache.spark.ui.SparkUI;
 import org.apache.spark.util.kvstore.KVIndex;
 import org.apache.spark.util.kvstore.KVStore;
+import org.nativepool.spark.config.SparkLine;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import scala.jdk.javaapi.CollectionConverters;
+import scala.collection.immutable.List;
+import scala.collection.immutable.List$;
 import scala.runtime.BoxedUnit;
 
 /**
@@ -31,9 +33,15 @@ import scala.runtime.BoxedUnit;
 public final class NativeMemoryHistoryPlugin implements AppHistoryServerPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(NativeMemoryHistoryPlugin.class);
   private static final ObjectMapper JSON = new ObjectMapper();
+  private static final AtomicBoolean MISMATCH_LOGGED = new AtomicBoolean();
 
-  /** Public no-argument constructor, for {@code ServiceLoader}. */
-  public NativeMemoryHistoryPlugin() {}
+  /**
+   * Public no-argument constructor, for {@code ServiceLoader}; says at ERROR, once, when the jar is
+   * of another Spark line than the History Server's ({@link #onBuiltLine}).
+   */
+  public NativeMemoryHistoryPlugin() {
+    onBuiltLine();
+  }
 
   /**
    * The timeline of one application in the History Server's store: its {@link
@@ -57,9 +65,15 @@ public final class NativeMemoryHistoryPlugin implements AppHistoryServerPlugin {
     }
   }
 
+  /**
+   * The one listener, as a Scala {@code List}: a subtype of the {@code Seq} Spark declares on Scala
+   * 2.12 ({@code scala.collection.Seq}) and 2.13 ({@code scala.collection.immutable.Seq}) alike.
+   */
   @Override
-  public scala.collection.immutable.Seq<SparkListener> createListeners(
-      SparkConf conf, ElementTrackingStore store) {
+  public List<SparkListener> createListeners(SparkConf conf, ElementTrackingStore store) {
+    if (!onBuiltLine()) {
+      return List$.MODULE$.empty();
+    }
     NativeMemoryListener listener = new NativeMemoryListener(new NativeMemoryTimeline());
     store.onFlush(
         () -> {
@@ -73,16 +87,35 @@ public final class NativeMemoryHistoryPlugin implements AppHistoryServerPlugin {
           }
           return BoxedUnit.UNIT;
         });
-    return CollectionConverters.asScala(List.<SparkListener>of(listener)).toList();
+    return List$.MODULE$.<SparkListener>empty().$colon$colon(listener);
   }
 
   @Override
   public void setupUI(SparkUI ui) {
+    if (!onBuiltLine()) {
+      return;
+    }
     NativeMemoryTimeline.Snapshot s = read(ui.store().store());
     if (s != null) {
       String content = NativeMemoryPage.content(s);
       NativeMemoryWeb.attach(ui, () -> content);
     }
+  }
+
+  /**
+   * Whether this jar is built for the History Server's Spark line. A jar of another line cannot
+   * serve the page (its page class is built for another servlet API, its Scala may differ): the
+   * History Server then shows no Native Memory tab, and says why once, at ERROR, when it first
+   * loads its plugins (at its first replay), naming the artifact to put on its classpath instead.
+   * (A jar of the other Scala version fails before: Spark calls a {@code createListeners} of its
+   * own Scala's {@code Seq}, which that jar's class does not have.)
+   */
+  static boolean onBuiltLine() {
+    String m = SparkLine.current().mismatch();
+    if (m != null && !MISMATCH_LOGGED.getAndSet(true)) {
+      LOG.error("{}; the History Server shows no Native Memory tab", m);
+    }
+    return m == null;
   }
 
   /** The snapshot kept in {@code store}, or null if there is none (or it cannot be read). */

@@ -8,7 +8,6 @@ import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.nativepool.spark.config.Bytes;
 import scala.Tuple2;
 import scala.collection.Iterator;
-import scala.collection.Seq;
 
 /**
  * Feeds a {@link NativeMemoryTimeline} from Spark's listener bus: the plugin's events, live or
@@ -55,8 +54,8 @@ public class NativeMemoryListener extends SparkListener {
 
   @Override
   public void onEnvironmentUpdate(SparkListenerEnvironmentUpdate event) {
-    scala.Option<Seq<Tuple2<String, String>>> props =
-        event.environmentDetails().get("Spark Properties");
+    // an Option of a Seq, whose type differs between Scala 2.12 and 2.13: read by its iterator
+    var props = event.environmentDetails().get("Spark Properties");
     if (props.isEmpty()) {
       return;
     }

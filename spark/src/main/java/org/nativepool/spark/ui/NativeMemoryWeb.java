@@ -1,16 +1,9 @@
 package org.nativepool.spark.ui;
 
-import jakarta.servlet.http.HttpServletRequest;
-import java.util.List;
 import java.util.function.Supplier;
 import org.apache.spark.ui.SparkUI;
 import org.apache.spark.ui.SparkUITab;
-import org.apache.spark.ui.UIUtils;
-import org.apache.spark.ui.WebUIPage;
-import scala.Option;
-import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
-import scala.xml.Node;
+import scala.xml.NodeSeq;
 import scala.xml.Unparsed;
 
 /**
@@ -19,9 +12,10 @@ import scala.xml.Unparsed;
  * (e.g. {@code http://driver:4040/nativememory/}, {@code http://history:18080/history/<app
  * id>/[<attempt>/]nativememory/}), inside Spark's own header.
  *
- * <p>The one class of the plugin that touches the servlet API and Spark's web UI classes: Spark 4.x
- * uses {@code jakarta.servlet}, Spark 3.5 {@code javax.servlet}, so a build for another Spark line
- * replaces this class alone. Stateless.
+ * <p>The page itself, {@link NativeMemoryWebPage}, is the one class of the plugin on the servlet
+ * API, which differs per Spark line ({@code jakarta.servlet} on Spark 4.x, {@code javax.servlet} on
+ * Spark 3.5); this class and everything it names build unchanged on every line, Scala 2.12 and
+ * 2.13. Stateless.
  */
 public final class NativeMemoryWeb {
   /** The page's path under the UI's base path. */
@@ -40,36 +34,24 @@ public final class NativeMemoryWeb {
     ui.attachTab(new Tab(ui, content));
   }
 
+  /**
+   * The page's content as one node that Spark's page writes out as it is: an {@link Unparsed} is a
+   * {@code Node}, hence a {@code NodeSeq} and a {@code Seq<Node>} on Scala 2.12 and 2.13 alike.
+   */
+  static NodeSeq body(Supplier<String> content) {
+    return new Unparsed(content.get());
+  }
+
   /** The tab, with its one page. */
   private static final class Tab extends SparkUITab {
     Tab(SparkUI ui, Supplier<String> content) {
       super(ui, PATH.substring(1));
-      attachPage(new Page(this, content));
+      attachPage(new NativeMemoryWebPage(this, content));
     }
 
     @Override
     public String name() {
       return TAB_NAME;
-    }
-  }
-
-  /** The page: the content inside Spark's header. */
-  private static final class Page extends WebUIPage {
-    private final Tab tab;
-    private final Supplier<String> content;
-
-    Page(Tab tab, Supplier<String> content) {
-      super("");
-      this.tab = tab;
-      this.content = content;
-    }
-
-    @Override
-    public Seq<Node> render(HttpServletRequest request) {
-      Seq<Node> body =
-          CollectionConverters.asScala(List.<Node>of(new Unparsed(content.get()))).toList();
-      return UIUtils.headerSparkPage(
-          request, TAB_NAME, () -> body, tab, Option.empty(), false, false);
     }
   }
 }

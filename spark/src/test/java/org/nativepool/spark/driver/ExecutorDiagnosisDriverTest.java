@@ -30,7 +30,6 @@ import org.nativepool.spark.events.ExecutorSample;
 import org.nativepool.spark.events.LedgerSample;
 import org.nativepool.spark.testing.DriverContext;
 import org.nativepool.spark.testing.LogCapture;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The driver side's diagnosis of executors Spark removes, on a real SparkContext (its listener bus
@@ -169,7 +168,7 @@ class ExecutorDiagnosisDriverTest {
     ExceptionFailure oom =
         new ExceptionFailure(
             new OutOfMemoryError("Java heap space"),
-            CollectionConverters.asScala(List.<AccumulableInfo>of()).toList());
+            scala.collection.immutable.List$.MODULE$.<AccumulableInfo>empty());
     sc.listenerBus().post(new SparkListenerTaskEnd(2, 0, "ResultTask", oom, info, null, null));
     String rpc =
         "Remote RPC client disassociated. Likely due to containers exceeding thresholds, or network"

@@ -104,6 +104,9 @@ class NativeMemoryLivePageTest {
                   HttpResponse.BodyHandlers.ofString());
       assertEquals(200, r.statusCode());
       String html = r.body();
+      assertTrue(
+          html.matches("(?s)<!DOCTYPE html>\\s*<html\\b.*</html>\\s*"),
+          "one HTML document, as Spark writes a page's nodes: " + html);
       assertTrue(r.headers().firstValue("Content-Type").orElse("").startsWith("text/html"));
       assertTrue(html.contains(">" + NativeMemoryWeb.TAB_NAME + "</a>"), "in Spark's tab bar");
       assertTrue(html.contains("<div class=\"nativepool\">"), "inside Spark's page");

@@ -25,7 +25,6 @@ import org.junit.jupiter.api.io.TempDir;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
 import org.nativepool.spark.events.ExecutorSampleEvent;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The History Server's side of the Native Memory page without a History Server: the plugin found by
@@ -100,6 +99,16 @@ class NativeMemoryHistoryPluginTest {
         kv, new SparkConf().set("spark.appStateStore.asyncTracking.enable", "false"));
   }
 
+  /** The plugin's listeners as a Java list, by the Scala list's iterator (Scala 2.12 and 2.13). */
+  private static List<SparkListener> listeners(scala.collection.immutable.List<SparkListener> l) {
+    List<SparkListener> out = new ArrayList<>();
+    scala.collection.Iterator<SparkListener> it = l.iterator();
+    while (it.hasNext()) {
+      out.add(it.next());
+    }
+    return out;
+  }
+
   @Test
   void sparksServiceLoaderFindsThePlugin() {
     boolean found = false;
@@ -114,8 +123,7 @@ class NativeMemoryHistoryPluginTest {
     InMemoryStore kv = new InMemoryStore();
     ElementTrackingStore tracking = store(kv);
     List<SparkListener> listeners =
-        CollectionConverters.asJava(
-            new NativeMemoryHistoryPlugin().createListeners(new SparkConf(), tracking));
+        listeners(new NativeMemoryHistoryPlugin().createListeners(new SparkConf(), tracking));
     assertEquals(1, listeners.size());
     replay(eventLog(), listeners);
     tracking.close(false); // what FsHistoryProvider does at the end of the replay
@@ -151,8 +159,7 @@ class NativeMemoryHistoryPluginTest {
     InMemoryStore kv = new InMemoryStore();
     ElementTrackingStore tracking = store(kv);
     List<SparkListener> listeners =
-        CollectionConverters.asJava(
-            new NativeMemoryHistoryPlugin().createListeners(new SparkConf(), tracking));
+        listeners(new NativeMemoryHistoryPlugin().createListeners(new SparkConf(), tracking));
     replay(eventLog().subList(0, 1), listeners);
     tracking.close(false);
     assertNull(NativeMemoryHistoryPlugin.read(kv));
