@@ -21,18 +21,18 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The plugin's packages are layers: each depends only on layers below it, so none can form a cycle.
- * Read from the main sources' code (imports and fully qualified names; comments do not count), those
- * of every Spark line (src/main/java and each src/main/servlet-*), no native library needed:
+ * Read from the main sources' code (imports and fully qualified names; comments do not count),
+ * those of every Spark line (src/main/java and each src/main/webui-*), no native library needed:
  *
  * <pre>
  *   config  ←  jni, events  ←  memory  ←  arrow  ←  ledger  ←  ui  ←  executor, driver  ←  (root)
  * </pre>
  *
- * <p>{@code jni} and {@code events} sit side by side and do not depend on each other; nor do
- * {@code executor} and {@code driver}. Only the root ({@code NativePoolPlugin}, the class users name
- * in {@code spark.plugins}) depends on {@code executor} and {@code driver}, and nothing depends on
- * the root. {@code ui} (the Native Memory page, live and in the History Server) sits under the
- * plugin sides, so that the driver side can serve it.
+ * <p>{@code jni} and {@code events} sit side by side and do not depend on each other; nor do {@code
+ * executor} and {@code driver}. Only the root ({@code NativePoolPlugin}, the class users name in
+ * {@code spark.plugins}) depends on {@code executor} and {@code driver}, and nothing depends on the
+ * root. {@code ui} (the Native Memory page, live and in the History Server) sits under the plugin
+ * sides, so that the driver side can serve it.
  */
 class LayersTest {
   private static final String BASE = "org.nativepool.spark";
@@ -51,7 +51,8 @@ class LayersTest {
           "driver", 6,
           "", 7);
 
-  private static final Pattern REF = Pattern.compile("\\borg\\.nativepool\\.spark(?:\\.(\\w+))?\\.[A-Z]");
+  private static final Pattern REF =
+      Pattern.compile("\\borg\\.nativepool\\.spark(?:\\.(\\w+))?\\.[A-Z]");
 
   /** Package → the project packages its code names. */
   static Map<String, Set<String>> dependencies() throws IOException {
@@ -70,14 +71,14 @@ class LayersTest {
   }
 
   /**
-   * The main source directories: src/main/java, and the per-servlet-API ones (src/main/servlet-*,
-   * of which a build compiles the one of its Spark line).
+   * The main source directories: src/main/java, and the per-line ones (src/main/webui-*, of which a
+   * build compiles the one of its Spark line).
    */
   static List<Path> sourceDirectories() throws IOException {
     List<Path> dirs = new ArrayList<>();
     dirs.add(Path.of("src", "main", "java"));
     try (Stream<Path> s = Files.list(Path.of("src", "main"))) {
-      s.filter(p -> p.getFileName().toString().startsWith("servlet-")).sorted().forEach(dirs::add);
+      s.filter(p -> p.getFileName().toString().startsWith("webui-")).sorted().forEach(dirs::add);
     }
     return dirs;
   }

@@ -12,10 +12,11 @@ import scala.xml.Unparsed;
  * (e.g. {@code http://driver:4040/nativememory/}, {@code http://history:18080/history/<app
  * id>/[<attempt>/]nativememory/}), inside Spark's own header.
  *
- * <p>The page itself, {@link NativeMemoryWebPage}, is the one class of the plugin on the servlet
- * API, which differs per Spark line ({@code jakarta.servlet} on Spark 4.x, {@code javax.servlet} on
- * Spark 3.5); this class and everything it names build unchanged on every line, Scala 2.12 and
- * 2.13. Stateless.
+ * <p>The page itself, {@link NativeMemoryWebPage}, is the one class of the plugin on Spark's web UI
+ * API, which differs per Spark line (the servlet API: {@code jakarta.servlet} on Spark 4.x, {@code
+ * javax.servlet} on Spark 3.5; {@code UIUtils.headerSparkPage}'s parameters on 4.2): it has a copy
+ * per line. This class and everything it names build unchanged on every line, Scala 2.12 and 2.13.
+ * Stateless.
  */
 public final class NativeMemoryWeb {
   /** The page's path under the UI's base path. */
