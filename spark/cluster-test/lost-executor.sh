@@ -37,6 +37,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=spark/cluster-test/common.sh
+. "$root/spark/cluster-test/common.sh"
 cd "$root"
 start_s=$(date +%s)
 say() { echo "test-lost-executor: $*"; }
@@ -67,11 +69,6 @@ if [[ -z $plugin_jar ]]; then
 	say "no nativepool-spark-$LINE-*.jar under spark/target; run make jar (SPARK=, SCALA=)" >&2
 	exit 2
 fi
-stamp_of() { # stamp_of <jar> <key>: a value of the jar's line stamp
-	python3 -c 'import sys, zipfile
-for l in zipfile.ZipFile(sys.argv[1]).read("org/nativepool/native/version.properties").decode().splitlines():
-    if l.startswith(sys.argv[2] + "="): print(l.split("=", 1)[1])' "$1" "$2"
-}
 spark_line=$(stamp_of "$plugin_jar" spark.line)
 spark_version=$(stamp_of "$plugin_jar" spark.version)
 scala_version=$(stamp_of "$plugin_jar" scala.binary.version)
@@ -138,27 +135,6 @@ MASTER_URL=spark://127.0.0.1:$MASTER_PORT
 
 # ---- everything started is stopped by PID, on any exit; the cgroup is removed ----
 pids=()
-descendants() { # descendants <pid>: every process below it, read from /proc
-	local s line rest pid ppid p c
-	local -A kids=()
-	for s in /proc/[0-9]*/stat; do
-		{ line=$(<"$s"); } 2>/dev/null || continue
-		rest=${line##*) }
-		read -r _ ppid _ <<<"$rest"
-		pid=${s#/proc/}
-		kids[$ppid]+="${pid%/stat} "
-	done
-	local queue=("$1") out=()
-	while ((${#queue[@]} > 0)); do
-		p=${queue[0]}
-		queue=("${queue[@]:1}")
-		for c in ${kids[$p]:-}; do
-			out+=("$c")
-			queue+=("$c")
-		done
-	done
-	echo "${out[@]:-}"
-}
 stop_all() {
 	local p c
 	for p in "${pids[@]}"; do
@@ -179,17 +155,6 @@ stop_all() {
 trap stop_all EXIT
 trap "exit 130" INT TERM
 
-wait_for() { # wait_for <seconds> <file> <pattern> [pid]
-	local deadline=$(($(date +%s) + $1))
-	until grep -q -- "$3" "$2" 2>/dev/null; do
-		if (($(date +%s) >= deadline)) || { [[ -n ${4:-} ]] && ! kill -0 "$4" 2>/dev/null; }; then
-			say "no '$3' in $2 after $1 s" >&2
-			tail -20 "$2" >&2 || true
-			return 1
-		fi
-		sleep 0.5
-	done
-}
 
 "$JAVA" "${jvm_args[@]}" -Xmx256m -cp "$spark_cp" org.apache.spark.deploy.master.Master \
 	--host 127.0.0.1 --port "$MASTER_PORT" --webui-port "$MASTER_UI" >"$RUN/master.log" 2>&1 &
@@ -245,9 +210,6 @@ EXEC_B=$(basename "$(dirname "$(grep -l 'lost-executor-test: burst of' "$WORK2/$
 say "executor $EXEC_A (free), executor $EXEC_B (confined, burst)"
 
 failed=()
-check() { # check <name> <function>
-	if "$2"; then echo "PASS $1"; else echo "FAIL $1"; failed+=("$1"); fi
-}
 
 # page_ok <html file> <what>: a chart (svg) under each executor's heading, and the diagnosis
 page_ok() {

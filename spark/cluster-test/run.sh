@@ -43,6 +43,9 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=spark/cluster-test/common.sh
+. "$root/spark/cluster-test/common.sh"
+say() { echo "test-cluster: $*"; }
 cd "$root"
 start_s=$(date +%s)
 
@@ -61,11 +64,6 @@ if [[ -z $plugin_jar ]]; then
 	echo "test-cluster: no nativepool-spark-$LINE-*.jar under spark/target; run make jar (SPARK=, SCALA=)" >&2
 	exit 2
 fi
-stamp_of() { # stamp_of <jar> <key>: a value of the jar's line stamp
-	python3 -c 'import sys, zipfile
-for l in zipfile.ZipFile(sys.argv[1]).read("org/nativepool/native/version.properties").decode().splitlines():
-    if l.startswith(sys.argv[2] + "="): print(l.split("=", 1)[1])' "$1" "$2"
-}
 spark_line=$(stamp_of "$plugin_jar" spark.line)
 spark_version=$(stamp_of "$plugin_jar" spark.version)
 scala_version=$(stamp_of "$plugin_jar" scala.binary.version)
@@ -154,27 +152,6 @@ MASTER_URL=spark://127.0.0.1:$MASTER_PORT
 
 # ---- everything started is stopped by PID, on any exit ----
 pids=()
-descendants() { # descendants <pid>: every process below it, read from /proc (no procps needed)
-	local s line rest pid ppid p c
-	local -A kids=()
-	for s in /proc/[0-9]*/stat; do
-		{ line=$(<"$s"); } 2>/dev/null || continue
-		rest=${line##*) } # the fields after "(comm)", which may hold spaces: state ppid ...
-		read -r _ ppid _ <<<"$rest"
-		pid=${s#/proc/}
-		kids[$ppid]+="${pid%/stat} "
-	done
-	local queue=("$1") out=()
-	while ((${#queue[@]} > 0)); do
-		p=${queue[0]}
-		queue=("${queue[@]:1}")
-		for c in ${kids[$p]:-}; do
-			out+=("$c")
-			queue+=("$c")
-		done
-	done
-	echo "${out[@]:-}"
-}
 stop_all() {
 	local p c
 	for p in "${pids[@]}"; do
@@ -191,17 +168,6 @@ stop_all() {
 trap stop_all EXIT
 trap "exit 130" INT TERM
 
-wait_for() { # wait_for <seconds> <file> <pattern> [pid]: fails early if pid has exited
-	local deadline=$(($(date +%s) + $1))
-	until grep -q -- "$3" "$2" 2>/dev/null; do
-		if (($(date +%s) >= deadline)) || { [[ -n ${4:-} ]] && ! kill -0 "$4" 2>/dev/null; }; then
-			echo "test-cluster: no '$3' in $2 after $1 s" >&2
-			tail -20 "$2" >&2 || true
-			return 1
-		fi
-		sleep 0.5
-	done
-}
 
 "$JAVA" "${jvm_args[@]}" -Xmx256m -cp "$spark_cp" org.apache.spark.deploy.master.Master \
 	--host 127.0.0.1 --port "$MASTER_PORT" --webui-port "$MASTER_UI" >"$RUN/master.log" 2>&1 &
@@ -286,9 +252,6 @@ secs_between() { # secs_between HH:MM:SS HH:MM:SS (log timestamps of one run)
 }
 
 failed=()
-check() { # check <name> <function>
-	if "$2"; then echo "PASS $1"; else echo "FAIL $1"; failed+=("$1"); fi
-}
 
 # ---- checks ----
 
