@@ -3,9 +3,12 @@ package org.nativepool.spark.ledger;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.Reader;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import javax.management.JMException;
+import javax.management.ObjectName;
 
 /**
  * How much of the JVM heap is resident: the {@code Rss} of the heap's own mappings in {@code
@@ -14,17 +17,23 @@ import java.nio.file.Path;
  * make the ledger's unexplained remainder negative by the untouched part and hide real unexplained
  * memory behind it.
  *
- * <p>The heap is found without JVM internals: HotSpot reserves it as one contiguous range of
- * anonymous mappings (committed regions read-write, the rest {@code ---p}) whose length is about
- * the maximum heap size and whose read-write part is the committed heap. Among such runs the one
- * whose read-write bytes are closest to the committed heap is taken (the compressed class space is
- * another large anonymous run, with little of it read-write). {@link #residentNow} returns -1 when
- * no run fits: then the ledger counts committed bytes, as before. An instance finds the heap once
- * and then reads only its range.
+ * <p>The heap's address range is the one the JVM states itself: the {@code GC.heap_info} diagnostic
+ * command (what {@code jcmd <pid> GC.heap_info} prints, through the platform's {@code
+ * DiagnosticCommand} MBean) gives the reserved range of G1's and Shenandoah's heap and of each
+ * generation of the Parallel and Serial collectors. Where it gives none (ZGC maps its heap several
+ * times, so its resident bytes cannot be summed this way), the heap is guessed from smaps alone:
+ * HotSpot reserves it as one contiguous range of anonymous mappings (committed regions read-write,
+ * the rest {@code ---p}) whose length is about the maximum heap size and whose read-write part is
+ * the committed heap. The guess fails when another anonymous reservation follows the heap directly,
+ * as the compressed class space does when the class-data-sharing archive is not mapped, which is
+ * why the JVM's statement comes first. {@link #residentNow} returns -1 when neither finds the heap:
+ * then the ledger counts committed bytes. An instance finds the heap once and then reads only its
+ * range.
  */
 final class HeapResidency {
   /** The heap's address range once found (guarded by this); 0, 0 until then. */
   private long start;
+
   private long end;
 
   /** A reader that finds the heap once, then reads only its range. */
@@ -32,9 +41,9 @@ final class HeapResidency {
 
   /**
    * The resident bytes of the heap's mappings, or -1: the first call (and any call after the range
-   * held no mapping) parses all of smaps to find the heap; later calls read its range only, and a
-   * call within {@link #COST_FACTOR} times the last reading's cost returns that reading (heap pages
-   * touched since count as unexplained until the next).
+   * held no mapping) finds the heap ({@link #parseHeapInfo}, else {@link #locate}); later calls
+   * read its range only, and a call within {@link #COST_FACTOR} times the last reading's cost
+   * returns that reading (heap pages touched since count as unexplained until the next).
    */
   synchronized long residentNow(long max, long committed) {
     if (max <= 0 || committed <= 0) {
@@ -75,6 +84,17 @@ final class HeapResidency {
           }
         }
       }
+      long[] stated = parseHeapInfo(heapInfo());
+      if (stated != null) {
+        try (BufferedReader r = open()) {
+          long rss = within(r, stated[0], stated[1]);
+          if (rss >= 0) {
+            start = stated[0];
+            end = stated[1];
+            return rss;
+          }
+        }
+      }
       try (BufferedReader r = open()) {
         long[] found = locate(r, max, committed);
         start = found[1];
@@ -84,6 +104,56 @@ final class HeapResidency {
     } catch (IOException | RuntimeException e) {
       return -1;
     }
+  }
+
+  /** The JVM's {@code GC.heap_info} text, or null where the platform does not serve it. */
+  static String heapInfo() {
+    try {
+      Object text =
+          ManagementFactory.getPlatformMBeanServer()
+              .invoke(
+                  new ObjectName("com.sun.management:type=DiagnosticCommand"),
+                  "gcHeapInfo",
+                  new Object[] {new String[0]},
+                  new String[] {String[].class.getName()});
+      return text instanceof String t ? t : null;
+    } catch (JMException | RuntimeException e) {
+      return null;
+    }
+  }
+
+  /**
+   * The heap's reserved range {@code {start, end}} in a {@code GC.heap_info} text, or null if it
+   * states none: the lowest and highest address the heap's lines (those before the metaspace's)
+   * give, which spans G1's or Shenandoah's one range and the Parallel and Serial collectors' two
+   * adjacent generations (each {@code [bottom, top, end)}).
+   */
+  static long[] parseHeapInfo(String text) {
+    if (text == null) {
+      return null;
+    }
+    long lo = -1;
+    long hi = -1;
+    for (String line : text.split("\n")) {
+      if (line.trim().startsWith("Metaspace")) {
+        break;
+      }
+      int open = line.indexOf('[');
+      int close = line.indexOf(')', open + 1);
+      if (open < 0 || close < 0) {
+        continue;
+      }
+      for (String a : line.substring(open + 1, close).split(",")) {
+        a = a.trim();
+        if (!a.startsWith("0x") || !isHex(a, 2, a.length())) {
+          continue;
+        }
+        long v = Long.parseUnsignedLong(a.substring(2), 16);
+        lo = lo < 0 || Long.compareUnsigned(v, lo) < 0 ? v : lo;
+        hi = hi < 0 || Long.compareUnsigned(v, hi) > 0 ? v : hi;
+      }
+    }
+    return lo >= 0 && Long.compareUnsigned(hi, lo) > 0 ? new long[] {lo, hi} : null;
   }
 
   private static BufferedReader open() throws IOException {
@@ -156,9 +226,9 @@ final class HeapResidency {
 
   /**
    * The resident bytes of the mappings within [start, end) of an smaps text, reading no further
-   * than the first mapping at or past {@code end} (smaps lists mappings by address, and the
-   * kernel makes its text as it is read, so a heap at low addresses, as compressed oops place it,
-   * costs a few entries); -1 if no mapping lies within.
+   * than the first mapping at or past {@code end} (smaps lists mappings by address, and the kernel
+   * makes its text as it is read, so a heap at low addresses, as compressed oops place it, costs a
+   * few entries); -1 if no mapping lies within.
    */
   static long within(Reader smaps, long start, long end) throws IOException {
     BufferedReader r = smaps instanceof BufferedReader b ? b : new BufferedReader(smaps);
@@ -209,7 +279,7 @@ final class HeapResidency {
     return to > from;
   }
 
-  /** The number of "Rss:   1234 kB". */
+  /** The number of "Rss: 1234 kB". */
   private static long kib(String line) {
     int i = 4;
     while (i < line.length() && line.charAt(i) == ' ') {

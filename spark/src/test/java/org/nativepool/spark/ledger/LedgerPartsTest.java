@@ -1,13 +1,18 @@
 package org.nativepool.spark.ledger;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.apache.spark.SparkConf;
 import org.junit.jupiter.api.Test;
 import org.nativepool.spark.config.LedgerSettings;
@@ -112,6 +117,78 @@ class LedgerPartsTest {
     long first = own.residentNow(h.getMax(), h.getCommitted());
     assertTrue(first > 0 && first <= h.getCommitted() + (8 << 20), "heap resident " + first);
     assertTrue(own.residentNow(h.getMax(), h.getCommitted()) > 0);
+  }
+
+  @Test
+  void theHeapsRangeIsTheOneTheJvmStatesForEachCollector() {
+    String g1 =
+        " garbage-first heap   total 389120K, used 4389K [0x0000000080000000, 0x0000000100000000)\n"
+            + "  region size 1024K, 4 young (4096K), 0 survivors (0K)\n"
+            + " Metaspace       used 2893K, committed 3072K, reserved 1114112K\n"
+            + "  class space    used 324K, committed 384K, reserved 1048576K\n";
+    assertArrayEquals(new long[] {0x80000000L, 0x100000000L}, HeapResidency.parseHeapInfo(g1));
+    String parallel =
+        " PSYoungGen      total 113152K, used 5836K [0x00000000d5580000, 0x00000000dd380000,"
+            + " 0x0000000100000000)\n"
+            + "  eden space 97280K, 6% used"
+            + " [0x00000000d5580000,0x00000000d5b33390,0x00000000db480000)\n"
+            + " ParOldGen       total 258048K, used 0K [0x0000000080000000, 0x000000008fc00000,"
+            + " 0x00000000d5580000)\n"
+            + " Metaspace       used 2901K, committed 3072K, reserved 1114112K\n";
+    assertArrayEquals(
+        new long[] {0x80000000L, 0x100000000L}, HeapResidency.parseHeapInfo(parallel));
+    String shenandoah =
+        "Shenandoah Heap\n 2048M max, 2048M soft max, 377M committed, 6144K used\n"
+            + "Reserved region:\n - [0x0000000080000000, 0x0000000100000000) \n"
+            + "Collection set:\n - map (vanilla): 0x0000000000010800\n"
+            + " Metaspace       used 2934K, committed 3136K, reserved 1114112K\n";
+    assertArrayEquals(
+        new long[] {0x80000000L, 0x100000000L}, HeapResidency.parseHeapInfo(shenandoah));
+    // ZGC states no range; the metaspace's lines never count.
+    assertNull(
+        HeapResidency.parseHeapInfo(
+            " ZHeap           used 8M, capacity 378M, max capacity 2048M\n"
+                + " Metaspace       used 2924K [0x0000000800000000, 0x0000000900000000)\n"));
+    assertNull(HeapResidency.parseHeapInfo(null));
+    assertNull(HeapResidency.parseHeapInfo("garbage [0x10, zz)"));
+    // This JVM states its heap, and the stated range holds mappings.
+    assertNotNull(HeapResidency.parseHeapInfo(HeapResidency.heapInfo()));
+  }
+
+  /**
+   * Without the class-data-sharing archive, HotSpot reserves the compressed class space right after
+   * the heap, so the heap's anonymous run in smaps is heap and class space together and no guess
+   * from smaps alone fits; the range the JVM states still finds it.
+   */
+  @Test
+  void theHeapIsFoundWhenTheClassSpaceFollowsItDirectly() throws Exception {
+    long g = 1L << 30;
+    String adjacent =
+        smaps(0xc0000000L, 0xd0000000L, "rw-p", "", 90 << 10)
+            + smaps(0xd0000000L, 0x100000000L, "---p", "", 0)
+            + smaps(0x100000000L, 0x100010000L, "rw-p", "", 64)
+            + smaps(0x100010000L, 0x140000000L, "---p", "", 0);
+    assertEquals(-1, HeapResidency.locate(new java.io.StringReader(adjacent), g, 256L << 20)[0]);
+    assertEquals(
+        90L << 20,
+        HeapResidency.within(new java.io.StringReader(adjacent), 0xc0000000L, 0x100000000L));
+    Process p =
+        new ProcessBuilder(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xshare:off",
+                "-Xmx1g",
+                "-cp",
+                System.getProperty("java.class.path"),
+                HeapResidencyProbe.class.getName())
+            .redirectErrorStream(true)
+            .start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+    assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+    assertEquals(0, p.exitValue(), out);
+    String[] f = out.split(" ");
+    long resident = Long.parseLong(f[0]);
+    long committed = Long.parseLong(f[1]);
+    assertTrue(resident > 0 && resident <= committed + (8 << 20), out);
   }
 
   private static LedgerSnapshot snapshot(long rss) {
