@@ -45,8 +45,12 @@ const closedMark = -(int64(1) << 62)
 type Allocator struct {
 	// inner provides the memory; nil means C memory from calloc, whose
 	// libc pointer is kept in the live table (no second map).
-	inner    memory.Allocator
-	res      *pool.Reservation
+	inner memory.Allocator
+	res   *pool.Reservation
+	// acct, when set (NewAccountAllocator), is what the allocator charges
+	// instead of res (the account's own reservation): every charge and
+	// uncharge goes through the owner-serialized account.
+	acct     *pool.Account
 	consumer string
 	chunk    int64
 	policy   ImportPolicy
@@ -111,6 +115,28 @@ func NewAllocator(inner memory.Allocator, res *pool.Reservation, opts ...Option)
 	}
 	a.live.init()
 	a.xfers.init()
+	return a
+}
+
+// NewAccountAllocator returns an allocator, as NewAllocator, that charges
+// an operator's pool.Account instead of a reservation: a buffer's charge
+// comes out of the account's local slack when it covers it, so most
+// allocations touch no shared word, and the account borrows from its
+// reservation in quanta. Like the account, the allocator is then not safe
+// for concurrent use: every Allocate, Reallocate, Free and Close must be
+// serialized with each other and with the account's other calls (the
+// operator's goroutine, or its lock), and its buffers must not be exported
+// through the C Data Interface, whose consumers free on their own threads
+// (Export and import calls return an error). Chunked headroom
+// (WithChunkSize) is ignored: the account is the slack. The account's
+// reservation is the allocator's Reservation. NewAccountAllocator panics if
+// acct is nil.
+func NewAccountAllocator(inner memory.Allocator, acct *pool.Account, opts ...Option) *Allocator {
+	if acct == nil {
+		panic("ffi: NewAccountAllocator: nil account")
+	}
+	a := NewAllocator(inner, acct.Reservation(), append(opts, WithChunkSize(0))...)
+	a.acct = acct
 	return a
 }
 
@@ -321,12 +347,12 @@ func (a *Allocator) reserve(g int64) error {
 	if a.charged.Load() < 0 {
 		return a.closedErr()
 	}
-	if err := a.res.TryGrow(g); err != nil {
+	if err := a.tryGrowRes(g); err != nil {
 		return err
 	}
 	if a.charged.Add(g) < 0 { // Close took the charge meanwhile
 		a.charged.Add(-g)
-		_, _ = a.res.TryShrink(g)
+		_ = a.shrinkRes(g)
 		return a.closedErr()
 	}
 	return nil
@@ -342,19 +368,19 @@ func (a *Allocator) reserveForced(g int64) error {
 	if err == nil || !errors.Is(err, pool.ErrResourcesExhausted) {
 		return err
 	}
-	if err := a.res.GrowReporting(g); err != nil {
+	if err := a.growRes(g); err != nil {
 		if errors.Is(err, pool.ErrClosed) { // nothing was recorded
 			return a.closedErr()
 		}
 		// Recorded, but upstream failed (a Java exception for pools
 		// bridged to Spark, such as a task kill): the bytes go back and the
 		// caller fails with that failure, leaving nothing charged.
-		_, _ = a.res.TryShrink(g)
+		_ = a.shrinkRes(g)
 		return err
 	}
 	if a.charged.Add(g) < 0 {
 		a.charged.Add(-g)
-		_, _ = a.res.TryShrink(g)
+		_ = a.shrinkRes(g)
 		return a.closedErr()
 	}
 	a.forced.Add(g)
@@ -369,11 +395,48 @@ func (a *Allocator) unreserve(g int64) {
 		a.late.Add(1)
 		return
 	}
-	if _, err := a.res.TryShrink(g); err != nil {
+	if err := a.shrinkRes(g); err != nil {
 		// The reservation was closed (or shrunk by someone else) before this
 		// allocator: its pool already has the bytes back.
 		a.late.Add(1)
 	}
+}
+
+// tryGrowRes takes g bytes from the account or the reservation.
+func (a *Allocator) tryGrowRes(g int64) error {
+	if a.acct != nil {
+		return a.acct.TryGrow(g)
+	}
+	return a.res.TryGrow(g)
+}
+
+// growRes takes g bytes past the pool's limit (see GrowReporting).
+func (a *Allocator) growRes(g int64) error {
+	if a.acct == nil {
+		return a.res.GrowReporting(g)
+	}
+	if a.acct.Closed() {
+		return fmt.Errorf("ffi: Grow(%d) on %s: %w", g, a.acct, pool.ErrClosed)
+	}
+	a.acct.Grow(g)
+	return nil
+}
+
+// shrinkRes gives g bytes back to the account or the reservation; it
+// fails, changing nothing, if they do not hold g or are closed.
+func (a *Allocator) shrinkRes(g int64) error {
+	if a.acct == nil {
+		_, err := a.res.TryShrink(g)
+		return err
+	}
+	switch {
+	case a.acct.Closed():
+		return fmt.Errorf("ffi: Shrink(%d) on %s: %w", g, a.acct, pool.ErrClosed)
+	case g > a.acct.Used():
+		return fmt.Errorf("ffi: Shrink(%d) on %s: %w", g, a.acct, pool.ErrInvalidSize)
+	}
+	a.acct.Shrink(g)
+	return nil
 }
 
 // dropStale forgets a record whose address was handed out again without a

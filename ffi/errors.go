@@ -11,6 +11,12 @@ import (
 // granted the bytes but libc could not provide them (calloc returned NULL).
 var ErrOutOfMemory = errors.New("out of C memory")
 
+// ErrAccountCharged is returned by the C Data Interface calls of an
+// allocator that charges an operator's account (NewAccountAllocator): the
+// account is not safe for concurrent use, and a C consumer frees on its
+// own thread.
+var ErrAccountCharged = errors.New("allocator charges an operator's account, whose buffers do not cross the C Data Interface")
+
 // AllocationError is the refusal of an Allocate or Reallocate. arrow-go's
 // memory.Allocator cannot return an error (apache/arrow#36186), so the
 // allocator panics with a *AllocationError and Catch turns that panic back

@@ -35,6 +35,9 @@ func (a *Allocator) ExportRecordBatch(rb arrow.RecordBatch, out *cdata.CArrowArr
 	if a.charged.Load() < 0 {
 		return fmt.Errorf("ffi: ExportRecordBatch: %w", a.closedErr())
 	}
+	if a.acct != nil {
+		return fmt.Errorf("ffi: ExportRecordBatch: %w", ErrAccountCharged)
+	}
 	x := &xfer{a: a, kind: kindExport, bytes: dataBytes(rb)}
 	cdata.ExportArrowRecordBatch(rb, out, outSchema)
 	if err := a.publish(x, toCArray(out)); err != nil {
@@ -77,6 +80,9 @@ func (a *Allocator) publish(x *xfer, arr *cArray) error {
 func (a *Allocator) ExportRecordReader(rdr array.RecordReader, out *cdata.CArrowArrayStream) error {
 	if a.charged.Load() < 0 {
 		return fmt.Errorf("ffi: ExportRecordReader: %w", a.closedErr())
+	}
+	if a.acct != nil {
+		return fmt.Errorf("ffi: ExportRecordReader: %w", ErrAccountCharged)
 	}
 	x := &xfer{a: a, kind: kindStream}
 	cdata.ExportRecordReader(&accountingReader{RecordReader: rdr, x: x}, out)

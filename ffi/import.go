@@ -50,6 +50,9 @@ func (a *Allocator) importBatch(op string, arr *cdata.CArrowArray, imp func() (a
 	if a.charged.Load() < 0 {
 		return nil, fmt.Errorf("ffi: %s: %w", op, a.closedErr())
 	}
+	if a.acct != nil {
+		return nil, fmt.Errorf("ffi: %s: %w", op, ErrAccountCharged)
+	}
 	if arr == nil {
 		return nil, fmt.Errorf("ffi: %s: nil ArrowArray", op)
 	}

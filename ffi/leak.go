@@ -170,7 +170,7 @@ func (a *Allocator) Close() error {
 	a.headroom.Store(closedMark)
 	leak := a.Leaks()
 	if c > 0 {
-		if _, err := a.res.TryShrink(c); err != nil {
+		if err := a.shrinkRes(c); err != nil {
 			a.logger.Warn("ffi: reservation closed before its allocator", "consumer", a.consumer, "bytes", c, "err", err)
 		}
 	}

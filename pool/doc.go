@@ -16,6 +16,8 @@
 //
 // # Related types
 //
+//	Account (one goroutine, local slack) ──owns──┐
+//	                                             ▼
 //	Consumer ──Register──▶ Reservation ─┬─ Split / Take / NewEmpty (same registration, no pool call)
 //	                                    │
 //	                     registration (one Register, one Unregister per registration)
@@ -34,6 +36,17 @@
 // the request; inside Pool.Shrink it is the size after. Zero-byte calls reach
 // the pool. Split, Take and NewEmpty never call it. Comet once misread this
 // ordering and broke its default pool for months (apache/datafusion-comet#5961).
+//
+// # An operator's account
+//
+// A Reservation is safe for concurrent use, and Close is atomic with its
+// grows, so every TryGrow and Shrink is an atomic read-modify-write of its
+// size and a call into the pool. An operator that grows once per batch on
+// one goroutine needs neither: an Account (after CockroachDB's
+// BoundAccount) owns a reservation, borrows from it in quanta and keeps at
+// most two quanta of local slack, so a grow or shrink within the slack is
+// two plain additions. The slack is reserved in the pool like any byte;
+// Account.Spill gives it back before the operator spills data.
 //
 // # Pools and decorators
 //

@@ -155,6 +155,7 @@ func BenchmarkPairVsDataFusion(b *testing.B) {
 			})
 		}
 	}
+	benchOperatorOnReservation(b, impls)
 }
 
 // TestPairAllocatesNothing: a TryGrow+Shrink pair allocates nothing on

@@ -1,26 +1,26 @@
 //! df-pool-bench: time a `try_grow(8)` + `shrink(8)` pair on one
-//! `MemoryReservation` for DataFusion's memory pools.
+//! `MemoryReservation` for DataFusion's memory pools, and an operator's
+//! pattern on one reservation: one `try_grow` per batch of varying size,
+//! everything freed at the end of every `OPERATOR_BATCHES` batches. Both
+//! run on two DataFusion releases side by side (`DataFusion55`, the newest
+//! crates.io serves, and `DataFusion54`).
 //!
 //! Output (stdout) is in Go benchmark format, one line per round, so that the
 //! same tools (benchstat, bench/compare_datafusion.sh) can read it next to
 //! `go test -bench` output. A min/median summary goes to stderr.
 //!
 //! Harness: per benchmark, one discarded warm-up round, then `--rounds` timed
-//! rounds of `--iters` pairs each. With `threads=T` the `--iters` pairs of a
-//! round are split between T threads that share one pool, each thread with its
-//! own consumer and reservation; ns/op = (last thread's end - first thread's
-//! start) / total pairs, like Go's `b.RunParallel`.
+//! rounds of `--iters` ops (pairs, or an operator's batches) each. With
+//! `threads=T` the `--iters` ops of a round are split between T threads that
+//! share one pool, each thread with its own consumer and reservation; ns/op =
+//! (last thread's end - first thread's start) / total ops, like Go's
+//! `b.RunParallel`.
 
 use std::hint::black_box;
 use std::num::NonZeroUsize;
 use std::process::ExitCode;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
-
-use datafusion_execution::memory_pool::{
-    FairSpillPool, GreedyMemoryPool, MemoryConsumer, MemoryPool, MemoryReservation,
-    TrackConsumersPool,
-};
 
 /// "Huge" pool size: never the limit in this benchmark.
 const POOL_SIZE: usize = 1 << 62;
@@ -54,106 +54,186 @@ impl PoolKind {
         }
     }
 
-    fn make(self) -> Arc<dyn MemoryPool> {
-        match self {
-            PoolKind::Greedy => Arc::new(GreedyMemoryPool::new(POOL_SIZE)),
-            PoolKind::Fair => Arc::new(FairSpillPool::new(POOL_SIZE)),
-            PoolKind::TrackConsumers => Arc::new(TrackConsumersPool::new(
-                GreedyMemoryPool::new(POOL_SIZE),
-                NonZeroUsize::new(TRACK_TOP).unwrap(),
-            )),
-        }
-    }
-
     /// FairSpillPool is measured on its spillable path (every consumer is
     /// spillable); for the other pools can_spill makes no difference and the
     /// consumers keep the default (false).
     fn can_spill(self) -> bool {
         matches!(self, PoolKind::Fair)
     }
-
-    fn register(self, pool: &Arc<dyn MemoryPool>, thread: usize) -> MemoryReservation {
-        MemoryConsumer::new(format!("bench-{}-{thread}", self.name()))
-            .with_can_spill(self.can_spill())
-            .register(pool)
-    }
 }
 
-/// The measured operation: `n` pairs of try_grow(8) + shrink(8).
-#[inline(never)]
-fn pair_loop(r: &MemoryReservation, n: u64) {
-    for _ in 0..n {
-        if r.try_grow(black_box(GROW)).is_err() {
-            panic!("try_grow({GROW}) failed on a pool of {POOL_SIZE} bytes");
-        }
-        r.shrink(black_box(GROW));
-    }
+/// What a round measures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Pattern {
+    /// try_grow(8) + shrink(8) on one reservation; one op = one pair.
+    Pair,
+    /// An operator: try_grow(size of the batch) per batch, sizes from
+    /// `batch_size`, and free() after every `OPERATOR_BATCHES` batches; one
+    /// op = one batch (the free is part of the batches' cost).
+    Operator,
 }
 
-/// `n` more consumers on `pool`, each holding 8 bytes, registered outside the
-/// timed part so that the measured pairs run among them.
-fn others(kind: PoolKind, pool: &Arc<dyn MemoryPool>, n: usize) -> Vec<MemoryReservation> {
-    (0..n)
-        .map(|i| {
-            let r = MemoryConsumer::new(format!("other-{i}"))
-                .with_can_spill(kind.can_spill())
-                .register(pool);
-            r.try_grow(GROW).expect("an idle consumer's 8 bytes");
-            r
-        })
-        .collect()
+/// Batches an operator grows by before it frees everything.
+const OPERATOR_BATCHES: u64 = 64;
+
+/// The size of the operator's batch number `i`: 1 KiB to 64 KiB, from a
+/// 64-bit LCG (Knuth's MMIX constants) seeded by the batch number, so both
+/// sides (this crate and the Go benchmark) grow by the same sequence.
+#[inline(always)]
+fn batch_size(i: u64) -> usize {
+    let x = i
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    1024 + ((x >> 33) % 64512) as usize
 }
 
-/// One round: `iters` pairs in total, split over `threads` threads sharing a
-/// fresh pool on which `consumers - 1` idle consumers are registered too. Returns
-/// the wall time of the timed part.
-fn run_round(kind: PoolKind, threads: usize, consumers: usize, iters: u64) -> Duration {
-    let pool = kind.make();
-    let idle = others(kind, &pool, consumers - 1);
-    if threads == 1 {
-        let r = kind.register(&pool, 0);
-        let start = Instant::now();
-        pair_loop(&r, iters);
-        let elapsed = start.elapsed();
-        assert_eq!(r.size(), 0);
-        drop(r);
-        drop(idle);
-        assert_eq!(pool.reserved(), 0);
-        return elapsed;
-    }
+/// One DataFusion release's harness: the same code, compiled against the
+/// crate renamed `$krate` in Cargo.toml.
+macro_rules! df_harness {
+    ($module:ident, $krate:ident) => {
+        mod $module {
+            use super::*;
+            use $krate::memory_pool::{
+                FairSpillPool, GreedyMemoryPool, MemoryConsumer, MemoryPool, MemoryReservation,
+                TrackConsumersPool,
+            };
 
-    let barrier = Barrier::new(threads);
-    let t = threads as u64;
-    let spans: Vec<(Instant, Instant, MemoryReservation)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|i| {
-                let share = iters / t + u64::from((i as u64) < iters % t);
-                let pool = &pool;
-                let barrier = &barrier;
-                s.spawn(move || {
-                    // Registration is outside the timed part.
-                    let r = kind.register(pool, i);
-                    barrier.wait();
+            fn make(kind: PoolKind) -> Arc<dyn MemoryPool> {
+                match kind {
+                    PoolKind::Greedy => Arc::new(GreedyMemoryPool::new(POOL_SIZE)),
+                    PoolKind::Fair => Arc::new(FairSpillPool::new(POOL_SIZE)),
+                    PoolKind::TrackConsumers => Arc::new(TrackConsumersPool::new(
+                        GreedyMemoryPool::new(POOL_SIZE),
+                        NonZeroUsize::new(TRACK_TOP).unwrap(),
+                    )),
+                }
+            }
+
+            fn register(
+                kind: PoolKind,
+                pool: &Arc<dyn MemoryPool>,
+                thread: usize,
+            ) -> MemoryReservation {
+                MemoryConsumer::new(format!("bench-{}-{thread}", kind.name()))
+                    .with_can_spill(kind.can_spill())
+                    .register(pool)
+            }
+
+            /// The measured operation: `n` ops of `pattern`.
+            #[inline(never)]
+            fn op_loop(r: &MemoryReservation, pattern: Pattern, n: u64) {
+                match pattern {
+                    Pattern::Pair => {
+                        for _ in 0..n {
+                            if r.try_grow(black_box(GROW)).is_err() {
+                                panic!("try_grow({GROW}) failed on a pool of {POOL_SIZE} bytes");
+                            }
+                            r.shrink(black_box(GROW));
+                        }
+                    }
+                    Pattern::Operator => {
+                        for i in 0..n {
+                            let size = batch_size(i);
+                            if r.try_grow(black_box(size)).is_err() {
+                                panic!("try_grow({size}) failed on a pool of {POOL_SIZE} bytes");
+                            }
+                            if (i + 1) % OPERATOR_BATCHES == 0 {
+                                black_box(r.free());
+                            }
+                        }
+                        r.free();
+                    }
+                }
+            }
+
+            /// `n` more consumers on `pool`, each holding 8 bytes, registered
+            /// outside the timed part so that the measured ops run among them.
+            fn others(
+                kind: PoolKind,
+                pool: &Arc<dyn MemoryPool>,
+                n: usize,
+            ) -> Vec<MemoryReservation> {
+                (0..n)
+                    .map(|i| {
+                        let r = MemoryConsumer::new(format!("other-{i}"))
+                            .with_can_spill(kind.can_spill())
+                            .register(pool);
+                        r.try_grow(GROW).expect("an idle consumer's 8 bytes");
+                        r
+                    })
+                    .collect()
+            }
+
+            /// One round: `iters` ops in total, split over `threads` threads
+            /// sharing a fresh pool on which `consumers - 1` idle consumers are
+            /// registered too. Returns the wall time of the timed part.
+            pub fn run_round(
+                kind: PoolKind,
+                pattern: Pattern,
+                threads: usize,
+                consumers: usize,
+                iters: u64,
+            ) -> Duration {
+                let pool = make(kind);
+                let idle = others(kind, &pool, consumers - 1);
+                if threads == 1 {
+                    let r = register(kind, &pool, 0);
                     let start = Instant::now();
-                    pair_loop(&r, share);
-                    let end = Instant::now();
-                    // Hand the reservation back so its Drop is not timed.
-                    (start, end, r)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    let first_start = spans.iter().map(|s| s.0).min().unwrap();
-    let last_end = spans.iter().map(|s| s.1).max().unwrap();
-    for (_, _, r) in &spans {
-        assert_eq!(r.size(), 0);
-    }
-    drop(spans);
-    drop(idle);
-    assert_eq!(pool.reserved(), 0);
-    last_end - first_start
+                    op_loop(&r, pattern, iters);
+                    let elapsed = start.elapsed();
+                    assert_eq!(r.size(), 0);
+                    drop(r);
+                    drop(idle);
+                    assert_eq!(pool.reserved(), 0);
+                    return elapsed;
+                }
+
+                let barrier = Barrier::new(threads);
+                let t = threads as u64;
+                let spans: Vec<(Instant, Instant, MemoryReservation)> =
+                    std::thread::scope(|s| {
+                        let handles: Vec<_> = (0..threads)
+                            .map(|i| {
+                                let share = iters / t + u64::from((i as u64) < iters % t);
+                                let pool = &pool;
+                                let barrier = &barrier;
+                                s.spawn(move || {
+                                    // Registration is outside the timed part.
+                                    let r = register(kind, pool, i);
+                                    barrier.wait();
+                                    let start = Instant::now();
+                                    op_loop(&r, pattern, share);
+                                    let end = Instant::now();
+                                    // Hand the reservation back so its Drop is not timed.
+                                    (start, end, r)
+                                })
+                            })
+                            .collect();
+                        handles.into_iter().map(|h| h.join().unwrap()).collect()
+                    });
+                let first_start = spans.iter().map(|s| s.0).min().unwrap();
+                let last_end = spans.iter().map(|s| s.1).max().unwrap();
+                for (_, _, r) in &spans {
+                    assert_eq!(r.size(), 0);
+                }
+                drop(spans);
+                drop(idle);
+                assert_eq!(pool.reserved(), 0);
+                last_end - first_start
+            }
+        }
+    };
 }
+
+df_harness!(df55_harness, df55);
+df_harness!(df54_harness, df54);
+
+/// The releases measured: benchmark name prefix, and the harness's round.
+type RoundFn = fn(PoolKind, Pattern, usize, usize, u64) -> Duration;
+const RELEASES: [(&str, RoundFn); 2] = [
+    ("DataFusion55", df55_harness::run_round),
+    ("DataFusion54", df54_harness::run_round),
+];
 
 struct Args {
     rounds: u32,
@@ -163,7 +243,8 @@ struct Args {
 
 const USAGE: &str = "usage: df-pool-bench [--rounds N] [--iters M] [--filter SUBSTR]
   --rounds N       timed rounds per benchmark (default 10); one output line each
-  --iters M        try_grow+shrink pairs per round, split over the threads (default 10000000)
+  --iters M        ops per round (pairs, or an operator's batches), split over the threads
+                   (default 10000000)
   --filter SUBSTR  only run benchmarks whose name contains SUBSTR";
 
 fn parse_args() -> Result<Args, String> {
@@ -263,39 +344,57 @@ fn main() -> ExitCode {
         println!("cpu: {cpu}");
     }
 
-    let mut ran = 0;
+    // The cases: every pair row, then the operator rows (one consumer).
+    let mut cases: Vec<(Pattern, PoolKind, usize, usize)> = Vec::new();
     for consumers in CONSUMERS {
         for kind in POOLS {
             for threads in THREADS {
-                let sub = format!(
-                    "pool={}/threads={threads}/consumers={consumers}",
-                    kind.name()
-                );
-                let name = format!("BenchmarkDataFusion/{sub}{suffix}");
-                if let Some(f) = &args.filter {
-                    if !name.contains(f.as_str()) {
-                        continue;
-                    }
-                }
-                ran += 1;
-                // Warm-up round, discarded.
-                black_box(run_round(kind, threads, consumers, args.iters));
-                let mut samples = Vec::with_capacity(args.rounds as usize);
-                for _ in 0..args.rounds {
-                    let d = run_round(kind, threads, consumers, args.iters);
-                    let ns = d.as_nanos() as f64 / args.iters as f64;
-                    samples.push(ns);
-                    println!("{name}\t{:>10}\t{:>12.2} ns/op", args.iters, ns);
-                }
-                samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
-                eprintln!(
-                    "# {sub}: min {:.2} ns/op, median {:.2} ns/op ({} rounds x {} pairs)",
-                    samples[0],
-                    median(&samples),
-                    args.rounds,
-                    args.iters
-                );
+                cases.push((Pattern::Pair, kind, threads, consumers));
             }
+        }
+    }
+    for kind in POOLS {
+        for threads in THREADS {
+            cases.push((Pattern::Operator, kind, threads, 1));
+        }
+    }
+
+    let mut ran = 0;
+    for (release, run_round) in RELEASES {
+        for &(pattern, kind, threads, consumers) in &cases {
+            let prefix = if pattern == Pattern::Operator {
+                "operator/"
+            } else {
+                ""
+            };
+            let sub = format!(
+                "{prefix}pool={}/threads={threads}/consumers={consumers}",
+                kind.name()
+            );
+            let name = format!("Benchmark{release}/{sub}{suffix}");
+            if let Some(f) = &args.filter {
+                if !name.contains(f.as_str()) {
+                    continue;
+                }
+            }
+            ran += 1;
+            // Warm-up round, discarded.
+            black_box(run_round(kind, pattern, threads, consumers, args.iters));
+            let mut samples = Vec::with_capacity(args.rounds as usize);
+            for _ in 0..args.rounds {
+                let d = run_round(kind, pattern, threads, consumers, args.iters);
+                let ns = d.as_nanos() as f64 / args.iters as f64;
+                samples.push(ns);
+                println!("{name}\t{:>10}\t{:>12.2} ns/op", args.iters, ns);
+            }
+            samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            eprintln!(
+                "# {release}/{sub}: min {:.2} ns/op, median {:.2} ns/op ({} rounds x {} ops)",
+                samples[0],
+                median(&samples),
+                args.rounds,
+                args.iters
+            );
         }
     }
     if ran == 0 {

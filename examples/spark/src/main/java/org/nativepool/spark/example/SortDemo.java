@@ -576,7 +576,7 @@ public final class SortDemo {
         size(sparkPeak), size(peakTaskOffHeap), size(smp.peakNativeReserved.get()),
         size(smp.peakNativeHeld.get()), size(peakSorterReserved)));
     line(b, "peak allocated", String.format(Locale.ROOT,
-        "%s native (exact, per sorter; %s summed over sorters, sampled)", size(peakAllocated),
+        "%s native (per sorter; %s summed over sorters, sampled)", size(peakAllocated),
         size(smp.peakAllocated.get())));
     line(b, "allocated ≤ reserved", String.format(Locale.ROOT,
         "%s: %,d checks (after every native call and at every %d ms sample), %d violations",

@@ -31,13 +31,13 @@ public enum SortStat {
   MAX_FAN_IN,
   /** Depth of the merge tree, ceil(log_fanin(runs)). */
   MERGE_LEVELS,
-  /** The sorter's reservation now. */
+  /** The sorter's reservations now (its chunks' account's slack included). */
   RESERVED,
   /** High-water mark of {@link #RESERVED}. */
   PEAK_RESERVED,
-  /** Bytes in live buffers of the sorter's Go allocator. */
+  /** Bytes in live buffers of the sorter's Go allocators. */
   ALLOCATED,
-  /** High-water mark of allocated, exact. */
+  /** High-water mark of allocated, sampled with {@link #PEAK_RESERVED}'s. */
   PEAK_ALLOCATED,
   /** Allocated ≤ reserved checks made. */
   CHECKS,
