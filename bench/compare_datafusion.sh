@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
-# Side-by-side cost of a try_grow(8)+shrink(8) pair: DataFusion's memory pools
-# (Rust, bench/datafusion) versus nativepool's Go pools, on this machine, in
-# one run, with the two sides interleaved round by round (DataFusion, Go,
-# DataFusion, Go, ...), each round short, so that load landing on the machine
-# falls on both sides alike.
+# Side-by-side cost of a try_grow(8)+shrink(8) pair, and of an operator's
+# per-batch grows, on DataFusion's memory pools (Rust, bench/datafusion: the
+# newest release crates.io serves, 55.2, and 54.1) versus nativepool's Go
+# pools, through a Reservation (safe for concurrent use) and through an
+# operator's Account (one goroutine, local slack), on this machine, in one
+# run, with the sides interleaved round by round (DataFusion, Go,
+# DataFusion, Go, ...), each round short, so that load landing on the
+# machine falls on both sides alike.
 #
 #   bash bench/compare_datafusion.sh        # from the repo root (or anywhere)
 #
-# Rows: greedy, fair (spillable consumers), TrackConsumers(greedy, 5); one
-# and two threads; the measured consumers alone and among 1,000 registered
-# consumers. Writes bench/out/datafusion.txt, bench/out/go.txt (raw
+# Rows: the pair on greedy, fair (spillable consumers), TrackConsumers(greedy,
+# 5); one and two threads; the measured consumers alone and among 1,000
+# registered consumers. Then the operator pattern (operator/...): one
+# try_grow per batch of 1-64 KiB, everything freed every 64 batches, ns per
+# batch; DataFusion with its MemoryReservation, ours with a Reservation and
+# with an Account. Writes bench/out/datafusion.txt, bench/out/go.txt (raw
 # Go-benchmark-format lines, every round) and bench/out/datafusion-table.md
-# (median and minimum of each side, Go/DF of the medians, the CPU model, and
-# the load average at the start and the end).
-# Knobs (environment): ROUNDS (interleaved rounds, default 10), ITERS (pairs
+# (medians of each side, the ratios to DataFusion 55.2 and 54.1, the CPU
+# model, and the load average at the start and the end).
+# Knobs (environment): ROUNDS (interleaved rounds, default 10), ITERS (ops
 # per DataFusion round, default 2000000), BENCHTIME (go -test.benchtime per
 # Go round, default 200ms).
 # Exits non-zero at the end if the Go benchmarks were missing or failed.
@@ -38,19 +44,21 @@ LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
 : > "$OUT/go.txt"
 go_ok=1
 for round in $(seq "$ROUNDS"); do
-    echo "== round $round/$ROUNDS: DataFusion ($ITERS pairs per row), then Go ($BENCHTIME per row) =="
+    echo "== round $round/$ROUNDS: DataFusion ($ITERS ops per row), then Go ($BENCHTIME per row) =="
     "$CRATE/target/release/df-pool-bench" --rounds 1 --iters "$ITERS" >> "$OUT/datafusion.txt"
-    if ! "$OUT/pool.test" -test.run '^$' -test.bench 'BenchmarkPairVsDataFusion' \
+    if ! "$OUT/pool.test" -test.run '^$' -test.bench 'BenchmarkPairVsDataFusion|BenchmarkAccountVsDataFusion' \
         -test.benchtime "$BENCHTIME" -test.count 1 >> "$OUT/go.txt"; then
         echo "!! go benchmark failed in round $round" >&2
         go_ok=0
     fi
 done
 LOAD_END="$(cut -d' ' -f1-3 /proc/loadavg)"
-if ! grep -q '^BenchmarkPairVsDataFusion/' "$OUT/go.txt"; then
-    echo "!! no BenchmarkPairVsDataFusion results in $OUT/go.txt: the Go side is missing" >&2
-    go_ok=0
-fi
+for b in BenchmarkPairVsDataFusion BenchmarkAccountVsDataFusion; do
+    if ! grep -q "^$b/" "$OUT/go.txt"; then
+        echo "!! no $b results in $OUT/go.txt: the Go side is missing" >&2
+        go_ok=0
+    fi
+done
 
 # (c) benchstat + table ------------------------------------------------------
 BENCHSTAT="$(command -v benchstat || true)"
@@ -64,33 +72,38 @@ fi
 if [[ -x "$BENCHSTAT" ]]; then
     # benchstat compares benchmarks of the same name, so write copies with a
     # common name (BenchmarkPair/...) and without the pkg line, then compare
-    # the two labelled files.
-    sed -e 's/^BenchmarkDataFusion\//BenchmarkPair\//' -e '/^pkg:/d' \
-        "$OUT/datafusion.txt" > "$OUT/benchstat-datafusion.txt"
-    sed -e 's/^BenchmarkPairVsDataFusion\//BenchmarkPair\//' -e '/^pkg:/d' \
-        "$OUT/go.txt" > "$OUT/benchstat-go.txt"
-    echo "== benchstat (DataFusion as baseline) =="
+    # the labelled files.
+    grep -v '^pkg:' "$OUT/datafusion.txt" | grep -v '^BenchmarkDataFusion54/' \
+        | sed -e 's/^BenchmarkDataFusion55\//BenchmarkPair\//' > "$OUT/benchstat-df55.txt"
+    grep -v '^pkg:' "$OUT/datafusion.txt" | grep -v '^BenchmarkDataFusion55/' \
+        | sed -e 's/^BenchmarkDataFusion54\//BenchmarkPair\//' > "$OUT/benchstat-df54.txt"
+    grep -v '^pkg:' "$OUT/go.txt" | grep -v '^BenchmarkAccountVsDataFusion/' \
+        | sed -e 's/^BenchmarkPairVsDataFusion\//BenchmarkPair\//' > "$OUT/benchstat-reservation.txt"
+    grep -v '^pkg:' "$OUT/go.txt" | grep -v '^BenchmarkPairVsDataFusion/' \
+        | sed -e 's/^BenchmarkAccountVsDataFusion\//BenchmarkPair\//' > "$OUT/benchstat-account.txt"
+    echo "== benchstat (DataFusion 55 as baseline) =="
     if [[ "$go_ok" == 1 ]]; then
-        "$BENCHSTAT" datafusion="$OUT/benchstat-datafusion.txt" go="$OUT/benchstat-go.txt" \
+        "$BENCHSTAT" df55="$OUT/benchstat-df55.txt" df54="$OUT/benchstat-df54.txt" \
+            reservation="$OUT/benchstat-reservation.txt" account="$OUT/benchstat-account.txt" \
             || echo "!! benchstat failed" >&2
     else
         "$BENCHSTAT" "$OUT/datafusion.txt" || echo "!! benchstat failed" >&2
     fi
 fi
 
-DF_VERSION="$(awk '/^name = "datafusion-execution"$/ {getline; gsub(/[^0-9.]/, ""); print; exit}' "$CRATE/Cargo.lock")"
+DF_VERSIONS="$(awk '/^name = "datafusion-execution"$/ {getline; gsub(/[^0-9.]/, ""); print}' "$CRATE/Cargo.lock" | sort -rV | paste -sd' ')"
 echo "== table (medians over the raw lines) -> $OUT/datafusion-table.md =="
 python3 - "$OUT/go.txt" "$OUT/datafusion.txt" "$OUT/datafusion-table.md" \
-    "$DF_VERSION" "$(go version)" "$COUNT" "$ROUNDS" "$ITERS" "$BENCHTIME" "$LOAD_START" "$LOAD_END" <<'PY'
+    "$DF_VERSIONS" "$(go version)" "$COUNT" "$ROUNDS" "$ITERS" "$BENCHTIME" "$LOAD_START" "$LOAD_END" <<'PY'
 import re
 import statistics
 import sys
 
-go_path, df_path, md_path, df_version, go_version, count, rounds, iters, benchtime, load_start, load_end = sys.argv[1:]
+go_path, df_path, md_path, df_versions, go_version, count, rounds, iters, benchtime, load_start, load_end = sys.argv[1:]
 LINE = re.compile(r"^Benchmark([^/\s]+)/(\S+?)(?:-\d+)?\s+(\d+)\s+([0-9.eE+-]+) ns/op")
 
 
-def load(path, top):
+def load(path):
     out = {}
     cpu = None
     try:
@@ -99,39 +112,48 @@ def load(path, top):
                 if line.startswith("cpu: "):
                     cpu = line[5:].strip()
                 m = LINE.match(line)
-                if m and m.group(1) == top:
-                    out.setdefault(m.group(2), []).append(float(m.group(4)))
+                if m:
+                    out.setdefault(m.group(1), {}).setdefault(m.group(2), []).append(float(m.group(4)))
     except FileNotFoundError:
         pass
     return out, cpu
 
 
-go, go_cpu = load(go_path, "PairVsDataFusion")
-df, df_cpu = load(df_path, "DataFusion")
+go, go_cpu = load(go_path)
+df, df_cpu = load(df_path)
+res, acct = go.get("PairVsDataFusion", {}), go.get("AccountVsDataFusion", {})
+df55, df54 = df.get("DataFusion55", {}), df.get("DataFusion54", {})
 
 order = [f"pool={p}/threads={t}/consumers={c}" for c in (1, 1000)
          for p in ("greedy", "fair", "track_consumers") for t in (1, 2)]
-keys = order + sorted(k for k in set(go) | set(df) if k not in order)
+order += [f"operator/pool={p}/threads={t}/consumers=1"
+          for p in ("greedy", "fair", "track_consumers") for t in (1, 2)]
+seen = set(res) | set(acct) | set(df55) | set(df54)
+keys = order + sorted(k for k in seen if k not in order)
+
+
+def med(d, k):
+    return statistics.median(d[k]) if d.get(k) else None
 
 
 def cell(v):
     return f"{v:.2f}" if v is not None else "—"
 
 
+def ratio(a, b):
+    return f"{a / b:.2f}" if a is not None and b else "—"
+
+
 rows = []
 for k in keys:
-    g, d = go.get(k), df.get(k)
-    if not g and not d:
+    r, a, d5, d4 = med(res, k), med(acct, k), med(df55, k), med(df54, k)
+    if r is None and a is None and d5 is None and d4 is None:
         continue
-    gm = statistics.median(g) if g else None
-    dm = statistics.median(d) if d else None
-    ratio = f"{gm / dm:.2f}" if gm is not None and dm else "—"
-    rows.append([k, cell(gm), cell(dm), ratio,
-                 cell(min(g)) if g else "—", cell(min(d)) if d else "—",
-                 f"{len(g) if g else 0}/{len(d) if d else 0}"])
+    rows.append([k, cell(r), cell(a), cell(d5), cell(d4), ratio(r, d5), ratio(a, d5), ratio(a, d4),
+                 f"{len(res.get(k, []))}/{len(acct.get(k, []))}/{len(df55.get(k, []))}/{len(df54.get(k, []))}"])
 
-header = ["benchmark", "Go ns/op (median)", "DataFusion ns/op (median)", "Go/DF",
-          "Go min", "DF min", "samples Go/DF"]
+header = ["benchmark", "Reservation ns/op", "Account ns/op", "DF 55 ns/op", "DF 54 ns/op",
+          "Reservation/DF55", "Account/DF55", "Account/DF54", "samples R/A/55/54"]
 widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
 
 
@@ -145,20 +167,22 @@ table = [fmt(header),
 table += [fmt(r) for r in rows]
 
 notes = [
-    "# try_grow(8) + shrink(8): nativepool (Go) vs DataFusion (Rust)",
+    "# nativepool (Go) vs DataFusion (Rust): the try_grow(8)+shrink(8) pair and an operator's grows",
     "",
-    "Generated by `bash bench/compare_datafusion.sh`; ns per try_grow+shrink pair, lower is better.",
-    "Go/DF < 1 means the Go pool is faster. The sides ran interleaved: DataFusion, Go, DataFusion, Go, ...",
+    "Generated by `bash bench/compare_datafusion.sh`; medians in ns per op (a pair, or an operator's batch), lower is better.",
+    "A ratio < 1 means ours is faster. The sides ran interleaved: DataFusion, Go, DataFusion, Go, ...",
     "",
-    f"- datafusion-execution {df_version} (bench/datafusion, release build), {rounds} rounds x {iters} pairs per row",
-    f"- {go_version}, `pool.test -test.bench BenchmarkPairVsDataFusion -test.benchtime {benchtime}`, {rounds} rounds",
+    f"- datafusion-execution {df_versions} (bench/datafusion, release build), {rounds} rounds x {iters} ops per row",
+    f"- {go_version}, `pool.test -test.bench 'BenchmarkPairVsDataFusion|BenchmarkAccountVsDataFusion' -test.benchtime {benchtime}`, {rounds} rounds",
     f"- cpu: {go_cpu or df_cpu or 'unknown'}",
     f"- load average (1, 5, 15 min) at the start: {load_start}; at the end: {load_end}",
-    "- threads=2: both threads share one pool, each with its own consumer and reservation;"
-    " ns/op = wall time / total pairs (as in Go's b.RunParallel)",
+    "- Reservation: pool.Reservation (safe for concurrent use); Account: pool.Account (one goroutine, default quantum 1 MiB)",
+    "- operator/...: one try_grow per batch of 1-64 KiB (the same LCG sequence on both sides), everything freed every 64 batches",
+    "- threads=2: both threads share one pool, each with its own consumer and reservation (or account);"
+    " ns/op = wall time / total ops (as in Go's b.RunParallel)",
 ]
 if not go:
-    notes.append("- **Go side missing**: no BenchmarkPairVsDataFusion results in bench/out/go.txt")
+    notes.append("- **Go side missing**: no results in bench/out/go.txt")
 md = "\n".join(notes) + "\n\n" + "\n".join(table) + "\n"
 with open(md_path, "w") as f:
     f.write(md)

@@ -52,12 +52,16 @@ type Account struct {
 	// lock is the owner's lock (WithLock), released while a grow crosses;
 	// nil when the account's owner is one goroutine.
 	lock sync.Locker
-	// used is what the owner has grown by and not shrunk by.
+	// used is what the owner has grown by and not shrunk by (0 once
+	// closed).
 	used int64
 	// slack is what the reservation holds beyond used, minus the slack a
-	// crossing grow has taken aside.
-	slack  int64
-	closed bool
+	// crossing grow has taken aside; -1 once closed, so that TryGrow's fast
+	// path fails without testing for Close.
+	slack int64
+	// maxSlack is twice the quantum: a shrink that leaves more trims; -2
+	// once closed, so that Shrink's fast path fails (slack + n > -2).
+	maxSlack int64
 }
 
 // NewAccount returns an account over r, which it owns from now on, with
@@ -74,7 +78,7 @@ func NewAccount(r *Reservation, quantum int64) *Account {
 	}
 	// Twice the quantum and a rounding by it must not overflow.
 	quantum = min(quantum, 1<<60)
-	return &Account{res: r, quantum: quantum, slack: r.Size()}
+	return &Account{res: r, quantum: quantum, maxSlack: 2 * quantum, slack: r.Size()}
 }
 
 // WithLock makes the account release l while a grow crosses to the
@@ -88,12 +92,13 @@ func (a *Account) WithLock(l sync.Locker) *Account {
 	return a
 }
 
-// Used is the number of bytes the owner has grown by and not shrunk by.
+// Used is the number of bytes the owner has grown by and not shrunk by (0
+// once closed).
 func (a *Account) Used() int64 { return a.used }
 
 // Slack is the number of bytes the reservation holds beyond Used: reserved
-// in the pool, not in use by the operator.
-func (a *Account) Slack() int64 { return a.slack }
+// in the pool, not in use by the operator (0 once closed).
+func (a *Account) Slack() int64 { return max(a.slack, 0) }
 
 // Quantum is the account's borrowing unit.
 func (a *Account) Quantum() int64 { return a.quantum }
@@ -108,10 +113,21 @@ func (a *Account) Reservation() *Reservation { return a.res }
 // upstream failure as it is) is returned. A negative n wraps
 // ErrInvalidSize; a closed account wraps ErrClosed.
 func (a *Account) TryGrow(n int64) error {
+	// The fast path, small enough to inline (a closed account's slack is
+	// negative).
+	if n >= 0 && n <= a.slack {
+		a.slack -= n
+		a.used += n
+		return nil
+	}
+	return a.tryGrowSlow(n)
+}
+
+func (a *Account) tryGrowSlow(n int64) error {
 	if n < 0 {
 		return fmt.Errorf("pool: TryGrow(%d): negative size: %w", n, ErrInvalidSize)
 	}
-	if a.closed {
+	if a.Closed() {
 		return fmt.Errorf("pool: TryGrow(%d) on %s: %w", n, a.describe(), ErrClosed)
 	}
 	if n <= a.slack {
@@ -130,7 +146,7 @@ func (a *Account) Grow(n int64) {
 	if n < 0 {
 		panic(fmt.Sprintf("pool: Grow(%d): negative size", n))
 	}
-	if a.closed {
+	if a.Closed() {
 		panic(fmt.Sprintf("pool: Grow(%d) on %s: %v", n, a.describe(), ErrClosed))
 	}
 	if n <= a.slack {
@@ -157,7 +173,7 @@ func (a *Account) cross(n int64, force bool) error {
 		if !locked {
 			a.lock.Lock()
 		}
-		if !booked && !a.closed {
+		if !booked && !a.Closed() {
 			a.slack += taken
 		}
 	}()
@@ -194,10 +210,22 @@ func (a *Account) cross(n int64, force bool) error {
 // reservation's text, "Cannot free the capacity n out of allocated size
 // s"), or if the account is closed; nothing changes then.
 func (a *Account) Shrink(n int64) {
+	// The fast path, small enough to inline: 0 <= n <= used (a negative n
+	// is a huge unsigned one) and the slack stays within twice the quantum
+	// (never on a closed account).
+	if uint64(n) <= uint64(a.used) && a.slack+n <= a.maxSlack {
+		a.used -= n
+		a.slack += n
+		return
+	}
+	a.shrinkSlow(n)
+}
+
+func (a *Account) shrinkSlow(n int64) {
 	if n < 0 {
 		panic(fmt.Sprintf("pool: Shrink(%d): negative size", n))
 	}
-	if a.closed {
+	if a.Closed() {
 		panic(fmt.Sprintf("pool: Shrink(%d) on %s: %v", n, a.describe(), ErrClosed))
 	}
 	if n > a.used {
@@ -205,9 +233,7 @@ func (a *Account) Shrink(n int64) {
 	}
 	a.used -= n
 	a.slack += n
-	if a.slack > 2*a.quantum {
-		a.trim()
-	}
+	a.trim()
 }
 
 // Resize grows or shrinks Used to exactly n (Grow or Shrink by the
@@ -221,7 +247,7 @@ func (a *Account) Resize(n int64) {
 		a.Grow(n - a.used)
 	case n < a.used:
 		a.Shrink(a.used - n)
-	case a.closed:
+	case a.Closed():
 		panic(fmt.Sprintf("pool: Resize(%d) on %s: %v", n, a.describe(), ErrClosed))
 	}
 }
@@ -235,7 +261,7 @@ func (a *Account) TryResize(n int64) error {
 	if n < 0 {
 		return fmt.Errorf("pool: TryResize(%d): negative size: %w", n, ErrInvalidSize)
 	}
-	if a.closed {
+	if a.Closed() {
 		return fmt.Errorf("pool: TryResize(%d) on %s: %w", n, a.describe(), ErrClosed)
 	}
 	switch {
@@ -251,7 +277,7 @@ func (a *Account) TryResize(n int64) error {
 // returns how many bytes the reservation shrank by. The account stays open
 // and empty. Clear on a closed account returns 0.
 func (a *Account) Clear() int64 {
-	if a.closed {
+	if a.Closed() {
 		return 0
 	}
 	n := a.used + a.slack
@@ -271,7 +297,7 @@ func (a *Account) Clear() int64 {
 // A slack a crossing grow has taken aside is not given back (that grow is
 // about to use it). A closed account returns 0.
 func (a *Account) Spill(target int64, spill func(rest int64) error) (int64, error) {
-	if a.closed {
+	if a.Closed() {
 		return 0, nil
 	}
 	freed := a.ReleaseSlack()
@@ -290,7 +316,7 @@ func (a *Account) Spill(target int64, spill func(rest int64) error) (int64, erro
 // ReleaseSlack gives the whole slack back to the reservation and returns
 // it; what the operator uses stays reserved.
 func (a *Account) ReleaseSlack() int64 {
-	if a.closed || a.slack == 0 {
+	if a.Closed() || a.slack == 0 {
 		return 0
 	}
 	n := a.slack
@@ -304,16 +330,15 @@ func (a *Account) ReleaseSlack() int64 {
 // no-op; every other method of a closed account fails (Try forms, with
 // ErrClosed) or panics.
 func (a *Account) Close() {
-	if a.closed {
+	if a.Closed() {
 		return
 	}
-	a.closed = true
-	a.used, a.slack = 0, 0
+	a.used, a.slack, a.maxSlack = 0, -1, -2
 	a.res.Close()
 }
 
 // Closed reports whether Close has been called.
-func (a *Account) Closed() bool { return a.closed }
+func (a *Account) Closed() bool { return a.maxSlack < 0 }
 
 // String describes the account for logs and panics.
 func (a *Account) String() string {
@@ -322,7 +347,7 @@ func (a *Account) String() string {
 
 // trim gives back all but one quantum of a slack above twice the quantum.
 func (a *Account) trim() {
-	if a.slack <= 2*a.quantum {
+	if a.slack <= a.maxSlack {
 		return
 	}
 	excess := a.slack - a.quantum
@@ -341,7 +366,7 @@ func (a *Account) roundUp(need int64) int64 {
 }
 
 func (a *Account) describe() string {
-	if a.closed {
+	if a.Closed() {
 		return fmt.Sprintf("closed account of %s", a.res.Consumer())
 	}
 	return fmt.Sprintf("account of %s", a.res.Consumer())
