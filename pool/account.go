@@ -52,16 +52,21 @@ type Account struct {
 	// lock is the owner's lock (WithLock), released while a grow crosses;
 	// nil when the account's owner is one goroutine.
 	lock sync.Locker
-	// used is what the owner has grown by and not shrunk by (0 once
-	// closed).
-	used int64
-	// slack is what the reservation holds beyond used, minus the slack a
-	// crossing grow has taken aside; -1 once closed, so that TryGrow's fast
-	// path fails without testing for Close.
+	// held is what the account holds of its reservation: used + slack
+	// (the slack a crossing grow has taken aside excluded). It changes
+	// only on the slow paths; the fast ones move bytes between used and
+	// slack, so used is held − slack and costs no field of its own.
+	held int64
+	// slack is what the reservation holds beyond what the owner uses; -1
+	// once closed, so that TryGrow's fast path fails without a Close test.
 	slack int64
-	// maxSlack is twice the quantum: a shrink that leaves more trims; -2
-	// once closed, so that Shrink's fast path fails (slack + n > -2).
+	// maxSlack is twice the quantum: a shrink that leaves more trims.
 	maxSlack int64
+	// limit is min(held, maxSlack): a shrink of n stays local iff
+	// slack + n <= limit (n is used and the slack stays bounded); -2 once
+	// closed, one below the slack, so that Shrink's fast path fails even
+	// for 0. Set with held.
+	limit int64
 }
 
 // NewAccount returns an account over r, which it owns from now on, with
@@ -78,7 +83,9 @@ func NewAccount(r *Reservation, quantum int64) *Account {
 	}
 	// Twice the quantum and a rounding by it must not overflow.
 	quantum = min(quantum, 1<<60)
-	return &Account{res: r, quantum: quantum, maxSlack: 2 * quantum, slack: r.Size()}
+	a := &Account{res: r, quantum: quantum, maxSlack: 2 * quantum, slack: r.Size()}
+	a.setHeld(a.slack)
+	return a
 }
 
 // WithLock makes the account release l while a grow crosses to the
@@ -94,7 +101,7 @@ func (a *Account) WithLock(l sync.Locker) *Account {
 
 // Used is the number of bytes the owner has grown by and not shrunk by (0
 // once closed).
-func (a *Account) Used() int64 { return a.used }
+func (a *Account) Used() int64 { return a.held - max(a.slack, 0) }
 
 // Slack is the number of bytes the reservation holds beyond Used: reserved
 // in the pool, not in use by the operator (0 once closed).
@@ -113,11 +120,9 @@ func (a *Account) Reservation() *Reservation { return a.res }
 // upstream failure as it is) is returned. A negative n wraps
 // ErrInvalidSize; a closed account wraps ErrClosed.
 func (a *Account) TryGrow(n int64) error {
-	// The fast path, small enough to inline (a closed account's slack is
-	// negative).
+	// The fast path, small enough to inline.
 	if n >= 0 && n <= a.slack {
 		a.slack -= n
-		a.used += n
 		return nil
 	}
 	return a.tryGrowSlow(n)
@@ -130,11 +135,6 @@ func (a *Account) tryGrowSlow(n int64) error {
 	if a.Closed() {
 		return fmt.Errorf("pool: TryGrow(%d) on %s: %w", n, a.describe(), ErrClosed)
 	}
-	if n <= a.slack {
-		a.slack -= n
-		a.used += n
-		return nil
-	}
 	return a.cross(n, false)
 }
 
@@ -143,16 +143,15 @@ func (a *Account) tryGrowSlow(n int64) error {
 // multiple of the quantum). It panics if n is negative or the account is
 // closed.
 func (a *Account) Grow(n int64) {
+	if n >= 0 && n <= a.slack {
+		a.slack -= n
+		return
+	}
 	if n < 0 {
 		panic(fmt.Sprintf("pool: Grow(%d): negative size", n))
 	}
 	if a.Closed() {
 		panic(fmt.Sprintf("pool: Grow(%d) on %s: %v", n, a.describe(), ErrClosed))
-	}
-	if n <= a.slack {
-		a.slack -= n
-		a.used += n
-		return
 	}
 	_ = a.cross(n, true)
 }
@@ -166,6 +165,7 @@ func (a *Account) Grow(n int64) {
 func (a *Account) cross(n int64, force bool) error {
 	taken := a.slack
 	a.slack = 0
+	a.setHeld(a.held - taken)
 	need := n - taken
 	ask := a.roundUp(need)
 	locked, booked := true, false
@@ -175,6 +175,7 @@ func (a *Account) cross(n int64, force bool) error {
 		}
 		if !booked && !a.Closed() {
 			a.slack += taken
+			a.setHeld(a.held + taken)
 		}
 	}()
 	if a.lock != nil {
@@ -196,9 +197,10 @@ func (a *Account) cross(n int64, force bool) error {
 		return err
 	}
 	// A spill meanwhile may have moved bytes between used and slack (or
-	// given the slack back), never the bytes taken aside or just granted.
-	a.used += n
+	// given the slack back), never the bytes taken aside or just granted:
+	// used grows by n, and the rest of them is slack.
 	a.slack += taken + ask - n
+	a.setHeld(a.held + taken + ask)
 	booked = true
 	a.trim()
 	return nil
@@ -210,11 +212,9 @@ func (a *Account) cross(n int64, force bool) error {
 // reservation's text, "Cannot free the capacity n out of allocated size
 // s"), or if the account is closed; nothing changes then.
 func (a *Account) Shrink(n int64) {
-	// The fast path, small enough to inline: 0 <= n <= used (a negative n
-	// is a huge unsigned one) and the slack stays within twice the quantum
-	// (never on a closed account).
-	if uint64(n) <= uint64(a.used) && a.slack+n <= a.maxSlack {
-		a.used -= n
+	// The fast path, small enough to inline: 0 <= n <= limit − slack (a
+	// negative n is a huge unsigned one; a closed account's bound is 0).
+	if uint64(n) < uint64(a.limit-a.slack+1) {
 		a.slack += n
 		return
 	}
@@ -228,10 +228,9 @@ func (a *Account) shrinkSlow(n int64) {
 	if a.Closed() {
 		panic(fmt.Sprintf("pool: Shrink(%d) on %s: %v", n, a.describe(), ErrClosed))
 	}
-	if n > a.used {
-		panic(fmt.Sprintf("Cannot free the capacity %d out of allocated size %d", n, a.used))
+	if used := a.Used(); n > used {
+		panic(fmt.Sprintf("Cannot free the capacity %d out of allocated size %d", n, used))
 	}
-	a.used -= n
 	a.slack += n
 	a.trim()
 }
@@ -242,13 +241,13 @@ func (a *Account) Resize(n int64) {
 	if n < 0 {
 		panic(fmt.Sprintf("pool: Resize(%d): negative size", n))
 	}
-	switch {
-	case n > a.used:
-		a.Grow(n - a.used)
-	case n < a.used:
-		a.Shrink(a.used - n)
+	switch used := a.Used(); {
 	case a.Closed():
 		panic(fmt.Sprintf("pool: Resize(%d) on %s: %v", n, a.describe(), ErrClosed))
+	case n > used:
+		a.Grow(n - used)
+	case n < used:
+		a.Shrink(used - n)
 	}
 }
 
@@ -264,11 +263,11 @@ func (a *Account) TryResize(n int64) error {
 	if a.Closed() {
 		return fmt.Errorf("pool: TryResize(%d) on %s: %w", n, a.describe(), ErrClosed)
 	}
-	switch {
-	case n > a.used:
-		return a.TryGrow(n - a.used)
-	case n < a.used:
-		a.Shrink(a.used - n)
+	switch used := a.Used(); {
+	case n > used:
+		return a.TryGrow(n - used)
+	case n < used:
+		a.Shrink(used - n)
 	}
 	return nil
 }
@@ -280,8 +279,9 @@ func (a *Account) Clear() int64 {
 	if a.Closed() {
 		return 0
 	}
-	n := a.used + a.slack
-	a.used, a.slack = 0, 0
+	n := a.held
+	a.slack = 0
+	a.setHeld(0)
 	if n > 0 {
 		a.res.Shrink(n)
 	}
@@ -307,20 +307,21 @@ func (a *Account) Spill(target int64, spill func(rest int64) error) (int64, erro
 	// What spill shrinks goes to the slack (past 2Q, part of it straight
 	// back to the reservation), and the slack goes back below: the
 	// reservation shrinks by exactly what Used fell by.
-	used := a.used
+	used := a.Used()
 	err := spill(target - freed)
 	a.ReleaseSlack()
-	return freed + used - a.used, err
+	return freed + used - a.Used(), err
 }
 
 // ReleaseSlack gives the whole slack back to the reservation and returns
-// it; what the operator uses stays reserved.
+// it; what the owner uses stays reserved.
 func (a *Account) ReleaseSlack() int64 {
-	if a.Closed() || a.slack == 0 {
+	if a.slack <= 0 { // none, or closed
 		return 0
 	}
 	n := a.slack
 	a.slack = 0
+	a.setHeld(a.held - n)
 	a.res.Shrink(n)
 	return n
 }
@@ -333,7 +334,7 @@ func (a *Account) Close() {
 	if a.Closed() {
 		return
 	}
-	a.used, a.slack, a.maxSlack = 0, -1, -2
+	a.held, a.slack, a.maxSlack, a.limit = 0, -1, -1, -2
 	a.res.Close()
 }
 
@@ -342,7 +343,13 @@ func (a *Account) Closed() bool { return a.maxSlack < 0 }
 
 // String describes the account for logs and panics.
 func (a *Account) String() string {
-	return fmt.Sprintf("account(%s, used: %d, slack: %d)", a.res.Consumer(), a.used, a.slack)
+	return fmt.Sprintf("account(%s, used: %d, slack: %d)", a.res.Consumer(), a.Used(), a.Slack())
+}
+
+// setHeld sets held and the shrink fast path's limit with it.
+func (a *Account) setHeld(h int64) {
+	a.held = h
+	a.limit = min(h, a.maxSlack)
 }
 
 // trim gives back all but one quantum of a slack above twice the quantum.
@@ -352,6 +359,7 @@ func (a *Account) trim() {
 	}
 	excess := a.slack - a.quantum
 	a.slack = a.quantum
+	a.setHeld(a.held - excess)
 	a.res.Shrink(excess)
 }
 
