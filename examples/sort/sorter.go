@@ -210,7 +210,9 @@ func New(p pool.Pool, opts Options) (*Sorter, error) {
 // Consumer is the sorter's consumer in the pool.
 func (s *Sorter) Consumer() *pool.Consumer { return s.consumer }
 
-// Reservation is the reservation every buffer of the sorter is charged to.
+// Reservation is the consumer's first reservation, which Allocator
+// charges: every buffer but the in-memory chunks, which the account
+// charges on a reservation of its own (Allocators).
 func (s *Sorter) Reservation() *pool.Reservation { return s.res }
 
 // Allocator is the accounted allocator the sorter allocates with, except
