@@ -294,24 +294,13 @@ func (b *Bridge) afterReclaim(freed int64, err error) {
 }
 
 // processMemory fills the process-memory figures of s (reading the Go
-// runtime, /proc and the cgroup).
+// runtime, /proc, the cgroup and glibc). Only the Bridge's own figures and
+// the Go peak's sample are read under b.rts.mu; the reads that go to the
+// kernel and to glibc (mallinfo2 locks every malloc arena) run after it is
+// released, because a spill request takes it (afterReclaim) and must not
+// wait on a stats read.
 func (b *Bridge) processMemory(s *ProcessStats) {
-	b.rts.mu.Lock()
-	defer b.rts.mu.Unlock()
-	rt := b.rts.rt
-	s.GoMemoryLimit = b.goMemoryLimitLocked()
-	if s.GoMemoryLimit == math.MaxInt64 {
-		s.GoMemoryLimit = 0
-	}
-	s.GoBaseline = b.rts.baseline
-	s.GoMapped = b.goMappedLocked()
-	s.GoPeak = b.rts.goPeak
-	if s.GoMapped < 0 {
-		s.GoPeak = -1
-	}
-	s.GoHeapReturns = b.rts.returns
-	s.GoHeapReturnedBytes = b.rts.returned
-	s.MallocMmapThreshold = b.rts.mmapThreshold
+	rt := b.processFigures(s)
 	s.VmHWM, s.CgroupPeak = -1, -1
 	if rt.VmHWM != nil {
 		s.VmHWM = rt.VmHWM()
@@ -329,4 +318,26 @@ func (b *Bridge) processMemory(s *ProcessStats) {
 	if rt.MallocRetained != nil {
 		s.MallocRetained = rt.MallocRetained()
 	}
+}
+
+// processFigures fills the figures of s that the Bridge keeps itself, and
+// samples the Go peak, under b.rts.mu; it returns the process runtime for
+// the reads processMemory makes after.
+func (b *Bridge) processFigures(s *ProcessStats) ProcessRuntime {
+	b.rts.mu.Lock()
+	defer b.rts.mu.Unlock()
+	s.GoMemoryLimit = b.goMemoryLimitLocked()
+	if s.GoMemoryLimit == math.MaxInt64 {
+		s.GoMemoryLimit = 0
+	}
+	s.GoBaseline = b.rts.baseline
+	s.GoMapped = b.goMappedLocked()
+	s.GoPeak = b.rts.goPeak
+	if s.GoMapped < 0 {
+		s.GoPeak = -1
+	}
+	s.GoHeapReturns = b.rts.returns
+	s.GoHeapReturnedBytes = b.rts.returned
+	s.MallocMmapThreshold = b.rts.mmapThreshold
+	return b.rts.rt
 }
