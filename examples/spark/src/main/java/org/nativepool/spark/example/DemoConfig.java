@@ -74,6 +74,14 @@ public final class DemoConfig implements Serializable {
   /** {@code spark.nativepool.guard.enabled}: {@code auto}, {@code true} or {@code false}. */
   public final String guard;
 
+  /**
+   * Whether the demo's own samplers read the process every {@link MemorySampler#PERIOD_MS} ms and
+   * the ledger every {@link LedgerSampler#PERIOD_MS} ms during the measured run; off, each takes
+   * only its first and last reading, so that the job runs with the plugin's monitoring alone
+   * ({@code bench/watch-cost.sh}). The report's sampled figures then come from those two.
+   */
+  public final boolean sampling;
+
   DemoConfig(
       String job,
       long rows,
@@ -91,7 +99,8 @@ public final class DemoConfig implements Serializable {
       String library,
       String outDir,
       Burst.Plan burst,
-      String guard) {
+      String guard,
+      boolean sampling) {
     if (!guard.equals("auto") && !guard.equals("true") && !guard.equals("false")) {
       throw new IllegalArgumentException(
           "sortdemo: --guard " + guard + ": expected auto, true or false");
@@ -125,6 +134,7 @@ public final class DemoConfig implements Serializable {
     this.outDir = outDir;
     this.burst = burst;
     this.guard = guard;
+    this.sampling = sampling;
   }
 
   /** {@link #job}: the native sort next to a Spark aggregation. */
@@ -185,7 +195,8 @@ public final class DemoConfig implements Serializable {
         library,
         outDir,
         Burst.Plan.NONE,
-        guard);
+        guard,
+        sampling);
   }
 
   /** Where the sorters put their run files. */
@@ -201,6 +212,7 @@ public final class DemoConfig implements Serializable {
           "                [--pool-size SIZE]",
           "                [--batch ROWS] [--groups G] [--partitions P] [--threads T] [--warmup N]",
           "                [--seed S] [--library PATH] [--out DIR] [--guard auto|true|false]",
+          "                [--sampling on|off]",
           "                [--burst SIZE] [--burst-at S] [--burst-ramp S] [--burst-hold S]",
           "  --job        demo: the sort next to a Spark aggregation (default); sort: the native"
               + " sort",
@@ -225,6 +237,8 @@ public final class DemoConfig implements Serializable {
           "  --out        output directory (default build/demo)",
           "  --guard      spark.nativepool.guard.enabled, the pod guard (default auto: on under a",
           "               memory cgroup limit)",
+          "  --sampling   on: the demo samples the process every 50 ms and the ledger every 250 ms",
+          "               (default); off: only at the measured run's start and end",
           "  --burst      direct buffers the JVM takes outside any accounting during the measured"
               + " run,",
           "               as Netty chunks and spill readers do (default 0: none)",
@@ -257,6 +271,7 @@ public final class DemoConfig implements Serializable {
     long burst = 0;
     double burstAt = 2, burstRamp = 2, burstHold = 10;
     String guard = "auto";
+    String sampling = "on";
     for (int i = 0; i < args.length; i++) {
       String opt = args[i];
       if (opt.equals("-h") || opt.equals("--help")) {
@@ -283,6 +298,7 @@ public final class DemoConfig implements Serializable {
           case "--library" -> library = v;
           case "--out" -> out = v;
           case "--guard" -> guard = v.toLowerCase(Locale.ROOT);
+          case "--sampling" -> sampling = v.toLowerCase(Locale.ROOT);
           case "--burst" -> burst = JavaUtils.byteStringAsBytes(v);
           case "--burst-at" -> burstAt = Double.parseDouble(v);
           case "--burst-ramp" -> burstRamp = Double.parseDouble(v);
@@ -294,6 +310,10 @@ public final class DemoConfig implements Serializable {
         throw new IllegalArgumentException(
             "sortdemo: " + opt + " " + v + ": not a number\n" + USAGE, e);
       }
+    }
+    if (!sampling.equals("on") && !sampling.equals("off")) {
+      throw new IllegalArgumentException(
+          "sortdemo: --sampling " + sampling + ": expected on or off");
     }
     if (poolSize == null) {
       poolSize = job.equals(JOB_SORT) ? 0 : JavaUtils.byteStringAsBytes("16m");
@@ -322,7 +342,8 @@ public final class DemoConfig implements Serializable {
         new File(library).getAbsolutePath(),
         new File(out).getAbsolutePath(),
         new Burst.Plan(burst, seconds(burstAt), seconds(burstRamp), seconds(burstHold)),
-        guard);
+        guard,
+        sampling.equals("on"));
   }
 
   /** Seconds as whole milliseconds. */

@@ -98,13 +98,18 @@ final class MemorySampler extends CsvSampler {
   final AtomicLong peakBallast = new AtomicLong();
 
   private MemorySampler(
-      long baselineRss, long baselineGo, TruePeaks.Cgroup cgroup, LongSupplier burst, Path csvPath)
+      long baselineRss,
+      long baselineGo,
+      TruePeaks.Cgroup cgroup,
+      LongSupplier burst,
+      Path csvPath,
+      long periodMs)
       throws IOException {
     super(
         csvPath,
         "t_ms,reserved,allocated,rss,held,native_reserved,sorter_reserved,go_runtime,rss_abs,"
             + "untracked,cgroup_anon,direct,malloc_retained,burst,ballast",
-        PERIOD_MS,
+        periodMs,
         "nativepool-demo-sampler",
         "the samples");
     this.baselineRss = baselineRss;
@@ -122,7 +127,22 @@ final class MemorySampler extends CsvSampler {
   static MemorySampler start(
       long baselineRss, long baselineGo, TruePeaks.Cgroup cgroup, LongSupplier burst, Path csvPath)
       throws IOException {
-    MemorySampler s = new MemorySampler(baselineRss, baselineGo, cgroup, burst, csvPath);
+    return start(baselineRss, baselineGo, cgroup, burst, csvPath, PERIOD_MS);
+  }
+
+  /**
+   * {@link #start(long, long, TruePeaks.Cgroup, LongSupplier, Path)} with a sample every {@code
+   * periodMs} ms ({@link Long#MAX_VALUE}: only the first and the one {@link #close()} takes).
+   */
+  static MemorySampler start(
+      long baselineRss,
+      long baselineGo,
+      TruePeaks.Cgroup cgroup,
+      LongSupplier burst,
+      Path csvPath,
+      long periodMs)
+      throws IOException {
+    MemorySampler s = new MemorySampler(baselineRss, baselineGo, cgroup, burst, csvPath, periodMs);
     s.sample(); // one sample at t = 0
     s.startThread();
     return s;

@@ -133,7 +133,9 @@ public final class SortDemo {
             .config("spark.memory.offHeap.enabled", "true")
             .config("spark.memory.offHeap.size", Long.toString(cfg.budget))
             .config("spark.unsafe.exceptionOnMemoryLeak", "true")
-            .config("spark.ui.enabled", "false")
+            // Off unless the JVM says otherwise: bench/watch-cost.sh scrapes the UI's Prometheus
+            // endpoints (-Dspark.ui.enabled=true, with the metrics settings as -D too).
+            .config("spark.ui.enabled", System.getProperty("spark.ui.enabled", "false"))
             .config("spark.sql.shuffle.partitions", Integer.toString(cfg.threads))
             .config("spark.sql.adaptive.enabled", "false")
             // Spark merges all of a task's aggregation spill files at once, with a reader per
@@ -201,13 +203,19 @@ public final class SortDemo {
                 sampleBefore[SortBridge.SAMPLE_GO_RUNTIME],
                 cgroup,
                 burst::held,
-                dir.resolve("samples.csv"));
+                dir.resolve("samples.csv"),
+                cfg.sampling ? MemorySampler.PERIOD_MS : Long.MAX_VALUE);
       } catch (IOException | RuntimeException e) {
         burst.close();
         throw e;
       }
       try {
-        ledger = LedgerSampler.start(executorLedger, t0, dir.resolve("ledger.csv"));
+        ledger =
+            LedgerSampler.start(
+                executorLedger,
+                t0,
+                dir.resolve("ledger.csv"),
+                cfg.sampling ? LedgerSampler.PERIOD_MS : Long.MAX_VALUE);
       } catch (IOException | RuntimeException e) {
         sampler.close();
         burst.close();
