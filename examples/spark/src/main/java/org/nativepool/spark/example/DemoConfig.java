@@ -82,6 +82,12 @@ public final class DemoConfig implements Serializable {
    */
   public final boolean sampling;
 
+  /**
+   * Seconds the SparkSession stays up and idle after the measured run, before it stops: a window in
+   * which to measure what an idle executor costs ({@code bench/watch-cost.sh}); 0 = none.
+   */
+  public final long idleSeconds;
+
   DemoConfig(
       String job,
       long rows,
@@ -100,7 +106,8 @@ public final class DemoConfig implements Serializable {
       String outDir,
       Burst.Plan burst,
       String guard,
-      boolean sampling) {
+      boolean sampling,
+      long idleSeconds) {
     if (!guard.equals("auto") && !guard.equals("true") && !guard.equals("false")) {
       throw new IllegalArgumentException(
           "sortdemo: --guard " + guard + ": expected auto, true or false");
@@ -135,6 +142,7 @@ public final class DemoConfig implements Serializable {
     this.burst = burst;
     this.guard = guard;
     this.sampling = sampling;
+    this.idleSeconds = idleSeconds;
   }
 
   /** {@link #job}: the native sort next to a Spark aggregation. */
@@ -196,7 +204,8 @@ public final class DemoConfig implements Serializable {
         outDir,
         Burst.Plan.NONE,
         guard,
-        sampling);
+        sampling,
+        0);
   }
 
   /** Where the sorters put their run files. */
@@ -212,7 +221,7 @@ public final class DemoConfig implements Serializable {
           "                [--pool-size SIZE]",
           "                [--batch ROWS] [--groups G] [--partitions P] [--threads T] [--warmup N]",
           "                [--seed S] [--library PATH] [--out DIR] [--guard auto|true|false]",
-          "                [--sampling on|off]",
+          "                [--sampling on|off] [--idle S]",
           "                [--burst SIZE] [--burst-at S] [--burst-ramp S] [--burst-hold S]",
           "  --job        demo: the sort next to a Spark aggregation (default); sort: the native"
               + " sort",
@@ -239,6 +248,8 @@ public final class DemoConfig implements Serializable {
           "               memory cgroup limit)",
           "  --sampling   on: the demo samples the process every 50 ms and the ledger every 250 ms",
           "               (default); off: only at the measured run's start and end",
+          "  --idle       seconds the SparkSession stays up, idle, after the measured run (default"
+              + " 0)",
           "  --burst      direct buffers the JVM takes outside any accounting during the measured"
               + " run,",
           "               as Netty chunks and spill readers do (default 0: none)",
@@ -272,6 +283,7 @@ public final class DemoConfig implements Serializable {
     double burstAt = 2, burstRamp = 2, burstHold = 10;
     String guard = "auto";
     String sampling = "on";
+    long idle = 0;
     for (int i = 0; i < args.length; i++) {
       String opt = args[i];
       if (opt.equals("-h") || opt.equals("--help")) {
@@ -299,6 +311,7 @@ public final class DemoConfig implements Serializable {
           case "--out" -> out = v;
           case "--guard" -> guard = v.toLowerCase(Locale.ROOT);
           case "--sampling" -> sampling = v.toLowerCase(Locale.ROOT);
+          case "--idle" -> idle = Long.parseLong(v);
           case "--burst" -> burst = JavaUtils.byteStringAsBytes(v);
           case "--burst-at" -> burstAt = Double.parseDouble(v);
           case "--burst-ramp" -> burstRamp = Double.parseDouble(v);
@@ -314,6 +327,9 @@ public final class DemoConfig implements Serializable {
     if (!sampling.equals("on") && !sampling.equals("off")) {
       throw new IllegalArgumentException(
           "sortdemo: --sampling " + sampling + ": expected on or off");
+    }
+    if (idle < 0) {
+      throw new IllegalArgumentException("sortdemo: --idle " + idle + ": must be >= 0");
     }
     if (poolSize == null) {
       poolSize = job.equals(JOB_SORT) ? 0 : JavaUtils.byteStringAsBytes("16m");
@@ -343,7 +359,8 @@ public final class DemoConfig implements Serializable {
         new File(out).getAbsolutePath(),
         new Burst.Plan(burst, seconds(burstAt), seconds(burstRamp), seconds(burstHold)),
         guard,
-        sampling.equals("on"));
+        sampling.equals("on"),
+        idle);
   }
 
   /** Seconds as whole milliseconds. */

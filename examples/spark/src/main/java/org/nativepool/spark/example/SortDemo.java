@@ -271,6 +271,18 @@ public final class SortDemo {
           executorLedger,
           burst,
           episodes);
+      if (cfg.idleSeconds > 0) {
+        out.printf(
+            Locale.ROOT,
+            "sortdemo: idle for %d s (--idle), the SparkSession up%n",
+            cfg.idleSeconds);
+        out.flush();
+        try {
+          Thread.sleep(cfg.idleSeconds * 1000);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
     } finally {
       spark.stop();
     }
@@ -612,7 +624,7 @@ public final class SortDemo {
             ? (cfg.sortOnly()
                 ? "OK (every task's rows sorted and complete)"
                 : "OK (every task's rows sorted and complete; Spark's totals of generated and"
-                      + " sorted rows agree)")
+                    + " sorted rows agree)")
             : "FAIL: " + job.problem);
     line(
         b,
