@@ -4,7 +4,9 @@
 # Spark's PrometheusServlet scraped every SCRAPE_SECONDS (the driver UI's /metrics/prometheus and
 # /metrics/executors/prometheus, with curl), against spark.nativepool.monitoring=false and no
 # scrape. Both sides run the same JVM and Spark settings (UI and metrics servlet on, the demo's own
-# samplers off: --sampling off) and differ only in the plugin's key and the scraping. The sides
+# samplers off: --sampling off) and differ only in the plugin's key and the scraping. stats_calls
+# is the run's processStats0 calls (report.properties processStatsCalls: the plugin's polls and the
+# demo's four samplers' readings). The sides
 # alternate PAIRS times, the first side swapping every pair (on off, off on, ...), so that load
 # landing on the machine falls on both. Each run's job time is report.properties' elapsedMs.
 #
@@ -77,7 +79,7 @@ run() {
 			next=$((SECONDS + scrape))
 			local t
 			for path in /metrics/prometheus /metrics/executors/prometheus; do
-				if t=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' "http://127.0.0.1:$port$path"); then
+				if t=$(curl -sL -o "$dir/last-scrape${path//\//_}.txt" -w '%{http_code} %{time_total}' "http://127.0.0.1:$port$path"); then
 					if [[ ${t%% *} == 200 ]]; then
 						scrapes=$((scrapes + 1))
 						scrape_ms=$(python3 -c "print($scrape_ms + ${t#* } * 1000)")
@@ -107,9 +109,10 @@ run() {
 	done
 	local rc=0
 	wait "$demo" || rc=$?
-	local ms
+	local ms calls
 	ms=$(grep '^elapsedMs=' "$dir/report.properties" 2>/dev/null | cut -d= -f2 || true)
-	echo "run pair=$pair side=$side exit=$rc elapsed_ms=${ms:--1} scrapes=$scrapes scrape_ms_total=$scrape_ms idle_cpu_pct=$idle_pct" |
+	calls=$(grep '^processStatsCalls=' "$dir/report.properties" 2>/dev/null | cut -d= -f2 || true)
+	echo "run pair=$pair side=$side exit=$rc elapsed_ms=${ms:--1} stats_calls=${calls:--1} scrapes=$scrapes scrape_ms_total=$scrape_ms idle_cpu_pct=$idle_pct" |
 		tee -a "$out/runs.txt"
 }
 

@@ -189,6 +189,8 @@ public final class SortDemo {
         executorLedger.readNow();
         executorLedger.resetPeaks();
       }
+      long statsCalls0 = Natives.processStatsCalls();
+      long arrowStatsCalls0 = Natives.processArrowStatsCalls();
       long t0 = System.nanoTime();
       long t0Millis = System.currentTimeMillis();
       Job job;
@@ -238,6 +240,10 @@ public final class SortDemo {
         }
       }
       long elapsedMs = (System.nanoTime() - t0) / 1_000_000;
+      // The stats natives' calls in the measured run: the plugin's polls, and the demo's samplers'
+      // (two each with --sampling off).
+      r.put("processStatsCalls", Natives.processStatsCalls() - statsCalls0);
+      r.put("processArrowStatsCalls", Natives.processArrowStatsCalls() - arrowStatsCalls0);
       ProcessStats after = Natives.processStats();
       long[] sampleAfter = SortBridge.sample();
       Peaks peaks =
