@@ -10,7 +10,7 @@
 # alternate PAIRS times, the first side swapping every pair (on off, off on, ...), so that load
 # landing on the machine falls on both. Each run's job time is report.properties' elapsedMs.
 #
-# The last pair also keeps each JVM up IDLE_SECONDS + 5 after its job (--idle): after 5 s of
+# The last pair also keeps each JVM up IDLE_SECONDS + 15 after its job (--idle): after 5 s of
 # settling, the JVM's CPU time (utime + stime of /proc/<pid>/stat) over IDLE_SECONDS, scraping
 # still on for the monitored side, is the idle executor's cost, as % of one core.
 #
@@ -54,7 +54,7 @@ jvm_pid() {
 
 # CPU ticks (utime + stime) of a process.
 cpu_ticks() {
-	awk '{print $14 + $15}' "/proc/$1/stat"
+	awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo -1
 }
 
 # run SIDE PAIR IDLE: one run of the demo; appends its line to runs.txt.
@@ -68,9 +68,9 @@ run() {
 	opts+=" -Dspark.ui.prometheus.enabled=true -Dspark.metrics.conf=$root/$out/metrics.properties"
 	[[ $side == off ]] && opts+=" -Dspark.nativepool.monitoring=false"
 	local idle_args=()
-	((idle_s > 0)) && idle_args=(--idle $((idle_s + 5)))
+	((idle_s > 0)) && idle_args=(--idle $((idle_s + 15)))
 	DEMO_JAVA_OPTS="$opts" NO_COLOR=1 bash examples/spark/run.sh --rows "$rows" --sampling off \
-		--out "$dir" "${idle_args[@]}" >"$dir/log.txt" 2>&1 &
+		--out "$root/$dir" "${idle_args[@]}" >"$dir/log.txt" 2>&1 &
 	local demo=$!
 	local scrapes=0 scrape_ms=0 idle_pct=-1 t0 t1 c0 c1 pid=""
 	local next=$SECONDS idle_at=-1
@@ -103,7 +103,9 @@ run() {
 			(($(python3 -c "print(int($(date +%s.%N) - $t0 >= $idle_s))"))); then
 			c1=$(cpu_ticks "$pid")
 			t1=$(date +%s.%N)
-			idle_pct=$(python3 -c "print(f'{($c1 - $c0) / $hz / ($t1 - $t0) * 100:.3f}')")
+			if ((c0 >= 0 && c1 >= 0)); then
+				idle_pct=$(python3 -c "print(f'{($c1 - $c0) / $hz / ($t1 - $t0) * 100:.3f}')")
+			fi
 		fi
 		sleep 0.2
 	done
