@@ -121,7 +121,9 @@ func TestConfigureRuntimeResetsATrimThresholdRaisedBeforeIt(t *testing.T) {
 // "Process memory policy"). A Go test process has few arenas; a JVM has
 // one per thread up to 8 × cores, so this is mallinfo2's cheap end. Each
 // also runs with and without the Go runtime's memory classes (GoClasses,
-// the executor memory ledger's Go parts), side by side.
+// the executor memory ledger's Go parts), side by side. The Bridge calls
+// mallinfo2 at most once per MallocRetainedInterval; the clock given here
+// moves by that much at each read, so that every read calls it.
 func BenchmarkProcessStatsRead(b *testing.B) {
 	mallocprobe.HeapKept(64) // 4 MiB of freed heap blocks for mallinfo2 to find
 	for _, c := range []struct {
@@ -134,6 +136,11 @@ func BenchmarkProcessStatsRead(b *testing.B) {
 				br := bridge.NewBridge(nil, bridge.ArrowRuntime{})
 				rt := processRuntime()
 				rt.MallocRetained = c.malloc
+				now := time.Now()
+				rt.Now = func() time.Time {
+					now = now.Add(bridge.MallocRetainedInterval)
+					return now
+				}
 				if !classes {
 					rt.GoClasses = nil
 				}
@@ -156,8 +163,9 @@ func BenchmarkProcessStatsRead(b *testing.B) {
 //   - spin: CPU work touching no malloc memory, the reference for what
 //     sharing the cores costs without any lock;
 //   - mallinfo2: MALLOC_RETAINED's call, which locks every arena in turn;
-//   - processStats: the whole processStats0 read (Bridge.ProcessStats,
-//     mallinfo2 included).
+//   - processStats: the whole processStats0 read as shipped
+//     (Bridge.ProcessStats), which calls mallinfo2 at most once per
+//     MallocRetainedInterval.
 //
 // A reader without pause is the worst case: the executor plugin reads once
 // per poll period (1 s). reads/s is the reader's rate.

@@ -113,6 +113,7 @@ func NewBridge(logger *slog.Logger, arrow ArrowRuntime) *Bridge {
 	b.guard.admission = guardAdmission{b}
 	b.rts.rt = DefaultProcessRuntime()
 	b.rts.baseline = -1
+	b.rts.mallocRetained = -1
 	b.settings.Store(&Settings{})
 	b.mu.tasks = make(map[*taskPool]struct{})
 	return b

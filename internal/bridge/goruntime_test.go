@@ -264,3 +264,27 @@ func TestProcessStatsReadsProcessMemoryOutsideTheLocksTasksTake(t *testing.T) {
 	close(release)
 	assert.Equal(t, int64(42), (<-read).MallocRetained)
 }
+
+// mallinfo2 (MallocRetained) locks every malloc arena, so however often the
+// stats are read it runs at most once per MallocRetainedInterval; reads in
+// between return its last figure.
+func TestProcessStatsCallMallocRetainedAtMostOncePerInterval(t *testing.T) {
+	b, f, _ := newRuntimeBridge(t)
+	rt := f.runtime()
+	calls := 0
+	rt.MallocRetained = func() int64 {
+		calls++
+		return int64(calls) << 20
+	}
+	b.UseProcessRuntime(rt)
+	for range 10 {
+		assert.Equal(t, int64(1<<20), b.ProcessStats().MallocRetained)
+	}
+	assert.Equal(t, 1, calls)
+	f.set(func(f *fakeProcess) { f.now = f.now.Add(MallocRetainedInterval - time.Millisecond) })
+	assert.Equal(t, int64(1<<20), b.ProcessStats().MallocRetained)
+	assert.Equal(t, 1, calls)
+	f.set(func(f *fakeProcess) { f.now = f.now.Add(time.Millisecond) })
+	assert.Equal(t, int64(2<<20), b.ProcessStats().MallocRetained)
+	assert.Equal(t, 2, calls)
+}
