@@ -28,12 +28,15 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li>takes one reading of the native figures every {@link ReportingSettings#pollMillis()} (one
- *       {@code processStats0} and one {@code processArrowStats0}: {@link ExecutorGauges#refresh()})
- *       and reads the executor's {@link ExecutorLedger} with it (gauges, high-water marks,
- *       thresholds, and the interval peaks of reserved and held bytes); the task ends since the
- *       last poll go to the ledger's growth detector with that same reading, so neither a task end
- *       nor a metrics scrape reads the native figures, and glibc's {@code mallinfo2} (inside {@code
- *       processStats0}) runs once per poll period;
+ *       {@code processStats0} and one {@code processArrowStats0}: {@link
+ *       ExecutorGauges#refresh()}), which every gauge serves until the next, and reads the
+ *       executor's {@link ExecutorLedger} with it (gauges, high-water marks, thresholds, and the
+ *       interval peaks of reserved and held bytes); a metrics scrape reads nothing native;
+ *   <li>reads the ledger again, natives included, after task ends (one reading for a burst of them,
+ *       on this thread, never the task's), for the growth detector, whose windows count task ends;
+ *       the gauges keep the poll's reading. glibc's {@code mallinfo2} inside {@code processStats0}
+ *       runs at most once a second however often the stats are read (the Go side's {@code
+ *       MallocRetainedInterval});
  *   <li>sends an {@link ExecutorSample} to the driver side every heartbeat interval ({@code
  *       PluginContext.send}: one-way, nothing waits for the driver), and when a task ends if none
  *       went out within the poll period, with the ledger's figures; a task pool that closed in the
@@ -62,7 +65,7 @@ final class ExecutorReporter {
   /** The pod guard's episode reports; null when the guard is off. */
   private final GuardEpisodeReports guardReports;
 
-  /** Task ends not yet given to the ledger's growth detector: the next poll gives them. */
+  /** Task ends not yet given to the ledger ({@link #taskBoundary()}). */
   private final AtomicInteger pendingBoundaries = new AtomicInteger();
 
   /** When the last sample was sent (ms since the epoch), for {@link #taskEnded()}. */
@@ -97,7 +100,7 @@ final class ExecutorReporter {
    * Starts the reporting thread of this executor.
    *
    * @param gauges the executor's gauges, refreshed every poll period
-   * @param ledger the executor's memory ledger, read every poll period, with the task ends since
+   * @param ledger the executor's memory ledger, read every poll period and at each task end
    * @param guard whether the pod guard runs, so that its episodes are polled and reported
    */
   static ExecutorReporter start(
@@ -123,19 +126,30 @@ final class ExecutorReporter {
   }
 
   /**
-   * Called when a task ends (on the task's thread, so it reads nothing): counts the task end for
-   * the next poll's reading, and sends a sample now unless one went out within the poll period, so
-   * that the driver gets the task's interval peak (its pool's peak, {@link
-   * ExecutorLedger#poolClosed}) close to its stage's end.
+   * Called when a task ends: sends a sample now unless one went out within the poll period, so that
+   * the driver gets the task's interval peak close to its stage's end.
    */
   void taskEnded() {
-    pendingBoundaries.incrementAndGet();
     try {
+      // One reading for all the task ends queued meanwhile: a burst of short tasks must not keep
+      // the thread from its polls and sends.
+      if (pendingBoundaries.getAndIncrement() == 0) {
+        thread.execute(this::taskBoundary);
+      }
       if (System.currentTimeMillis() - lastSendMillis >= settings.pollMillis()) {
         thread.execute(this::send);
       }
     } catch (RejectedExecutionException stopped) {
       // shut down meanwhile: nothing to send
+    }
+  }
+
+  /** The task boundaries queued since the last reading, for the ledger's growth detector. */
+  private void taskBoundary() {
+    try {
+      ledger.taskBoundary(pendingBoundaries.getAndSet(0));
+    } catch (RuntimeException e) {
+      failed("read the ledger", e);
     }
   }
 
@@ -146,14 +160,12 @@ final class ExecutorReporter {
 
   /**
    * One reading for the whole poll: the gauges' and the ledger's native figures come from the same
-   * {@code processStats0} and {@code processArrowStats0}, and the task ends since the last poll go
-   * to the growth detector with the ledger's reading (one reading for a burst of task ends).
+   * {@code processStats0} and {@code processArrowStats0}.
    */
   private void poll() {
     try {
       ExecutorGauges.Reading r = gauges.refresh();
-      LedgerSnapshot s = ledger.readNow(r.process(), r.arrow()); // its interval peaks: the sample's
-      ledger.taskBoundary(pendingBoundaries.getAndSet(0), s);
+      ledger.readNow(r.process(), r.arrow()); // its interval peaks are the sample's
     } catch (RuntimeException e) {
       failed("read the native figures", e);
     }

@@ -32,8 +32,7 @@ import org.slf4j.LoggerFactory;
  * The executor's memory ledger at run time: the latest {@link LedgerSnapshot}, high-water marks,
  * threshold crossings and the growth detector. One per executor plugin, reachable with {@link
  * #current()} (the process registry of the plugin, like its settings); the plugin's reporting
- * thread reads the ledger every poll period and gives it the task ends of the period with that
- * reading.
+ * thread reads the ledger every poll period and at every task end.
  *
  * <ul>
  *   <li><b>Gauges</b> in the plugin's metric source: {@code ledger.<part>} for every part, {@code
@@ -47,8 +46,7 @@ import org.slf4j.LoggerFactory;
  *   <li><b>Thresholds</b> ({@link NativePoolConf#LEDGER_THRESHOLDS}): each crossing, up or down
  *       with hysteresis, goes to the {@link LedgerListener}s, a log line (WARN up, INFO down), the
  *       crossings counter and the driver (event log).
- *   <li><b>Growth</b>: at each task end (given with the next poll's reading: {@link
- *       #taskBoundary(int, LedgerSnapshot)}) the parts go to a {@link GrowthDetector}; a part whose
+ *   <li><b>Growth</b>: at each task end the parts go to a {@link GrowthDetector}; a part whose
  *       floor keeps rising is reported (WARN, counter, listeners, event log), naming for native
  *       memory the consumers and allocation sites still live.
  *   <li><b>History</b> ({@link #history()}): the last minute of readings with their times, so that
@@ -289,19 +287,7 @@ public final class ExecutorLedger implements TaskPoolObserver {
     if (tasks <= 0) {
       return List.of();
     }
-    return taskBoundary(tasks, readNow());
-  }
-
-  /**
-   * {@link #taskBoundary(int)} with a reading the caller took already ({@link
-   * #readNow(ProcessStats, ArrowProcessStats)}): the executor's reporter gives the task ends of a
-   * poll period with that poll's reading, so that a task end costs no reading of its own. Returns
-   * the reports.
-   */
-  public List<GrowthReportEvent> taskBoundary(int tasks, LedgerSnapshot s) {
-    if (tasks <= 0) {
-      return List.of();
-    }
+    LedgerSnapshot s = readNow();
     Map<String, Long> watched = new LinkedHashMap<>();
     for (Map.Entry<String, Long> e : s.figures().entrySet()) {
       if (watched(s, e.getKey())) {

@@ -13,9 +13,7 @@ import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
-import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.metrics.source.Source;
 import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.AfterAll;
@@ -26,8 +24,6 @@ import org.junit.jupiter.api.Timeout;
 import org.nativepool.spark.NativePoolPlugin;
 import org.nativepool.spark.config.ReportingSettings;
 import org.nativepool.spark.jni.Natives;
-import org.nativepool.spark.memory.Reservation;
-import org.nativepool.spark.memory.TaskPool;
 import org.nativepool.spark.testing.SparkMetrics;
 
 /**
@@ -49,7 +45,6 @@ class ExecutorGaugesSparkTest {
   private static final long POLL_MILLIS = ReportingSettings.MAX_POLL_MILLIS;
 
   private static SparkSession spark;
-  private static JavaSparkContext jsc;
   private static int uiPort;
 
   @BeforeAll
@@ -77,7 +72,6 @@ class ExecutorGaugesSparkTest {
             .config("spark.metrics.conf.*.sink.prometheusServlet.path", "/metrics/prometheus")
             .config("spark.nativepool.library", lib)
             .getOrCreate();
-    jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
   }
 
   @AfterAll
@@ -150,26 +144,5 @@ class ExecutorGaugesSparkTest {
     // Before the gauges shared one reading: 31 processStats0 and 5 processArrowStats0 per scrape
     // and per pass over the gauges.
     w.assertAtMostOneReadingPerPoll(scrapes + " scrapes and passes over " + gauges + " gauges");
-  }
-
-  @Test
-  void taskEndsCallNoStatsNative() {
-    Window w = Window.open();
-    long tasks =
-        jsc.parallelize(List.of(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 16)
-            .mapPartitions(ExecutorGaugesSparkTest::reserveAndEnd)
-            .count();
-    assertEquals(16, tasks);
-    w.assertAtMostOneReadingPerPoll(tasks + " tasks ending");
-  }
-
-  /** One task: opens its pool, reserves 1 MiB for 50 ms, and ends. */
-  private static Iterator<Integer> reserveAndEnd(Iterator<Integer> rows) throws Exception {
-    try (TaskPool p = TaskPool.openForCurrentTask();
-        Reservation r = p.newReservation("watched", false, null)) {
-      r.grow(1 << 20);
-      Thread.sleep(50);
-    }
-    return rows;
   }
 }
