@@ -12,7 +12,9 @@
 #
 # The last pair also keeps each JVM up IDLE_SECONDS + 15 after its job (--idle): after 5 s of
 # settling, the JVM's CPU time (utime + stime of /proc/<pid>/stat) over IDLE_SECONDS, scraping
-# still on for the monitored side, is the idle executor's cost, as % of one core.
+# still on for the monitored side, is the idle executor's cost, as % of one core; the script also
+# splits it by thread (idle-threads.txt: the plugin's reporting thread is nativepool-reporter,
+# comm-truncated to nativepool-repo; Spark's UI threads serve the scrapes) and prints both sides'.
 #
 #   bash bench/watch-cost.sh [PAIRS] [ROWS]     (defaults 5 and 32000000)
 #
@@ -52,9 +54,35 @@ jvm_pid() {
 	done
 }
 
+# Each thread's CPU ticks and name (utime + stime, comm) of a process, one "tid ticks name" a line.
+thread_ticks() {
+	local t
+	for t in /proc/$1/task/*; do
+		echo "${t##*/} $(awk '{print $14 + $15}' "$t/stat" 2>/dev/null || echo 0) $(tr ' ' _ <"$t/comm" 2>/dev/null || echo gone)"
+	done
+}
+
 # CPU ticks (utime + stime) of a process.
 cpu_ticks() {
 	awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo -1
+}
+
+# The idle window's CPU by thread name (threads of one pool, e.g. SparkUI-31, summed under their
+# name without the number), as % of one core, largest first.
+top_threads() {
+	python3 - "$@" <<'PY'
+import collections, re, sys
+d, hz, t0, t1 = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+def load(f):
+    return {l.split()[0]: (int(l.split()[1]), l.split()[2]) for l in open(f)}
+a, b = load(d + "/threads0.txt"), load(d + "/threads1.txt")
+by = collections.Counter()
+for tid, (ticks, name) in b.items():
+    by[re.sub(r"[-_]?\d+$", "", name)] += ticks - a.get(tid, (0, name))[0]
+for name, ticks in by.most_common():
+    if ticks:
+        print(f"{name} {ticks / hz / (t1 - t0) * 100:.3f}")
+PY
 }
 
 # run SIDE PAIR IDLE: one run of the demo; appends its line to runs.txt.
@@ -94,6 +122,7 @@ run() {
 			pid=$(jvm_pid "$root/$dir")
 			if [[ -n $pid ]]; then
 				c0=$(cpu_ticks "$pid")
+				thread_ticks "$pid" >"$dir/threads0.txt"
 				t0=$(date +%s.%N)
 			else
 				pid=none
@@ -102,9 +131,11 @@ run() {
 		if [[ -n $pid && $pid != none ]] && [[ -z ${t1:-} ]] &&
 			(($(python3 -c "print(int($(date +%s.%N) - $t0 >= $idle_s))"))); then
 			c1=$(cpu_ticks "$pid")
+			thread_ticks "$pid" >"$dir/threads1.txt"
 			t1=$(date +%s.%N)
 			if ((c0 >= 0 && c1 >= 0)); then
 				idle_pct=$(python3 -c "print(f'{($c1 - $c0) / $hz / ($t1 - $t0) * 100:.3f}')")
+				top_threads "$dir" "$hz" "$t0" "$t1" >"$dir/idle-threads.txt"
 			fi
 		fi
 		sleep 0.2
@@ -131,7 +162,7 @@ for i in $(seq "$pairs"); do
 	fi
 done
 echo "watch-cost: load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$out/runs.txt" <<'PY'
+python3 - "$out/runs.txt" "$out" <<'PY'
 import statistics, sys
 runs = {"on": [], "off": []}
 idle = {}
@@ -144,6 +175,13 @@ for line in open(sys.argv[1]):
 on, off = statistics.median(runs["on"]), statistics.median(runs["off"])
 print(f"result job_time on_median_ms={on:.0f} off_median_ms={off:.0f} ratio={on/off:.4f} "
       f"on={runs['on']} off={runs['off']}")
+for side in ("on", "off"):
+    for line in open(sys.argv[1]):
+        f = dict(kv.split("=") for kv in line.split()[1:])
+        if f["side"] == side and float(f["idle_cpu_pct"]) >= 0:
+            d = sys.argv[2] + "/" + side + "-" + f["pair"] + "/idle-threads.txt"
+            top = [l.split() for l in open(d)][:8]
+            print(f"idle threads {side}: " + ", ".join(f"{n} {p}%" for n, p in top))
 if idle:
     print(f"result idle_cpu_pct_of_one_core on={idle.get('on', -1):.3f} off={idle.get('off', -1):.3f} "
           f"difference={idle.get('on', 0) - idle.get('off', 0):.3f}")
