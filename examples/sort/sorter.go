@@ -22,6 +22,16 @@ import (
 // DefaultBatchRows is the default number of rows per output and spill batch.
 const DefaultBatchRows = 8192
 
+// DefaultAccountQuantum is the sorter's default Options.AccountQuantum:
+// 64 KiB, a sixteenth of pool.DefaultAccountQuantum. A spill request is
+// answered with the account's slack first, and slack is reserved but not
+// resident: a pod guard that asks native memory to give way for resident
+// bytes (its reserve is tens of MiB) must find the chunks, not two quanta
+// of slack that free nothing in the container. With chunks of a batch
+// (128 KiB at DefaultBatchRows), a Push still crosses to the pool only
+// about once per chunk.
+const DefaultAccountQuantum = 64 << 10
+
 // Options configure New. The zero Options are valid: every field has a
 // default.
 type Options struct {
@@ -49,7 +59,7 @@ type Options struct {
 	// chunks (one per Push) are charged through: Push asks the pool for
 	// memory in steps of it, and the account keeps at most twice it
 	// reserved beyond the chunks (Stats.Slack). Default
-	// pool.DefaultAccountQuantum.
+	// DefaultAccountQuantum.
 	AccountQuantum int64
 	// Logger receives a debug record per spill. Default slog.Default().
 	Logger *slog.Logger
@@ -178,6 +188,9 @@ func New(p pool.Pool, opts Options) (*Sorter, error) {
 	}
 	if opts.BatchRows <= 0 {
 		opts.BatchRows = DefaultBatchRows
+	}
+	if opts.AccountQuantum <= 0 {
+		opts.AccountQuantum = DefaultAccountQuantum
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -34,7 +34,7 @@ func TestSortStaysInMemoryWhenBudgetSuffices(t *testing.T) {
 	// 50k rows × 16 B of chunks, plus the spill buffer, plus output.
 	assert.GreaterOrEqual(t, r.stats.PeakReserved, int64(50_000*pairBytes))
 	assert.Equal(t, p.(pool.Watcher).Peak(), r.stats.PeakReserved)
-	assert.LessOrEqual(t, r.stats.PeakReserved-r.stats.PeakAllocated, 2*pool.DefaultAccountQuantum,
+	assert.LessOrEqual(t, r.stats.PeakReserved-r.stats.PeakAllocated, int64(2*DefaultAccountQuantum),
 		"every reserved byte is an allocated buffer or the chunks' account's bounded slack")
 
 	// With a quantum of one byte, the account keeps at most two.
