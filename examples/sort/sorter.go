@@ -23,14 +23,18 @@ import (
 const DefaultBatchRows = 8192
 
 // DefaultAccountQuantum is the sorter's default Options.AccountQuantum:
-// 64 KiB, a sixteenth of pool.DefaultAccountQuantum. A spill request is
-// answered with the account's slack first, and slack is reserved but not
-// resident: a pod guard that asks native memory to give way for resident
-// bytes (its reserve is tens of MiB) must find the chunks, not two quanta
-// of slack that free nothing in the container. With chunks of a batch
-// (128 KiB at DefaultBatchRows), a Push still crosses to the pool only
-// about once per chunk.
-const DefaultAccountQuantum = 64 << 10
+// 4 KiB, so the account keeps at most 8 KiB of slack. A spill request is
+// answered with the slack first, and slack is reserved but not resident.
+// The pod guard makes room for a waiting borrow by asking native
+// consumers to spill and admits the borrow once they gave way: a slack
+// large enough to answer it frees nothing in the container, and the
+// admitted borrow then grows the container anyway (bench/container's
+// test-burst.sh, the sort with the guard: with a 1 MiB or a 64 KiB
+// quantum its first run was OOM-killed in each of four tries; at 4 KiB,
+// in neither of two, as without an account). The
+// chunks are a batch each (128 KiB at DefaultBatchRows), so a Push crosses
+// to the pool once per chunk either way.
+const DefaultAccountQuantum = 4 << 10
 
 // Options configure New. The zero Options are valid: every field has a
 // default.
