@@ -45,6 +45,11 @@ const DefaultAccountQuantum int64 = 1 << 20
 // invalid calls fail with the same texts and sentinels (ErrInvalidSize,
 // ErrClosed).
 //
+// The slack is reserved but not resident. A spill request it answers
+// frees accounting bytes only, which is what Spark's spill asks for, but
+// not what a guard making room in a container needs: under one, keep the
+// quantum small next to the operator's batches.
+//
 // The zero Account is not valid; make one with NewAccount.
 type Account struct {
 	res     *Reservation

@@ -55,10 +55,10 @@ var sortStatFields = [statCount]struct{ name, doc string }{
 	statMergePasses:     {"MERGE_PASSES", "multi-pass merges"},
 	statMaxFanIn:        {"MAX_FAN_IN", "most runs merged at once, bounded by the batches the pool granted"},
 	statMergeLevels:     {"MERGE_LEVELS", "depth of the merge tree, ceil(log_fanin(runs))"},
-	statReserved:        {"RESERVED", "the sorter's reservations now (its chunks' account's slack included)"},
+	statReserved:        {"RESERVED", "the sorter's reservation now"},
 	statPeakReserved:    {"PEAK_RESERVED", "high-water mark of reserved"},
-	statAllocated:       {"ALLOCATED", "bytes in live buffers of the sorter's allocators (exports included)"},
-	statPeakAllocated:   {"PEAK_ALLOCATED", "high-water mark of allocated, sampled with reserved's"},
+	statAllocated:       {"ALLOCATED", "bytes in live buffers of the sorter's allocator (exports included)"},
+	statPeakAllocated:   {"PEAK_ALLOCATED", "high-water mark of allocated, exact"},
 	statChecks:          {"CHECKS", "allocated ≤ reserved checks made (after every call, and by sample0)"},
 	statViolations:      {"VIOLATIONS", "checks that found allocated > reserved"},
 	statBatchesIn:       {"BATCHES_IN", "batches imported from Java"},
@@ -401,26 +401,16 @@ func (e *engine) sample() []int64 {
 	return a
 }
 
-// check verifies allocated ≤ reserved for each of a sorter's allocators
-// (the chunks' and the rest's, each over its own reservation) and returns
-// their sums. An allocator charges its reservation before it counts a
-// buffer as allocated and uncounts it before it gives the charge back, so
-// the relation holds at every instant; the two figures are read a few
-// times until allocated reads the same on both sides of the reservation,
-// so that a check made while the task thread allocates or frees compares
-// figures of one moment. A check that cannot get a stable read is not
-// counted.
+// check verifies allocated ≤ reserved for one sorter and returns both. The
+// allocator charges the reservation before it counts a buffer as allocated
+// and uncounts it before it gives the charge back, so the relation holds at
+// every instant; the two figures are read a few times until allocated
+// reads the same on both sides of the reservation, so that a check made
+// while the task thread allocates or frees compares figures of one moment.
+// A check that cannot get a stable read is not counted.
 func (e *engine) check(sh *sortHandle) (allocated, reserved int64) {
-	for _, a := range sh.sorter.Allocators() {
-		al, res := e.checkOne(sh, a)
-		allocated += al
-		reserved += res
-	}
-	return allocated, reserved
-}
-
-func (e *engine) checkOne(sh *sortHandle, a *ffi.Allocator) (allocated, reserved int64) {
-	r := a.Reservation()
+	a := sh.sorter.Allocator()
+	r := sh.sorter.Reservation()
 	for range 8 {
 		if sh.closed.Load() {
 			return 0, 0

@@ -692,7 +692,7 @@ public final class SortDemo {
         "peak allocated",
         String.format(
             Locale.ROOT,
-            "%s native (per sorter; %s summed over sorters, sampled)",
+            "%s native (exact, per sorter; %s summed over sorters, sampled)",
             size(peakAllocated),
             size(smp.peakAllocated.get())));
     line(

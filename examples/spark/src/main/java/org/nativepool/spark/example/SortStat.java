@@ -31,13 +31,13 @@ public enum SortStat {
   MAX_FAN_IN,
   /** Depth of the merge tree, ceil(log_fanin(runs)). */
   MERGE_LEVELS,
-  /** The sorter's reservations now (its chunks' account's slack included). */
+  /** The sorter's reservation now. */
   RESERVED,
   /** High-water mark of {@link #RESERVED}. */
   PEAK_RESERVED,
-  /** Bytes in live buffers of the sorter's Go allocators. */
+  /** Bytes in live buffers of the sorter's Go allocator. */
   ALLOCATED,
-  /** High-water mark of allocated, sampled with {@link #PEAK_RESERVED}'s. */
+  /** High-water mark of allocated, exact. */
   PEAK_ALLOCATED,
   /** Allocated ≤ reserved checks made. */
   CHECKS,
