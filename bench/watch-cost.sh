@@ -10,16 +10,15 @@
 # alternate PAIRS times, the first side swapping every pair (on off, off on, ...), so that load
 # landing on the machine falls on both. Each run's job time is report.properties' elapsedMs.
 #
-# The last pair also keeps each JVM up IDLE_SETTLE + IDLE_SECONDS + 10 after its job (--idle):
-# after IDLE_SETTLE seconds of settling (the JIT compiles the job's code for a while after it), the
-# JVM's CPU time (utime + stime of /proc/<pid>/stat) over IDLE_SECONDS, scraping
+# The last pair also keeps each JVM up IDLE_SECONDS + 15 after its job (--idle): after 5 s of
+# settling, the JVM's CPU time (utime + stime of /proc/<pid>/stat) over IDLE_SECONDS, scraping
 # still on for the monitored side, is the idle executor's cost, as % of one core; the script also
 # splits it by thread (idle-threads.txt: the plugin's reporting thread is nativepool-reporter,
 # comm-truncated to nativepool-repo; Spark's UI threads serve the scrapes) and prints both sides'.
 #
 #   bash bench/watch-cost.sh [PAIRS] [ROWS]     (defaults 5 and 32000000)
 #
-# Environment: SCRAPE_SECONDS (5), IDLE_SECONDS (60; 0: no idle window), IDLE_SETTLE (60), DEMO_HEAP, DEMO_NMT (as
+# Environment: SCRAPE_SECONDS (5), IDLE_SECONDS (60; 0: no idle window), DEMO_HEAP, DEMO_NMT (as
 # run.sh: 1g, summary). Output: build/watch-cost/runs.txt (one line per run), the runs' logs and
 # reports under build/watch-cost/<side>-<pair>/, and a summary line per measure (result ...).
 set -euo pipefail
@@ -29,7 +28,6 @@ pairs=${1:-5}
 rows=${2:-32000000}
 scrape=${SCRAPE_SECONDS:-5}
 idle=${IDLE_SECONDS:-60}
-settle=${IDLE_SETTLE:-60}
 out=build/watch-cost
 mkdir -p "$out"
 : >"$out/runs.txt"
@@ -98,7 +96,7 @@ run() {
 	opts+=" -Dspark.ui.prometheus.enabled=true -Dspark.metrics.conf=$root/$out/metrics.properties"
 	[[ $side == off ]] && opts+=" -Dspark.nativepool.monitoring=false"
 	local idle_args=()
-	((idle_s > 0)) && idle_args=(--idle $((settle + idle_s + 10)))
+	((idle_s > 0)) && idle_args=(--idle $((idle_s + 15)))
 	DEMO_JAVA_OPTS="$opts" NO_COLOR=1 bash examples/spark/run.sh --rows "$rows" --sampling off \
 		--out "$root/$dir" "${idle_args[@]}" >"$dir/log.txt" 2>&1 &
 	local demo=$!
@@ -118,7 +116,7 @@ run() {
 			done
 		fi
 		if ((idle_s > 0)) && [[ $idle_at -lt 0 ]] && grep -q '^sortdemo: idle for' "$dir/log.txt"; then
-			idle_at=$((SECONDS + settle))
+			idle_at=$((SECONDS + 5))
 		fi
 		if ((idle_at >= 0)) && ((SECONDS >= idle_at)) && [[ -z $pid ]]; then
 			pid=$(jvm_pid "$root/$dir")
