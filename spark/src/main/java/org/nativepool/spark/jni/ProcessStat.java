@@ -69,9 +69,7 @@ public enum ProcessStat {
   MALLOC_MMAP_THRESHOLD("mallocMmapThreshold"),
   /**
    * Free bytes glibc's malloc keeps in its arenas for reuse (mallinfo2 fordblks): memory C code
-   * freed that was not returned to the OS and may still be resident; -1 = unknown. Up to a second
-   * old: mallinfo2 locks every malloc arena, so it runs at most once a second however often the
-   * stats are read.
+   * freed that was not returned to the OS and may still be resident; -1 = unknown.
    */
   MALLOC_RETAINED("mallocRetained"),
   /**
