@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/nativepool/nativepool/internal/fakeupstream"
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -371,4 +372,28 @@ func TestAccountPairAllocatesNothingAndStaysLocal(t *testing.T) {
 	assert.Equal(t, calls, p.grows+p.shrinks)
 	// The account stays small enough to embed in an operator.
 	assert.LessOrEqual(t, unsafe.Sizeof(pool.Account{}), uintptr(64))
+}
+
+// An upstream failure during a crossing grow (a Java exception for a pool
+// bridged to Spark) reaches the caller as it was raised, and the account,
+// its reservation and the pool are as before: the slack taken aside for
+// the grow is put back. Then an upstream that panics does the same.
+func TestAccountUpstreamFailureDuringACrossingChangesNothing(t *testing.T) {
+	up := fakeupstream.New()
+	u := unified(t, "greedy", up, 0, pool.WithChunkSize(0)) // every grow asks upstream
+	a := pool.NewAccount(pool.NewConsumer("op").Register(u.(pool.Pool)), 1000)
+	defer a.Close()
+	require.NoError(t, a.TryGrow(600)) // slack 400
+	used, slack, size := a.Used(), a.Slack(), a.Reservation().Size()
+
+	javaErr := errors.New("SparkOutOfMemoryError")
+	up.Reply(fakeupstream.Fail(javaErr), fakeupstream.Fail(javaErr))
+	err := a.TryGrow(5000)
+	require.ErrorIs(t, err, javaErr)
+	assert.Equal(t, [3]int64{used, slack, size}, [3]int64{a.Used(), a.Slack(), a.Reservation().Size()})
+
+	up.Reply(func(int64) (int64, error) { panic("upcall threw") })
+	assert.Panics(t, func() { _ = a.TryGrow(5000) })
+	assert.Equal(t, [3]int64{used, slack, size}, [3]int64{a.Used(), a.Slack(), a.Reservation().Size()})
+	require.NoError(t, a.TryGrow(400), "the slack is still there")
 }
