@@ -133,3 +133,54 @@ func TestUnifiedAdmissionIsAskedOnlyForWhatATryGrowBorrows(t *testing.T) {
 		})
 	}
 }
+
+// waitingAdmission answers Admit as a guard whose wait ran out (it lets the
+// borrow through) and AdmitNow with no room; it counts both.
+type waitingAdmission struct{ admits, nows int }
+
+func (w *waitingAdmission) Admit(int64) error { w.admits++; return nil }
+
+func (w *waitingAdmission) AdmitNow(n int64) error {
+	w.nows++
+	return errors.New("no room for it now")
+}
+
+// A TryGrow inside WithoutWaiting is put to an ImmediateAdmission's
+// AdmitNow instead of Admit: refused, it fails with ErrResourcesExhausted
+// and upstream never hears of it. Outside, and once WithoutWaiting has
+// returned, Admit is asked. A grow the slack covers asks neither, and an
+// Admission without AdmitNow is asked Admit either way.
+func TestUnifiedOptionalGrowIsAskedWithoutWaiting(t *testing.T) {
+	for _, kind := range []string{"greedy", "fair"} {
+		t.Run(kind, func(t *testing.T) {
+			up := fakeupstream.New()
+			adm := &waitingAdmission{}
+			p := unified(t, kind, up, 1<<30, pool.WithChunkSize(1<<20), pool.WithAdmission(adm))
+			merge := pool.NewConsumer("merge").Register(p)
+			defer merge.Close()
+
+			err := merge.WithoutWaiting(func() error { return merge.TryGrow(4 << 20) })
+			require.ErrorIs(t, err, pool.ErrResourcesExhausted)
+			assert.Contains(t, err.Error(), "no room for it now")
+			assert.Equal(t, 1, adm.nows)
+			assert.Zero(t, adm.admits)
+			assert.Empty(t, up.Asks(), "upstream never heard of it")
+			assert.Zero(t, merge.Size())
+			assert.Equal(t, int64(1), p.Stats().AdmissionRefusals)
+
+			require.NoError(t, merge.TryGrow(1<<20-10), "outside: Admit lets it through")
+			assert.Equal(t, 1, adm.admits)
+			require.NoError(t, merge.WithoutWaiting(func() error { return merge.TryGrow(10) }),
+				"covered by slack: no borrow, no question")
+			assert.Equal(t, 1, adm.nows)
+			requireUnifiedInvariants(t, p, up.Held(), 1<<20, merge)
+
+			plain := &denyAll{}
+			q := unified(t, kind, fakeupstream.New(), 1<<30, pool.WithAdmission(plain))
+			r := pool.NewConsumer("merge").Register(q)
+			defer r.Close()
+			require.ErrorIs(t, r.WithoutWaiting(func() error { return r.TryGrow(1) }), pool.ErrResourcesExhausted)
+			assert.Equal(t, 1, plain.calls, "an Admission without AdmitNow is asked Admit")
+		})
+	}
+}

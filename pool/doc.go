@@ -128,7 +128,10 @@
 // the process takes. A unified pool may be given an Admission
 // (WithAdmission; the pod guard is one) that it asks before a TryGrow
 // borrows from upstream; it may make the borrow wait while the process
-// makes room. A grow covered by slack and Grow never ask it.
+// makes room. A grow covered by slack and Grow never ask it. A TryGrow
+// inside Reservation.WithoutWaiting is growth its consumer can do without:
+// an ImmediateAdmission answers it at once, refusing where the process has
+// no room rather than making it wait.
 //
 // ReclaimToBallast is Reclaim for a process short of memory: what the
 // consumers free stays held from upstream as ballast, so upstream cannot

@@ -73,6 +73,8 @@ type Reservation struct {
 	// change is a compare-and-swap that fails on closedSize, so no grow,
 	// shrink or split lands on a closed reservation.
 	state atomic.Int64
+	// optional counts the WithoutWaiting calls under way (see there).
+	optional atomic.Int32
 }
 
 // Size is the number of bytes currently reserved (0 once closed).
@@ -104,6 +106,25 @@ func (r *Reservation) TryGrow(n int64) error {
 		return fmt.Errorf("pool: TryGrow(%d) on %s: closed while growing: %w", n, r.describe(), ErrClosed)
 	}
 	return nil
+}
+
+// WithoutWaiting runs f with r's TryGrow calls marked optional, and returns
+// f's error. An optional TryGrow that a unified pool would have to borrow
+// for is put to the pool's ImmediateAdmission without waiting: where the
+// process has no room for it (the pod guard's reserve would be eaten into),
+// it is refused at once with an error wrapping ErrResourcesExhausted, where
+// a plain TryGrow would wait while the guard makes other consumers spill,
+// and be let through short if nothing could. It is for growth the consumer
+// can do without, as Velox's maybeReserve: a merge that can take fewer
+// runs at once, a buffer larger than it needs. Elsewhere (slack covers the
+// grow, no admission, other pools) TryGrow is unchanged.
+//
+// The mark is r's, not the goroutine's: grow r on other goroutines while f
+// runs only if those grows may be refused the same way.
+func (r *Reservation) WithoutWaiting(f func() error) error {
+	r.optional.Add(1)
+	defer r.optional.Add(-1)
+	return f()
 }
 
 // Grow reserves n more bytes unconditionally, even past the pool's limit.

@@ -60,6 +60,17 @@ type Admission interface {
 	Admit(n int64) error
 }
 
+// ImmediateAdmission is an Admission that can also answer without waiting:
+// AdmitNow returns nil when n more bytes may be borrowed now, else why not,
+// and never blocks or makes room. A unified pool asks it, instead of Admit,
+// for a TryGrow of a reservation inside Reservation.WithoutWaiting: growth
+// its consumer can do without, which must not wait for the process, nor
+// make other consumers spill, to get memory the process does not have.
+type ImmediateAdmission interface {
+	Admission
+	AdmitNow(n int64) error
+}
+
 // WithAdmission sets the pool's Admission (see there). Without one, every
 // borrow goes to upstream.
 func WithAdmission(a Admission) UnifiedOption {

@@ -76,8 +76,11 @@ type unifiedPool struct {
 	// admission is the check of the process's memory a spillable
 	// consumer's borrow must pass (WithAdmission), or nil. Immutable.
 	admission Admission
-	fair      bool  // fair_unified: String shows size and consumers
-	size      int64 // fair_unified's pool size; 0 for greedy_unified
+	// admitNow is admission when it is an ImmediateAdmission (the check of
+	// an optional borrow, Reservation.WithoutWaiting), else nil. Immutable.
+	admitNow ImmediateAdmission
+	fair     bool  // fair_unified: String shows size and consumers
+	size     int64 // fair_unified's pool size; 0 for greedy_unified
 
 	counters unifiedCounters
 	// reentryLogged is set by the first refused re-entry of Reclaim, which
@@ -165,6 +168,7 @@ func (p *unifiedPool) init(kind string, up Upstream, opts []UnifiedOption) {
 	}
 	p.up, p.kind, p.label, p.chunk, p.logger = up, kind, kind, cfg.chunk, cfg.logger
 	p.admission = cfg.admission
+	p.admitNow, _ = cfg.admission.(ImmediateAdmission)
 	if cfg.name != "" {
 		p.label = kind + "[" + cfg.name + "]"
 	}

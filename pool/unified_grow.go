@@ -231,13 +231,14 @@ func (p *unifiedPool) TryGrow(r *Reservation, n int64) error {
 		}
 		return nil
 	}
-	return p.tryGrowSlow(e, n)
+	return p.tryGrowSlow(e, n, r.optional.Load() > 0)
 }
 
-// tryGrowSlow borrows what slack does not cover of TryGrow's n bytes for e.
-// It is called with p.mu held and returns with it released. A panic in
-// Acquire rolls the request back before it goes on.
-func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64) error {
+// tryGrowSlow borrows what slack does not cover of TryGrow's n bytes for e;
+// optional marks a grow inside Reservation.WithoutWaiting, which the
+// admission answers at once. It is called with p.mu held and returns with
+// it released. A panic in Acquire rolls the request back before it goes on.
+func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64, optional bool) error {
 	// slack < n, so overcommit may be > 0 (slack is 0 then): ask for it
 	// too. Only the bytes of this request are pending; the debt stays
 	// overcommit, so a concurrent shrink still repays it (and whatever the
@@ -271,7 +272,10 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64) error {
 	// The process-wide check first (it may wait while the process makes
 	// room; a refusal fails the TryGrow as upstream's would).
 	var refused error
-	if p.admission != nil {
+	switch {
+	case optional && p.admitNow != nil:
+		refused = p.admitNow.AdmitNow(ask)
+	case p.admission != nil:
 		refused = p.admission.Admit(ask)
 	}
 	var got int64

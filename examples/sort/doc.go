@@ -5,8 +5,20 @@
 // A Sorter registers one spillable pool.Consumer with any pool.Pool (a task
 // pool bridged to Spark, a fair pool, a unified pool over the in-process
 // arbiter.ExecutorArbiter) and charges every Arrow buffer it builds to that
-// consumer's reservation through an accounted allocator, so the bytes the
-// pool is told about are the bytes the sorter holds.
+// consumer through accounted allocators, so the bytes the pool is told
+// about are the bytes the sorter holds, plus a bounded slack.
+//
+// The in-memory chunks, one per Push, are an operator's per-batch growth:
+// they are charged through a pool.Account (ffi.NewAccountAllocator), which
+// borrows from its own reservation of the consumer in quanta
+// (Options.AccountQuantum), so most Pushes touch no shared word and the
+// pool is asked about once per quantum. The account keeps at most two
+// quanta reserved beyond the chunks (Stats.Slack): the pool counts them as
+// reserved, and a spill request gives them back before any row is
+// spilled. Everything else (the spill buffer, the merge's batches, output
+// batches exported to the JVM, which the JVM frees on its own threads) is
+// charged exactly, through an allocator over the consumer's first
+// reservation.
 //
 // # Life of a sort
 //
@@ -44,8 +56,9 @@
 // mutex, and the rule that makes re-entrancy safe is simple: no driver
 // method holds that mutex across a call that can reach TryGrow (every
 // accounted allocation happens with the mutex released, on state not yet
-// published or already unpublished), so a re-entrant Spill just takes the
-// mutex. Under the mutex the sorter only frees (Shrink, which reaches at
+// published or already unpublished; a chunk is charged under the mutex,
+// but its account releases the mutex while it crosses to the pool), so a
+// re-entrant Spill just takes the mutex. Under the mutex the sorter only frees (Shrink, which reaches at
 // most Upstream.Release, which never spills). As a last guard, Spill
 // recognises a call from the goroutine that already holds the mutex and
 // answers 0 instead of deadlocking.

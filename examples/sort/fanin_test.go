@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -119,4 +120,60 @@ func TestMergeOfRunsThatFitIsOneLevel(t *testing.T) {
 	assert.Zero(t, r.stats.MergePasses)
 	assert.Equal(t, int64(1), r.stats.MergeLevels)
 	assert.Equal(t, r.stats.Runs, r.stats.MaxFanIn)
+}
+
+// roomAdmission is a process with room for room bytes of native memory,
+// the pool's borrows from its upstream: Admit lets every borrow through,
+// as a pod guard lets one through when nothing native is left to spill;
+// AdmitNow, asked for growth the consumer can do without, refuses a borrow
+// that would take the upstream's holding past room.
+type roomAdmission struct {
+	held    func() int64
+	room    int64
+	refused atomic.Int64
+}
+
+func (a *roomAdmission) Admit(int64) error { return nil }
+
+func (a *roomAdmission) AdmitNow(n int64) error {
+	if a.held()+n > a.room {
+		a.refused.Add(1)
+		return fmt.Errorf("no room for %d more bytes: %w", n, pool.ErrResourcesExhausted)
+	}
+	return nil
+}
+
+// TestMergeFanInGivesWayToTheProcessWhereItsPoolWouldGrant: the merge
+// loads the first batch of a run past its second as growth it can do
+// without, so a process with room for k batches bounds the fan-in at k
+// even where the pool and its upstream would grant every run a batch.
+// Before, the admission was asked to wait for those loads and, with
+// nothing to spill, let them all through: one merge of every run, in
+// memory the process did not have.
+func TestMergeFanInGivesWayToTheProcessWhereItsPoolWouldGrant(t *testing.T) {
+	const rows = 256
+	const chunk = 4 << 10
+	scratch := int64(2 * 8 * rows)
+	for _, k := range []int{2, 3, 5} {
+		t.Run(fmt.Sprintf("k=%d", k), func(t *testing.T) {
+			// Push spills whenever the pool holds 12 chunks of rows: a run
+			// every 12 batches, about 16 runs in all.
+			budget := scratch + 12*batchCost(rows)
+			adm := &roomAdmission{}
+			a := newArbiterSetup(t, budget, true /* fair */, chunk, pool.WithAdmission(adm))
+			adm.held = a.up.Used
+			// Room for the spill buffer and k batches; the pool would grant
+			// 12 batches.
+			adm.room = scratch + int64(k)*batchCost(rows)
+
+			r := runSort(t, a.pool, Options{BatchRows: rows}, 12, 0, 50_000, rows)
+			st := r.stats
+			spillRuns := st.Runs - st.MergePasses
+			require.Greater(t, spillRuns, int64(12), "the test needs more runs than the pool could merge at once")
+			assert.LessOrEqual(t, st.MaxFanIn, int64(k), "fan-in")
+			assert.GreaterOrEqual(t, st.MaxFanIn, int64(2), "fan-in")
+			assert.Positive(t, adm.refused.Load(), "the process refused loads")
+			assert.Positive(t, st.MergePasses, "merge passes")
+		})
+	}
 }

@@ -16,6 +16,11 @@ import (
 // the last runs of a level are merged on their own (or, if one is left, it
 // joins the next level as it is) before runs of the next level are loaded,
 // so that with a fan-in of k the merge tree is ceil(log_k(runs)) deep.
+// A merge needs two runs; every run past two only makes the tree
+// shallower, so their first batches are loaded as growth the merge can do
+// without (pool.Reservation.WithoutWaiting): where the process has no room
+// for one (a pod guard's reserve), the pool refuses it at once instead of
+// letting the merge grow into memory the container does not have.
 // Called by the driver without the lock, after Finish has spilled every
 // in-memory chunk: from then on Spill never touches the scratch buffer
 // (it only spills in-memory sources, and there are none), so the passes
@@ -37,7 +42,11 @@ func (s *Sorter) openRuns(m *merger, queue []*fileSource) error {
 			}
 			continue
 		}
-		head, err := s.load(f)
+		load := s.load
+		if len(m.h) >= 2 {
+			load = s.loadOptional
+		}
+		head, err := load(f)
 		if err == nil {
 			s.lock()
 			m.add(head, f)
@@ -141,6 +150,19 @@ func (s *Sorter) mergePass(sub *merger) (*runFile, error) {
 	}
 	s.countRun(run)
 	return run, nil
+}
+
+// loadOptional is load as growth the merge can do without: a pool whose
+// process has no room for the batch refuses it at once
+// (pool.Reservation.WithoutWaiting). f's later batches are loaded as usual.
+func (s *Sorter) loadOptional(f *fileSource) (pair, error) {
+	var head pair
+	err := s.res.WithoutWaiting(func() error {
+		var err error
+		head, err = s.load(f)
+		return err
+	})
+	return head, err
 }
 
 // load reads f's next batch through the accounted allocator, spilling and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"slices"
 	"sync"
@@ -20,6 +21,15 @@ import (
 
 // DefaultBatchRows is the default number of rows per output and spill batch.
 const DefaultBatchRows = 8192
+
+// DefaultAccountQuantum is the sorter's default Options.AccountQuantum:
+// 4 KiB, so the account keeps at most 8 KiB of slack. A spill request is
+// answered with the slack first, and slack is reserved but not resident:
+// a pod guard asking native memory to give way needs resident bytes, and
+// a slack of a few KiB beside 128 KiB chunks (a batch each at
+// DefaultBatchRows) makes every such request reach the chunks. A Push
+// crosses to the pool once per chunk whatever the quantum.
+const DefaultAccountQuantum = 4 << 10
 
 // Options configure New. The zero Options are valid: every field has a
 // default.
@@ -38,11 +48,18 @@ type Options struct {
 	// batches exported to the JVM through the C Data Interface need and what
 	// makes RSS follow the books (freed Go memory stays resident until a GC).
 	Inner memory.Allocator
-	// AllocatorOptions are passed to ffi.NewAllocator, e.g.
-	// ffi.WithAllocationSites(true) for leak reports with stacks. The
-	// allocator charges the reservation exactly (no ffi chunking) unless
-	// told otherwise: a Spill must shrink the reservation by what it frees.
+	// AllocatorOptions are passed to ffi.NewAllocator (and to the chunks'
+	// ffi.NewAccountAllocator), e.g. ffi.WithAllocationSites(true) for leak
+	// reports with stacks. The allocator charges the reservation exactly (no
+	// ffi chunking) unless told otherwise: a Spill must shrink the
+	// reservation by what it frees.
 	AllocatorOptions []ffi.Option
+	// AccountQuantum is the quantum of the pool.Account the in-memory
+	// chunks (one per Push) are charged through: Push asks the pool for
+	// memory in steps of it, and the account keeps at most twice it
+	// reserved beyond the chunks (Stats.Slack). Default
+	// DefaultAccountQuantum.
+	AccountQuantum int64
 	// Logger receives a debug record per spill. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -71,10 +88,18 @@ type Stats struct {
 	// ceil(log_k(runs)).
 	MergeLevels int64
 
-	Reserved      int64 // the reservation's current size
-	PeakReserved  int64 // its high-water mark, sampled after every accounted allocation
-	Allocated     int64 // bytes in live buffers of the sorter's allocator (output batches included)
-	PeakAllocated int64 // high-water mark of Allocated, exact
+	Reserved     int64 // the sorter's reservations' current size (its account's included)
+	PeakReserved int64 // their high-water mark, sampled after every accounted allocation
+	// Allocated is the bytes in live buffers of the sorter's allocators:
+	// the in-memory chunks and everything else (output batches included).
+	Allocated     int64
+	PeakAllocated int64 // high-water mark of Allocated, sampled with PeakReserved
+	// Slack is what the chunks' account holds reserved in the pool beyond
+	// the chunks (at most twice Options.AccountQuantum): counted in
+	// Reserved and in the pool's figures, in no buffer.
+	Slack int64
+	// PeakSlack is the high-water mark of Slack, sampled with PeakReserved.
+	PeakSlack int64
 }
 
 type phase int
@@ -99,8 +124,15 @@ type Sorter struct {
 	consumer *pool.Consumer
 	res      *pool.Reservation
 	alloc    *ffi.Allocator
-	dir      string // private run directory, removed by Close
-	log      *slog.Logger
+	// acct charges the in-memory chunks (through chunkAlloc), on a
+	// reservation of the same registration as res. Like the chunks, it is
+	// used under mu only; a grow of it that crosses to the pool releases mu
+	// meanwhile (pool.Account.WithLock), so the pool's spill request can
+	// reach Spill.
+	acct       *pool.Account
+	chunkAlloc *ffi.Allocator
+	dir        string // private run directory, removed by Close
+	log        *slog.Logger
 
 	// driving is set while a driver method runs; it catches concurrent use.
 	driving atomic.Bool
@@ -135,8 +167,15 @@ type Sorter struct {
 	selfSpilledBytes                atomic.Int64
 	spilledRows, spilledBytes, runs atomic.Int64
 	mergePasses, maxFanIn, levels   atomic.Int64
-	peakReserved                    atomic.Int64
+	peakReserved, peakAllocated     atomic.Int64
+	peakSlack                       atomic.Int64
 }
+
+// sorterLock is the sorter's mutex as a sync.Locker, for its account.
+type sorterLock struct{ s *Sorter }
+
+func (l sorterLock) Lock()   { l.s.lock() }
+func (l sorterLock) Unlock() { l.s.unlock() }
 
 var _ pool.Spiller = (*Sorter)(nil)
 
@@ -152,6 +191,9 @@ func New(p pool.Pool, opts Options) (*Sorter, error) {
 	if opts.BatchRows <= 0 {
 		opts.BatchRows = DefaultBatchRows
 	}
+	if opts.AccountQuantum <= 0 {
+		opts.AccountQuantum = DefaultAccountQuantum
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -162,9 +204,14 @@ func New(p pool.Pool, opts Options) (*Sorter, error) {
 	s := &Sorter{opts: opts, dir: dir, log: opts.Logger}
 	s.consumer = pool.NewConsumer(opts.Name).WithSpiller(s)
 	s.res = s.consumer.Register(p)
-	s.alloc = ffi.NewAllocator(opts.Inner, s.res, append([]ffi.Option{ffi.WithLogger(opts.Logger)}, opts.AllocatorOptions...)...)
+	allocOpts := append([]ffi.Option{ffi.WithLogger(opts.Logger)}, opts.AllocatorOptions...)
+	s.alloc = ffi.NewAllocator(opts.Inner, s.res, allocOpts...)
+	s.acct = pool.NewAccount(s.res.NewEmpty(), opts.AccountQuantum).WithLock(sorterLock{s})
+	s.chunkAlloc = ffi.NewAccountAllocator(opts.Inner, s.acct, allocOpts...)
 	var sc *scratch
 	if err := recoverRefusal(func() { sc = newScratch(s.alloc, opts.BatchRows) }); err != nil {
+		s.chunkAlloc.Close()
+		s.acct.Close()
 		s.alloc.Close()
 		s.res.Close()
 		os.RemoveAll(dir)
@@ -178,13 +225,21 @@ func New(p pool.Pool, opts Options) (*Sorter, error) {
 // Consumer is the sorter's consumer in the pool.
 func (s *Sorter) Consumer() *pool.Consumer { return s.consumer }
 
-// Reservation is the reservation every buffer of the sorter is charged to.
+// Reservation is the consumer's first reservation, which Allocator
+// charges: every buffer but the in-memory chunks, which the account
+// charges on a reservation of its own (Allocators).
 func (s *Sorter) Reservation() *pool.Reservation { return s.res }
 
-// Allocator is the accounted allocator the sorter allocates with; output
-// batches are charged through it until released. Its Snapshot has the
-// exact allocated bytes and their peak.
+// Allocator is the accounted allocator the sorter allocates with, except
+// for the in-memory chunks; output batches are charged through it until
+// released. Its Snapshot has the exact allocated bytes and their peak.
 func (s *Sorter) Allocator() *ffi.Allocator { return s.alloc }
+
+// Allocators are every allocator the sorter charges through: Allocator,
+// and the chunks' (ffi.NewAccountAllocator over the sorter's account).
+// Each charges its own Reservation, so allocated ≤ reserved holds for each
+// at every instant.
+func (s *Sorter) Allocators() []*ffi.Allocator { return []*ffi.Allocator{s.alloc, s.chunkAlloc} }
 
 // Push copies the rows of b (Schema's shape, no nulls) into one accounted
 // buffer and sorts them in place. b stays owned by the caller. If the pool
@@ -209,10 +264,15 @@ func (s *Sorter) Push(b arrow.RecordBatch) error {
 		return nil
 	}
 
-	// Allocate unlocked: the pool may re-enter Spill on this goroutine.
+	// Allocate under the lock, through the account: a grow that crosses to
+	// the pool releases the lock meanwhile, so the pool may re-enter Spill
+	// on this goroutine (or another's Spill may run). The chunk is not
+	// published until it is sorted.
 	var c *chunk
 	err = s.retryAfterSpill(fmt.Sprintf("Push(%d rows)", len(keys)), func() error {
-		return recoverRefusal(func() { c = newChunk(s.alloc, len(keys)) })
+		s.lock()
+		defer s.unlock()
+		return recoverRefusal(func() { c = newChunk(s.chunkAlloc, len(keys)) })
 	})
 	if err != nil {
 		return err
@@ -253,7 +313,7 @@ func (s *Sorter) Finish() error {
 	var err error
 	if spilled {
 		var freed int64
-		if freed, err = s.spillChunksLocked(); freed > 0 {
+		if freed, err = s.spillSlackFirstLocked(math.MaxInt64); freed > 0 {
 			s.selfSpills.Add(1)
 			s.selfSpilledBytes.Add(freed)
 		}
@@ -381,12 +441,13 @@ func (s *Sorter) Next() (arrow.RecordBatch, error) {
 }
 
 // Spill implements pool.Spiller: the pool (a unified pool's Reclaim, which
-// Spark's spill(size) reaches) asks the sorter to free memory. Before
-// Finish it merges the sorted in-memory chunks into one run file; during
-// the merge it writes the unconsumed rows of each in-memory chunk to a run
-// file and reads them back later. It frees every in-memory chunk, whatever
-// target is, and returns the bytes it gave back to the allocator, which
-// the reservation has shrunk by before Spill returns. It returns 0 when
+// Spark's spill(size) reaches) asks the sorter to free memory. It gives
+// its account's slack back first, and if that covers target, spills
+// nothing. Otherwise, before Finish it merges the sorted in-memory chunks
+// into one run file; during the merge it writes the unconsumed rows of
+// each in-memory chunk to a run file and reads them back later. It frees
+// every in-memory chunk then, whatever target is, and returns the bytes
+// its reservations have shrunk by before Spill returns. It returns 0 when
 // nothing is in memory (the merge's current batches and the spill buffer
 // are working memory), after Close, and when called re-entrantly by the
 // goroutine that holds the sorter's lock. On an I/O error it returns what
@@ -399,7 +460,7 @@ func (s *Sorter) Spill(target int64) (int64, error) {
 		return 0, nil
 	}
 	s.lock()
-	freed, err := s.spillLocked()
+	freed, err := s.spillSlackFirstLocked(target)
 	s.unlock()
 	if freed > 0 {
 		s.requested.Add(1)
@@ -408,10 +469,11 @@ func (s *Sorter) Spill(target int64) (int64, error) {
 	return freed, err
 }
 
-// spillSelf is the spill the sorter starts when the pool refuses a buffer.
+// spillSelf is the spill the sorter starts when the pool refuses a buffer:
+// the account's slack, and every in-memory chunk.
 func (s *Sorter) spillSelf() (int64, error) {
 	s.lock()
-	freed, err := s.spillLocked()
+	freed, err := s.spillSlackFirstLocked(math.MaxInt64)
 	s.unlock()
 	if freed > 0 {
 		s.selfSpills.Add(1)
@@ -421,8 +483,24 @@ func (s *Sorter) spillSelf() (int64, error) {
 	return freed, err
 }
 
-// spillLocked writes the in-memory rows to disk and frees them. The caller
-// holds s.mu.
+// spillSlackFirstLocked gives the account's slack back and, if that falls
+// short of target, spills (spillLocked); it returns the bytes the sorter's
+// reservations shrank by: the account's (its slack and the chunks, all
+// given back) and the spill buffer's. The caller holds s.mu.
+func (s *Sorter) spillSlackFirstLocked(target int64) (int64, error) {
+	var buffer int64
+	freed, err := s.acct.Spill(target, func(int64) error {
+		var err error
+		buffer, err = s.spillLocked()
+		return err
+	})
+	return freed + buffer, err
+}
+
+// spillLocked writes the in-memory rows to disk and frees them; the
+// chunks' bytes go to the account (spillSlackFirstLocked counts them), and
+// it returns the bytes of other buffers it freed (the spill buffer, once
+// the merge needs it no more). The caller holds s.mu.
 func (s *Sorter) spillLocked() (int64, error) {
 	switch s.mu.phase {
 	case accepting:
@@ -434,8 +512,9 @@ func (s *Sorter) spillLocked() (int64, error) {
 }
 
 // spillChunksLocked merges every in-memory chunk into one run file and
-// frees the chunks as their rows reach the scratch buffer. The caller holds
-// s.mu.
+// frees the chunks as their rows reach the scratch buffer (their bytes go
+// to the account; it returns 0 freed bytes of other buffers). The caller
+// holds s.mu.
 func (s *Sorter) spillChunksLocked() (int64, error) {
 	if len(s.mu.chunks) == 0 {
 		return 0, nil
@@ -445,9 +524,7 @@ func (s *Sorter) spillChunksLocked() (int64, error) {
 		return 0, err
 	}
 	m := &merger{}
-	var freed int64
 	for _, c := range s.mu.chunks {
-		freed += c.charged()
 		m.all = append(m.all, &memSource{c: c})
 		m.add(c.pairs[0], m.all[len(m.all)-1])
 		m.rows += int64(len(c.pairs))
@@ -460,17 +537,17 @@ func (s *Sorter) spillChunksLocked() (int64, error) {
 			rw.abort()
 			m.releaseAll()
 			s.mu.chunks = nil
-			return freed, s.failLocked(err)
+			return 0, s.failLocked(err)
 		}
 	}
 	run, err := rw.finish()
 	s.mu.chunks = nil
 	if err != nil {
-		return freed, s.failLocked(err)
+		return 0, s.failLocked(err)
 	}
 	s.mu.runs = append(s.mu.runs, run)
 	s.countRun(run)
-	return freed, nil
+	return 0, nil
 }
 
 // spillMergeLocked moves the unconsumed rows of each in-memory chunk of the
@@ -482,7 +559,7 @@ func (s *Sorter) spillMergeLocked() (int64, error) {
 	if s.mu.scratch == nil {
 		return 0, nil // no in-memory source is left (see Finish)
 	}
-	var freed int64
+	released := false
 	for i := range m.h {
 		ms, ok := m.h[i].src.(*memSource)
 		if !ok {
@@ -495,7 +572,7 @@ func (s *Sorter) spillMergeLocked() (int64, error) {
 		if len(rest) > 0 {
 			rw, err := s.createRunLocked()
 			if err != nil {
-				return freed, err
+				return 0, err
 			}
 			for len(rest) > 0 {
 				n := min(len(rest), len(rw.sc.keys))
@@ -504,29 +581,29 @@ func (s *Sorter) spillMergeLocked() (int64, error) {
 				}
 				if err := rw.write(n); err != nil {
 					rw.abort()
-					return freed, err // nothing freed for this chunk; the merge is intact
+					return 0, err // nothing freed for this chunk; the merge is intact
 				}
 				rest = rest[n:]
 			}
 			run, err := rw.finish()
 			if err != nil {
-				return freed, err
+				return 0, err
 			}
 			s.countRun(run)
 			fs.run = run
 		}
-		freed += ms.release()
+		released = ms.release() > 0 || released
 		m.h[i].src = fs
 		m.all = append(m.all, fs)
 	}
-	if freed == 0 {
+	if !released {
 		return 0, nil
 	}
 	// No in-memory source can appear after Finish, so the spill buffer has
 	// done its last job: free it too (it is as large as an output batch).
 	// (When Finish has spilled, no source was in memory to begin with and
 	// the merge passes of openRuns still use the buffer.)
-	freed += s.mu.scratch.charged()
+	freed := s.mu.scratch.charged()
 	s.mu.scratch.release()
 	s.mu.scratch = nil
 	return freed, nil
@@ -604,8 +681,10 @@ func (s *Sorter) Close() error {
 	s.mu.chunks, s.mu.runs, s.mu.merge = nil, nil, nil
 	s.mu.scratch.release()
 	s.mu.scratch = nil
+	err := s.chunkAlloc.Close()
+	s.acct.Close()
 	s.unlock()
-	err := s.alloc.Close()
+	err = errors.Join(err, s.alloc.Close())
 	s.res.Close()
 	if rmErr := os.RemoveAll(s.dir); rmErr != nil {
 		err = errors.Join(err, fmt.Errorf("extsort: Close: %w", rmErr))
@@ -628,16 +707,34 @@ func (s *Sorter) Stats() Stats {
 		MergePasses:      s.mergePasses.Load(),
 		MaxFanIn:         s.maxFanIn.Load(),
 		MergeLevels:      s.levels.Load(),
-		Reserved:         s.res.Size(),
+		Reserved:         s.reserved(),
 		PeakReserved:     s.peakReserved.Load(),
-		Allocated:        s.alloc.Allocated(),
-		PeakAllocated:    s.alloc.Snapshot().Peak,
+		Allocated:        s.allocated(),
+		PeakAllocated:    s.peakAllocated.Load(),
+		Slack:            s.slack(),
+		PeakSlack:        s.peakSlack.Load(),
 	}
 }
 
+// reserved is what the sorter's reservations hold (its account's
+// included).
+func (s *Sorter) reserved() int64 { return s.res.Size() + s.acct.Reservation().Size() }
+
+// slack is what the chunks' account holds beyond the chunks. It is read
+// from two atomics, not from the account (which only its lock's holder may
+// read): exact between the sorter's operations.
+func (s *Sorter) slack() int64 {
+	return max(s.acct.Reservation().Size()-s.chunkAlloc.Allocated(), 0)
+}
+
+// allocated is the bytes in live buffers of both allocators.
+func (s *Sorter) allocated() int64 { return s.alloc.Allocated() + s.chunkAlloc.Allocated() }
+
 // samplePeaks updates the high-water marks after an allocation.
 func (s *Sorter) samplePeaks() {
-	storeMax(&s.peakReserved, s.res.Size())
+	storeMax(&s.peakReserved, s.reserved())
+	storeMax(&s.peakAllocated, s.allocated())
+	storeMax(&s.peakSlack, s.slack())
 }
 
 func storeMax(a *atomic.Int64, v int64) {

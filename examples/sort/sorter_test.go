@@ -34,7 +34,13 @@ func TestSortStaysInMemoryWhenBudgetSuffices(t *testing.T) {
 	// 50k rows × 16 B of chunks, plus the spill buffer, plus output.
 	assert.GreaterOrEqual(t, r.stats.PeakReserved, int64(50_000*pairBytes))
 	assert.Equal(t, p.(pool.Watcher).Peak(), r.stats.PeakReserved)
-	assert.Equal(t, r.stats.PeakReserved, r.stats.PeakAllocated, "every reserved byte is an allocated buffer")
+	assert.LessOrEqual(t, r.stats.PeakReserved-r.stats.PeakAllocated, int64(2*DefaultAccountQuantum),
+		"every reserved byte is an allocated buffer or the chunks' account's bounded slack")
+
+	// With a quantum of one byte, the account keeps at most two.
+	p = pool.NewGreedy(64 << 20)
+	r = runSort(t, p, Options{BatchRows: 1000, AccountQuantum: 1}, 1 /* seed */, 1000 /* keys */, 50_000, 1000, 333, 4096)
+	assert.LessOrEqual(t, r.stats.PeakReserved-r.stats.PeakAllocated, int64(2))
 }
 
 // TestSortSpillsWhenGreedyPoolRefuses: under a budget far below the data,
@@ -72,15 +78,16 @@ type arbiterSetup struct {
 	pool pool.Pool
 }
 
-func newArbiterSetup(t *testing.T, budget int64, fair bool, chunk int64) *arbiterSetup {
+func newArbiterSetup(t *testing.T, budget int64, fair bool, chunk int64, opts ...pool.UnifiedOption) *arbiterSetup {
 	arb := arbiter.NewExecutorArbiter(budget)
 	task := arb.NewTask(context.Background(), "task 1")
 	up := task.NewConsumer("nativepool", nil)
+	opts = append([]pool.UnifiedOption{pool.WithChunkSize(chunk)}, opts...)
 	var p pool.Pool
 	if fair {
-		p = pool.NewFairUnified(up, budget, pool.WithChunkSize(chunk))
+		p = pool.NewFairUnified(up, budget, opts...)
 	} else {
-		p = pool.NewGreedyUnified(up, pool.WithChunkSize(chunk))
+		p = pool.NewGreedyUnified(up, opts...)
 	}
 	u, ok := pool.As[pool.Unified](p)
 	require.True(t, ok)
@@ -169,9 +176,43 @@ func TestSpillHeldLockReturnsZeroInsteadOfDeadlocking(t *testing.T) {
 		assert.NoError(t, err)
 		assert.Zero(t, freed)
 	})
-	freed, err := s.Spill(1)
+	slack := s.Stats().Slack
+	freed, err := s.Spill(1 << 40)
 	require.NoError(t, err)
-	assert.Equal(t, int64(100*pairBytes), freed, "an ordinary Spill frees the chunk")
+	assert.Equal(t, slack+int64(100*pairBytes), freed, "an ordinary Spill frees the account's slack and the chunk")
+}
+
+// TestSpillGivesTheAccountsSlackBackFirst: a spill request the chunks'
+// account's slack covers spills no rows; the next one, with no slack
+// left, spills the chunk, and nothing of it stays reserved.
+func TestSpillGivesTheAccountsSlackBackFirst(t *testing.T) {
+	p := pool.NewGreedy(64 << 20)
+	s, err := New(p, Options{TempDir: t.TempDir(), AccountQuantum: 64 << 10})
+	require.NoError(t, err)
+	defer s.Close()
+	b := NewGenerator(6, 0).Next(memory.NewGoAllocator(), 100)
+	require.NoError(t, s.Push(b))
+	b.Release()
+	before := s.Stats()
+	require.Equal(t, int64(64<<10-100*pairBytes), before.Slack)
+	assert.Equal(t, before.Allocated+before.Slack, before.Reserved)
+	assert.Equal(t, p.Reserved(), before.Reserved, "the pool counts the slack as reserved")
+	assert.Equal(t, before.Slack, before.PeakSlack, "the peak is sampled after the Push")
+
+	freed, err := s.Spill(before.Slack)
+	require.NoError(t, err)
+	assert.Equal(t, before.Slack, freed)
+	after := s.Stats()
+	assert.Zero(t, after.Runs, "no rows spilled")
+	assert.Zero(t, after.Slack)
+	assert.Equal(t, before.Allocated, after.Allocated)
+
+	freed, err = s.Spill(1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(100*pairBytes), freed)
+	assert.Equal(t, int64(1), s.Stats().Runs)
+	assert.Zero(t, s.Stats().Slack, "what the spill freed went back to the pool")
+	assert.Equal(t, s.Stats().Allocated, p.Reserved())
 }
 
 // TestSpillDuringMergeMovesInMemoryRowsToDisk: after Finish, a requested
@@ -193,14 +234,15 @@ func TestSpillDuringMergeMovesInMemoryRowsToDisk(t *testing.T) {
 		b.Release()
 	}
 	before := s.Stats()
-	freed, err := s.Spill(1)
+	freed, err := s.Spill(1 << 40)
 	require.NoError(t, err)
-	assert.Equal(t, int64(20_000*pairBytes+2*8*500), freed, "every chunk and then the spill buffer are freed")
+	assert.Equal(t, before.Slack+int64(20_000*pairBytes+2*8*500), freed,
+		"the account's slack, every chunk and then the spill buffer are freed")
 	after := s.Stats()
 	assert.Equal(t, before.Reserved-freed, after.Reserved)
 	assert.Equal(t, int64(10), after.Runs, "one run per chunk")
 	assert.Equal(t, int64(20_000-1500-10), after.SpilledRows, "heads stay in the heap")
-	freed, err = s.Spill(1)
+	freed, err = s.Spill(1 << 40)
 	require.NoError(t, err)
 	assert.Zero(t, freed, "nothing left in memory")
 	for {
@@ -261,8 +303,8 @@ func TestPushFailsWhenOneBatchExceedsTheBudget(t *testing.T) {
 	err = s.Push(b)
 	require.ErrorIs(t, err, pool.ErrResourcesExhausted)
 	assert.Equal(t, "extsort: Push(10000 rows): not enough memory even with nothing left to spill: "+
-		"extsort: allocation refused: ffi: Allocate(160000) for "+s.Consumer().String()+" with 16384 bytes allocated: Resources exhausted: Failed to allocate additional 156.2 KB for ExternalSorter "+
-		"with 16.0 KB already allocated for this reservation - 48.0 KB remain available for the total memory pool: "+
+		"extsort: allocation refused: ffi: Allocate(160000) for "+s.Consumer().String()+" with 0 bytes allocated: Resources exhausted: Failed to allocate additional 156.2 KB for ExternalSorter "+
+		"with 0.0 B already allocated for this reservation - 48.0 KB remain available for the total memory pool: "+
 		"greedy(used: 16.0 KB, pool_size: 64.0 KB)", err.Error())
 	assert.Zero(t, s.Stats().RowsIn)
 	require.NoError(t, s.Close())

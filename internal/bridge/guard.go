@@ -69,6 +69,15 @@ func (a guardAdmission) Admit(n int64) error {
 	return nil
 }
 
+// AdmitNow implements pool.ImmediateAdmission: the running guard's
+// AdmitNow, or nil when none runs.
+func (a guardAdmission) AdmitNow(n int64) error {
+	if rg := a.b.guard.current.Load(); rg != nil {
+		return rg.g.AdmitNow(n)
+	}
+	return nil
+}
+
 // ConfigureGuard stops the running guard, if any, and starts one with s
 // (s.Enabled false only stops). A negative reserve or limit wraps
 // ErrInvalidArgument and changes nothing. Where the process is in a memory
@@ -472,7 +481,7 @@ func (b *Bridge) freeOSMemory() int64 {
 	return max(after-before, 0)
 }
 
-var _ pool.Admission = guardAdmission{}
+var _ pool.ImmediateAdmission = guardAdmission{}
 
 // FormatGuardEpisodes lays episodes out as guardEpisodes0 returns them (one
 // record per line, fields separated by tabs; jni/API.md "Pod guard"):

@@ -15,7 +15,11 @@
 //     everything resident outside it, into the reserve waits while the guard
 //     makes room, so native memory grows only into memory the process has.
 //     It is never refused: a refusal would fail the task of a consumer that
-//     cannot spill at that moment.
+//     cannot spill at that moment. Growth a consumer can do without (a
+//     sort's merge taking more runs at once: pool.Reservation.WithoutWaiting)
+//     is answered at once instead (Guard.AdmitNow): refused where there is
+//     no room, so that it never grows into memory the process does not have
+//     while nothing native is left to spill.
 //   - Reaction: when the headroom falls under the reserve (a burst outside
 //     native memory), native consumers spill across every task pool,
 //     largest first, and the bytes they free stay with their pools as

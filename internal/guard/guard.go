@@ -132,6 +132,8 @@ type Stats struct {
 	// AdmissionWaits counts borrows that had to wait for room; AdmittedShort
 	// those admitted when their wait ran out with the reserve still short.
 	AdmissionWaits, AdmittedShort int64
+	// RefusedNow counts optional borrows refused at once (AdmitNow).
+	RefusedNow int64
 }
 
 // keptEpisodes is how many past episodes the guard keeps for Episodes.
@@ -167,7 +169,9 @@ type Guard struct {
 	wake    chan struct{}
 	waits   atomic.Int64
 	short   atomic.Int64
-	samples atomic.Int64
+	// refusedNow counts optional borrows AdmitNow refused.
+	refusedNow atomic.Int64
+	samples    atomic.Int64
 	// roomMade is the bytes spilled for waiting borrows.
 	roomMade atomic.Int64
 	wakes    atomic.Int64
@@ -255,12 +259,7 @@ func (g *Guard) Admit(n int64) error {
 	var deadline <-chan time.Time
 	for {
 		next := g.nextSample() // before the check: a sample published after it wakes us
-		s := g.latest.Load()
-		if s == nil {
-			return nil
-		}
-		pending := g.pending.Add(n)
-		if g.cfg.Admit(*s, pending-n, n) == nil {
+		if g.tryAdmit(n) == nil {
 			return nil
 		}
 		// No room. Nothing to wait for on the guard's own goroutine, or when
@@ -288,6 +287,37 @@ func (g *Guard) Admit(n int64) error {
 			return nil
 		}
 	}
+}
+
+var _ pool.ImmediateAdmission = (*Guard)(nil)
+
+// AdmitNow implements pool.ImmediateAdmission: Admit's check for a borrow
+// its consumer can do without (pool.Reservation.WithoutWaiting). Where
+// Admit would wait it refuses at once, and it neither wakes the guard nor
+// makes anything spill: room made for growth that could have been done
+// without would be memory taken from the consumers that cannot. Before the
+// first sample and without a limit it admits.
+func (g *Guard) AdmitNow(n int64) error {
+	if err := g.tryAdmit(n); err != nil {
+		g.pending.Add(-n)
+		g.refusedNow.Add(1)
+		return err
+	}
+	return nil
+}
+
+// tryAdmit is the check Admit and AdmitNow share: n is counted in pending
+// and checked, with the bytes admitted before it, against the latest
+// sample. It returns nil when n fits or there is no sample yet (and then
+// counts nothing); on a refusal n stays counted, and the caller takes it
+// back or keeps it.
+func (g *Guard) tryAdmit(n int64) error {
+	s := g.latest.Load()
+	if s == nil {
+		return nil
+	}
+	pending := g.pending.Add(n)
+	return g.cfg.Admit(*s, pending-n, n)
 }
 
 // Wake makes the driving goroutine sample now (a memory notification came).
@@ -598,6 +628,7 @@ func (g *Guard) Stats() Stats {
 	g.mu.Unlock()
 	st.Samples, st.Wakes = g.samples.Load(), g.wakes.Load()
 	st.AdmissionWaits, st.AdmittedShort = g.waits.Load(), g.short.Load()
+	st.RefusedNow = g.refusedNow.Load()
 	return st
 }
 

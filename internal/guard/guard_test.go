@@ -223,6 +223,33 @@ func TestABorrowThatWouldEatIntoTheReserveWaitsWhileTheGuardMakesRoom(t *testing
 	assert.Equal(t, int64(1), st.AdmittedShort)
 }
 
+// AdmitNow, for growth its consumer can do without, answers at once with
+// Admit's check: room (26 MiB here, pending bytes counted) admits; no room
+// refuses, with nothing waiting, nothing spilled, no sample asked for and
+// nothing left pending. Before the first sample and without a limit it
+// admits.
+func TestAnOptionalBorrowWithoutRoomIsRefusedAtOnce(t *testing.T) {
+	p, g, _, clock := newPod(t)
+	require.NoError(t, g.AdmitNow(1<<40), "before the first sample, everything is admitted")
+	g.Step()
+	require.NoError(t, g.AdmitNow(20*mib))
+	err := g.AdmitNow(7 * mib) // 20 MiB admitted since the sample: 6 MiB of room left
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the pod guard keeps 32.0 MB free")
+	require.NoError(t, g.AdmitNow(6*mib), "the refused bytes were not left pending")
+	require.Error(t, g.AdmitNow(1))
+	assert.Zero(t, clock.timersMade(), "nothing waited")
+	assert.Empty(t, p.targets, "nothing spilled")
+	st := g.Stats()
+	assert.Equal(t, int64(2), st.RefusedNow)
+	assert.Zero(t, st.AdmissionWaits)
+	assert.Zero(t, st.AdmittedShort)
+
+	p.set(func(p *fakeProcess) { p.limit = -1 })
+	g.Step()
+	require.NoError(t, g.AdmitNow(1<<40), "without a limit, everything is admitted")
+}
+
 // Without a limit the guard stands by: it admits everything and never
 // reacts.
 func TestWithoutALimitTheGuardStandsBy(t *testing.T) {
