@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -117,7 +121,9 @@ func TestConfigureRuntimeResetsATrimThresholdRaisedBeforeIt(t *testing.T) {
 // "Process memory policy"). A Go test process has few arenas; a JVM has
 // one per thread up to 8 × cores, so this is mallinfo2's cheap end. Each
 // also runs with and without the Go runtime's memory classes (GoClasses,
-// the executor memory ledger's Go parts), side by side.
+// the executor memory ledger's Go parts), side by side. The Bridge calls
+// mallinfo2 at most once per MallocRetainedInterval; the clock given here
+// moves by that much at each read, so that every read calls it.
 func BenchmarkProcessStatsRead(b *testing.B) {
 	mallocprobe.HeapKept(64) // 4 MiB of freed heap blocks for mallinfo2 to find
 	for _, c := range []struct {
@@ -130,6 +136,11 @@ func BenchmarkProcessStatsRead(b *testing.B) {
 				br := bridge.NewBridge(nil, bridge.ArrowRuntime{})
 				rt := processRuntime()
 				rt.MallocRetained = c.malloc
+				now := time.Now()
+				rt.Now = func() time.Time {
+					now = now.Add(bridge.MallocRetainedInterval)
+					return now
+				}
 				if !classes {
 					rt.GoClasses = nil
 				}
@@ -137,6 +148,88 @@ func BenchmarkProcessStatsRead(b *testing.B) {
 				for b.Loop() {
 					_ = br.ProcessStats()
 				}
+			})
+		}
+	}
+}
+
+// BenchmarkMallocBesideAStatsReader is native allocation throughput with
+// and without a concurrent reader, side by side: threads of their own make
+// malloc/free pairs of 1 to 32 KiB (past tcache, so that each takes its
+// arena's lock, as native buffers do; ns/op is per pair) while one more
+// thread loops without pause on
+//
+//   - none: no reader;
+//   - spin: CPU work touching no malloc memory, the reference for what
+//     sharing the cores costs without any lock;
+//   - mallinfo2: MALLOC_RETAINED's call, which locks every arena in turn;
+//   - processStats: the whole processStats0 read as shipped
+//     (Bridge.ProcessStats), which calls mallinfo2 at most once per
+//     MallocRetainedInterval.
+//
+// A reader without pause is the worst case: the executor plugin reads once
+// per poll period (1 s). reads/s is the reader's rate.
+func BenchmarkMallocBesideAStatsReader(b *testing.B) {
+	mallocprobe.HeapKept(64) // 4 MiB of freed heap blocks for mallinfo2 to walk
+	br := bridge.NewBridge(nil, bridge.ArrowRuntime{})
+	br.UseProcessRuntime(processRuntime())
+	readers := []struct {
+		name string
+		read func()
+	}{
+		{"none", nil},
+		{"spin", func() { mallocprobe.Spin(100_000) }},
+		{"mallinfo2", func() { mallocRetained() }},
+		{"processStats", func() { _ = br.ProcessStats() }},
+	}
+	const pairsPerCall = 512
+	for _, threads := range []int{1, 2} {
+		for _, r := range readers {
+			b.Run(fmt.Sprintf("reader=%s/threads=%d", r.name, threads), func(b *testing.B) {
+				stop := make(chan struct{})
+				var reads atomic.Int64
+				var readerDone sync.WaitGroup
+				if r.read != nil {
+					readerDone.Add(1)
+					go func() {
+						defer readerDone.Done()
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							r.read()
+							reads.Add(1)
+						}
+					}()
+				}
+				calls := atomic.Int64{}
+				calls.Store(int64((b.N + pairsPerCall - 1) / pairsPerCall))
+				var workers sync.WaitGroup
+				b.ResetTimer()
+				start := time.Now()
+				for w := range threads {
+					workers.Add(1)
+					go func() {
+						defer workers.Done()
+						runtime.LockOSThread() // one thread, so one arena, per worker
+						defer runtime.UnlockOSThread()
+						seed := uint32(w + 1)
+						for calls.Add(-1) >= 0 {
+							seed = seed*1664525 + 1013904223
+							mallocprobe.Churn(pairsPerCall, seed)
+						}
+					}()
+				}
+				workers.Wait()
+				elapsed := time.Since(start)
+				b.StopTimer()
+				close(stop)
+				readerDone.Wait()
+				b.ReportMetric(float64(reads.Load())/elapsed.Seconds(), "reads/s")
 			})
 		}
 	}

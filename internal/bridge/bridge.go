@@ -113,6 +113,7 @@ func NewBridge(logger *slog.Logger, arrow ArrowRuntime) *Bridge {
 	b.guard.admission = guardAdmission{b}
 	b.rts.rt = DefaultProcessRuntime()
 	b.rts.baseline = -1
+	b.rts.mallocRetained = -1
 	b.settings.Store(&Settings{})
 	b.mu.tasks = make(map[*taskPool]struct{})
 	return b
@@ -622,10 +623,21 @@ func EncodeConsumerPeaks(peaks map[string]int64) string {
 
 // ProcessStats sums the open pools' gauges and every pool's counters. It
 // is one consistent snapshot of the set of pools (each pool's own figures
-// are read one pool at a time).
+// are read one pool at a time). The process memory figures are read after
+// b.mu is released: they go to the kernel, the Go runtime and glibc
+// (mallinfo2 locks every malloc arena), about 100 µs, and b.mu is taken
+// on a task's path (opening a pool, a new reservation, a task's end).
 func (b *Bridge) ProcessStats() ProcessStats {
 	leaks, leaked := b.leakTotals()
 	resident := b.LeakedResident()
+	s := b.poolTotals(leaks, leaked, resident)
+	b.processMemory(&s)
+	s.Guard = b.GuardStats()
+	return s
+}
+
+// poolTotals is ProcessStats' part under b.mu: the pools' sums.
+func (b *Bridge) poolTotals(leaks, leaked, resident int64) ProcessStats {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := &b.retired
@@ -659,8 +671,6 @@ func (b *Bridge) ProcessStats() ProcessStats {
 		r.peak = max(r.peak, st.Peak)
 	}
 	s.Peak = r.peak
-	b.processMemory(&s) // b.mu, then b.rts.mu
-	s.Guard = b.GuardStats()
 	return s
 }
 

@@ -145,7 +145,21 @@ type runtimeState struct {
 	returns, returned int64
 	// lastReturn is when the last FreeOSMemory for a spill request ran.
 	lastReturn time.Time
+	// mallocRetained is the last MallocRetained figure (-1 before the
+	// first), read at mallocReadAt: a stats read calls mallinfo2 only when
+	// that is MallocRetainedInterval old, and returns this figure otherwise.
+	mallocRetained int64
+	mallocReadAt   time.Time
 }
+
+// MallocRetainedInterval is the least time between two calls of
+// MallocRetained (glibc's mallinfo2): mallinfo2 locks every malloc arena in
+// turn while it sums its free lists, so the native code allocating in that
+// arena waits, and a process may read its stats far more often than the
+// executor's reporter does once a second (a growth detector's reading at
+// every task end, a tool sampling every 50 ms). MALLOC_RETAINED is then up
+// to this old.
+const MallocRetainedInterval = time.Second
 
 // UseProcessRuntime replaces the Bridge's process runtime (the Bridge
 // starts with DefaultProcessRuntime). jni adds glibc's mallopt; tests pass
@@ -294,24 +308,13 @@ func (b *Bridge) afterReclaim(freed int64, err error) {
 }
 
 // processMemory fills the process-memory figures of s (reading the Go
-// runtime, /proc and the cgroup).
+// runtime, /proc, the cgroup and glibc). Only the Bridge's own figures and
+// the Go peak's sample are read under b.rts.mu; the reads that go to the
+// kernel and to glibc (mallinfo2 locks every malloc arena) run after it is
+// released, because a spill request takes it (afterReclaim) and must not
+// wait on a stats read.
 func (b *Bridge) processMemory(s *ProcessStats) {
-	b.rts.mu.Lock()
-	defer b.rts.mu.Unlock()
-	rt := b.rts.rt
-	s.GoMemoryLimit = b.goMemoryLimitLocked()
-	if s.GoMemoryLimit == math.MaxInt64 {
-		s.GoMemoryLimit = 0
-	}
-	s.GoBaseline = b.rts.baseline
-	s.GoMapped = b.goMappedLocked()
-	s.GoPeak = b.rts.goPeak
-	if s.GoMapped < 0 {
-		s.GoPeak = -1
-	}
-	s.GoHeapReturns = b.rts.returns
-	s.GoHeapReturnedBytes = b.rts.returned
-	s.MallocMmapThreshold = b.rts.mmapThreshold
+	rt, readMalloc := b.processFigures(s)
 	s.VmHWM, s.CgroupPeak = -1, -1
 	if rt.VmHWM != nil {
 		s.VmHWM = rt.VmHWM()
@@ -325,8 +328,48 @@ func (b *Bridge) processMemory(s *ProcessStats) {
 			s.GoHeapInUse, s.GoHeapIdle, s.GoStacks, s.GoGCMeta, s.GoOther = c.HeapInUse, c.HeapIdle, c.Stacks, c.GCMeta, c.Other
 		}
 	}
-	s.MallocRetained = -1
-	if rt.MallocRetained != nil {
+	if readMalloc {
 		s.MallocRetained = rt.MallocRetained()
+		b.rts.mu.Lock()
+		b.rts.mallocRetained = s.MallocRetained
+		b.rts.mu.Unlock()
 	}
+}
+
+// processFigures fills the figures of s that the Bridge keeps itself, and
+// samples the Go peak, under b.rts.mu; it returns the process runtime for
+// the reads processMemory makes after, and whether this read is the one
+// that calls MallocRetained (claimed here, so that two concurrent reads do
+// not both call it; s.MallocRetained is the last figure otherwise).
+func (b *Bridge) processFigures(s *ProcessStats) (ProcessRuntime, bool) {
+	b.rts.mu.Lock()
+	defer b.rts.mu.Unlock()
+	s.GoMemoryLimit = b.goMemoryLimitLocked()
+	if s.GoMemoryLimit == math.MaxInt64 {
+		s.GoMemoryLimit = 0
+	}
+	s.GoBaseline = b.rts.baseline
+	s.GoMapped = b.goMappedLocked()
+	s.GoPeak = b.rts.goPeak
+	if s.GoMapped < 0 {
+		s.GoPeak = -1
+	}
+	s.GoHeapReturns = b.rts.returns
+	s.GoHeapReturnedBytes = b.rts.returned
+	s.MallocMmapThreshold = b.rts.mmapThreshold
+	rt := b.rts.rt
+	s.MallocRetained = -1
+	if rt.MallocRetained == nil {
+		return rt, false
+	}
+	s.MallocRetained = b.rts.mallocRetained
+	now := time.Now()
+	if rt.Now != nil {
+		now = rt.Now()
+	}
+	if !b.rts.mallocReadAt.IsZero() && now.Sub(b.rts.mallocReadAt) < MallocRetainedInterval {
+		return rt, false
+	}
+	b.rts.mallocReadAt = now
+	return rt, true
 }

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"errors"
 	"log/slog"
 	"math"
 	"runtime"
@@ -218,4 +219,72 @@ func TestProcessStatsSplitTheGoRuntimeByClass(t *testing.T) {
 	assert.GreaterOrEqual(t, s.GoHeapIdle, int64(0))
 	assert.GreaterOrEqual(t, s.GoOther, int64(0))
 	assert.InDelta(t, s.GoMapped, s.GoHeapInUse+s.GoHeapIdle+s.GoStacks+s.GoGCMeta+s.GoOther, 1<<20)
+}
+
+// A process-stats read holds no lock a task's call takes while it reads
+// process memory (mallinfo2, /proc, the cgroup): opening a pool, a new
+// reservation and a spill request complete while a read is stuck inside
+// MallocRetained. Returning means none of them waited on the read.
+func TestProcessStatsReadsProcessMemoryOutsideTheLocksTasksTake(t *testing.T) {
+	b, f, _ := newRuntimeBridge(t)
+	rt := f.runtime()
+	entered, release := make(chan struct{}), make(chan struct{})
+	rt.MallocRetained = func() int64 {
+		close(entered)
+		<-release
+		return 42
+	}
+	b.UseProcessRuntime(rt)
+	read := make(chan ProcessStats)
+	go func() { read <- b.ProcessStats() }()
+	<-entered
+
+	tasks := make(chan error)
+	go func() {
+		p, err := b.OpenPool(7, KindGreedyUnified, 0, 0, ownerOf(newFakeUpstream(1<<20)))
+		if err != nil {
+			tasks <- err
+			return
+		}
+		r, err := b.NewReservation(p, "r", false, nil)
+		if err != nil {
+			tasks <- err
+			return
+		}
+		_, err = b.Reclaim(p, 100) // frees nothing: returns idle Go heap, under b.rts.mu
+		tasks <- errors.Join(err, b.CloseReservation(r), b.ClosePool(p))
+	}()
+	select {
+	case err := <-tasks:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("a task's call waited on the process-stats read")
+	}
+	close(release)
+	assert.Equal(t, int64(42), (<-read).MallocRetained)
+}
+
+// mallinfo2 (MallocRetained) locks every malloc arena, so however often the
+// stats are read it runs at most once per MallocRetainedInterval; reads in
+// between return its last figure.
+func TestProcessStatsCallMallocRetainedAtMostOncePerInterval(t *testing.T) {
+	b, f, _ := newRuntimeBridge(t)
+	rt := f.runtime()
+	calls := 0
+	rt.MallocRetained = func() int64 {
+		calls++
+		return int64(calls) << 20
+	}
+	b.UseProcessRuntime(rt)
+	for range 10 {
+		assert.Equal(t, int64(1<<20), b.ProcessStats().MallocRetained)
+	}
+	assert.Equal(t, 1, calls)
+	f.set(func(f *fakeProcess) { f.now = f.now.Add(MallocRetainedInterval - time.Millisecond) })
+	assert.Equal(t, int64(1<<20), b.ProcessStats().MallocRetained)
+	assert.Equal(t, 1, calls)
+	f.set(func(f *fakeProcess) { f.now = f.now.Add(time.Millisecond) })
+	assert.Equal(t, int64(2<<20), b.ProcessStats().MallocRetained)
+	assert.Equal(t, 2, calls)
 }

@@ -37,6 +37,7 @@ const (
 	statViolations
 	statBatchesIn
 	statBatchesOut
+	statPeakSlack
 	statCount // length of the array
 )
 
@@ -55,14 +56,15 @@ var sortStatFields = [statCount]struct{ name, doc string }{
 	statMergePasses:     {"MERGE_PASSES", "multi-pass merges"},
 	statMaxFanIn:        {"MAX_FAN_IN", "most runs merged at once, bounded by the batches the pool granted"},
 	statMergeLevels:     {"MERGE_LEVELS", "depth of the merge tree, ceil(log_fanin(runs))"},
-	statReserved:        {"RESERVED", "the sorter's reservation now"},
+	statReserved:        {"RESERVED", "the sorter's reservations now (its chunks' account's slack included)"},
 	statPeakReserved:    {"PEAK_RESERVED", "high-water mark of reserved"},
-	statAllocated:       {"ALLOCATED", "bytes in live buffers of the sorter's allocator (exports included)"},
-	statPeakAllocated:   {"PEAK_ALLOCATED", "high-water mark of allocated, exact"},
+	statAllocated:       {"ALLOCATED", "bytes in live buffers of the sorter's allocators (exports included)"},
+	statPeakAllocated:   {"PEAK_ALLOCATED", "high-water mark of allocated, sampled with reserved's"},
 	statChecks:          {"CHECKS", "allocated ≤ reserved checks made (after every call, and by sample0)"},
 	statViolations:      {"VIOLATIONS", "checks that found allocated > reserved"},
 	statBatchesIn:       {"BATCHES_IN", "batches imported from Java"},
 	statBatchesOut:      {"BATCHES_OUT", "batches exported to Java"},
+	statPeakSlack:       {"PEAK_SLACK", "high-water mark of the chunks' account's slack: in reserved, in no buffer"},
 }
 
 // Indices of the array sample0 returns. The other copy is SortBridge.java
@@ -333,6 +335,7 @@ func (e *engine) stats(h int64) ([]int64, error) {
 	a[statViolations] = sh.violations.Load()
 	a[statBatchesIn] = sh.batchesIn.Load()
 	a[statBatchesOut] = sh.batchesOut.Load()
+	a[statPeakSlack] = st.PeakSlack
 	return a, nil
 }
 
@@ -401,16 +404,26 @@ func (e *engine) sample() []int64 {
 	return a
 }
 
-// check verifies allocated ≤ reserved for one sorter and returns both. The
-// allocator charges the reservation before it counts a buffer as allocated
-// and uncounts it before it gives the charge back, so the relation holds at
-// every instant; the two figures are read a few times until allocated
-// reads the same on both sides of the reservation, so that a check made
-// while the task thread allocates or frees compares figures of one moment.
-// A check that cannot get a stable read is not counted.
+// check verifies allocated ≤ reserved for each of a sorter's allocators
+// (the chunks' and the rest's, each over its own reservation) and returns
+// their sums. An allocator charges its reservation before it counts a
+// buffer as allocated and uncounts it before it gives the charge back, so
+// the relation holds at every instant; the two figures are read a few
+// times until allocated reads the same on both sides of the reservation,
+// so that a check made while the task thread allocates or frees compares
+// figures of one moment. A check that cannot get a stable read is not
+// counted.
 func (e *engine) check(sh *sortHandle) (allocated, reserved int64) {
-	a := sh.sorter.Allocator()
-	r := sh.sorter.Reservation()
+	for _, a := range sh.sorter.Allocators() {
+		al, res := e.checkOne(sh, a)
+		allocated += al
+		reserved += res
+	}
+	return allocated, reserved
+}
+
+func (e *engine) checkOne(sh *sortHandle, a *ffi.Allocator) (allocated, reserved int64) {
+	r := a.Reservation()
 	for range 8 {
 		if sh.closed.Load() {
 			return 0, 0

@@ -1,7 +1,8 @@
 // Package mallocprobe observes glibc's malloc from Go tests (cgo is not
 // allowed in _test.go files): whether a block of a given size is served by
-// mmap, and whether freeing it returns it to the OS. It is test scaffolding
-// for jni's mallopt policy and is linked into no library.
+// mmap, and whether freeing it returns it to the OS; and it drives malloc
+// for benchmarks (Churn) and burns CPU beside it (Spin). It is test scaffolding for jni's mallopt policy and stats
+// reads and is linked into no library.
 package mallocprobe
 
 /*
@@ -73,6 +74,42 @@ static long np_trim_probe(int n) {
 	struct mallinfo2 c = mallinfo2();
 	return (long)c.arena - (long)a.arena;
 }
+
+// np_ring is each thread's live blocks for np_churn: a steady heap, so
+// that the churn neither grows nor trims it.
+static __thread char *np_ring[256];
+
+// np_churn makes n malloc/free pairs on the calling thread: each frees a
+// random block of the thread's 256 live ones and mallocs 1 to 32 KiB in its
+// place (past the largest tcache bin, so that every malloc and free takes
+// its arena's lock, as native code's buffers do), writing its first byte.
+// It returns a sum of the bytes freed, so that nothing is elided.
+static long np_churn(int n, unsigned seed) {
+	long sum = 0;
+	for (int k = 0; k < n; k++) {
+		seed = seed * 1103515245u + 12345u;
+		char **slot = &np_ring[(seed >> 4) % 256];
+		if (*slot != NULL) {
+			sum += (*slot)[0];
+		}
+		free(*slot);
+		*slot = malloc(1024 + (seed >> 12) % (31 * 1024));
+		if (*slot != NULL) {
+			(*slot)[0] = 1;
+		}
+	}
+	return sum;
+}
+
+// np_spin burns about as much CPU as n additions, touching no memory
+// malloc owns: a reader that competes for the CPU only.
+static long np_spin(long n) {
+	volatile long x = 0;
+	for (long i = 0; i < n; i++) {
+		x += i;
+	}
+	return x;
+}
 */
 import "C"
 
@@ -98,3 +135,13 @@ func RaiseDynamicThresholds() { C.np_raise_dynamic() }
 // about 0 when glibc trims at 128 KiB, up to n × 64 KiB when its trim
 // threshold was raised.
 func HeapKept(n int) int64 { return int64(C.np_trim_probe(C.int(n))) }
+
+// Churn makes n malloc/free pairs of 1 to 32 KiB on the calling thread,
+// among 256 blocks the thread keeps live (each pair takes its arena's
+// lock); seed picks the blocks and sizes.
+func Churn(n int, seed uint32) int64 {
+	return int64(C.np_churn(C.int(n), C.uint(seed)))
+}
+
+// Spin burns CPU for about n additions and touches no malloc memory.
+func Spin(n int64) int64 { return int64(C.np_spin(C.long(n))) }

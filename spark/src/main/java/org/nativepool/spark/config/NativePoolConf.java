@@ -360,6 +360,21 @@ public final class NativePoolConf {
               + " Off by default because the driver's gauges and the event log carry the same"
               + " figures; turn it on (e.g. `60s`) where no metrics sink is scraped");
 
+  /** Whether the executor watches its memory: gauges, the reporting thread, the ledger's reads. */
+  public static final ConfigKey<Boolean> MONITORING =
+      key(
+          "spark.nativepool.monitoring",
+          "true",
+          "`true`",
+          "boolean",
+          Side.EXECUTOR,
+          NativePoolConf::bool,
+          "`false`: the executor registers no gauges, starts no reporting thread and never reads"
+              + " the executor memory ledger, so it sends the driver no samples, threshold"
+              + " crossings, growth reports or pod guard episodes, and the Native Memory page has"
+              + " nothing of it. The pools, the pod guard and leak checks at task end work as"
+              + " with `true`. For measuring what watching costs (`bench/watch-cost.sh`)");
+
   /** Heartbeat intervals per sample event of an executor in the event log; 0: none. */
   public static final ConfigKey<Integer> EVENT_LOG_SAMPLE_EVERY =
       key(

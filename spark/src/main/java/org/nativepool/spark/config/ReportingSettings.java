@@ -3,8 +3,8 @@ package org.nativepool.spark.config;
 import org.apache.spark.SparkConf;
 
 /**
- * Both plugin sides' view of the reporting keys of {@link NativePoolConf}: how often executors
- * send their figures to the driver (Spark's heartbeat), the executor summary line, the event log's
+ * Both plugin sides' view of the reporting keys of {@link NativePoolConf}: how often executors send
+ * their figures to the driver (Spark's heartbeat), the executor summary line, the event log's
  * sample rate, the driver's executor thresholds and {@code autoOverhead}. Immutable.
  */
 public final class ReportingSettings {
@@ -16,6 +16,7 @@ public final class ReportingSettings {
   private final int eventLogSampleEvery;
   private final boolean autoOverhead;
   private final long[] executorThresholds;
+  private final boolean monitoring;
 
   private ReportingSettings(SparkConf conf) {
     long heartbeat = conf.getTimeAsMs("spark.executor.heartbeatInterval", "10s");
@@ -28,6 +29,7 @@ public final class ReportingSettings {
     this.eventLogSampleEvery = NativePoolConf.EVENT_LOG_SAMPLE_EVERY.read(conf);
     this.autoOverhead = NativePoolConf.AUTO_OVERHEAD.read(conf);
     this.executorThresholds = NativePoolConf.EXECUTOR_RESERVED_THRESHOLDS.read(conf);
+    this.monitoring = NativePoolConf.MONITORING.read(conf);
   }
 
   /**
@@ -68,6 +70,14 @@ public final class ReportingSettings {
     return autoOverhead;
   }
 
+  /**
+   * {@link NativePoolConf#MONITORING}: whether the executor registers its gauges, runs its
+   * reporting thread and reads its ledger.
+   */
+  public boolean monitoring() {
+    return monitoring;
+  }
+
   /** A copy of {@link NativePoolConf#EXECUTOR_RESERVED_THRESHOLDS} in bytes. */
   public long[] executorThresholds() {
     return executorThresholds.clone();
@@ -85,6 +95,8 @@ public final class ReportingSettings {
         + autoOverhead
         + ", executorThresholds="
         + java.util.Arrays.toString(executorThresholds)
+        + ", monitoring="
+        + monitoring
         + ")";
   }
 }

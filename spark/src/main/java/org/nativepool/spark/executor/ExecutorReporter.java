@@ -27,9 +27,16 @@ import org.slf4j.LoggerFactory;
  * #stop()} at the plugin's shutdown. It
  *
  * <ul>
- *   <li>reads the executor's {@link ExecutorLedger} every {@link ReportingSettings#pollMillis()}
- *       (gauges, high-water marks, thresholds, and the interval peaks of reserved and held bytes)
- *       and at every task end (the growth detector);
+ *   <li>takes one reading of the native figures every {@link ReportingSettings#pollMillis()} (one
+ *       {@code processStats0} and one {@code processArrowStats0}: {@link
+ *       ExecutorGauges#refresh()}), which every gauge serves until the next, and reads the
+ *       executor's {@link ExecutorLedger} with it (gauges, high-water marks, thresholds, and the
+ *       interval peaks of reserved and held bytes); a metrics scrape reads nothing native;
+ *   <li>reads the ledger again, natives included, after task ends (one reading for a burst of them,
+ *       on this thread, never the task's), for the growth detector, whose windows count task ends;
+ *       the gauges keep the poll's reading. glibc's {@code mallinfo2} inside {@code processStats0}
+ *       runs at most once a second however often the stats are read (the Go side's {@code
+ *       MallocRetainedInterval});
  *   <li>sends an {@link ExecutorSample} to the driver side every heartbeat interval ({@code
  *       PluginContext.send}: one-way, nothing waits for the driver), and when a task ends if none
  *       went out within the poll period, with the ledger's figures; a task pool that closed in the

@@ -7,6 +7,7 @@ import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
 import org.nativepool.spark.config.GuardSettings;
 import org.nativepool.spark.config.LedgerSettings;
+import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.PoolSettings;
 import org.nativepool.spark.config.ReportingSettings;
 import org.nativepool.spark.config.SparkLine;
@@ -30,7 +31,8 @@ import org.slf4j.LoggerFactory;
  * registers the gauges ({@link ExecutorGauges}), installs the executor's state ({@link
  * ExecutorState}: the settings tasks open their pools with, and the executor memory ledger as the
  * observer of closing pools), and starts the {@link ExecutorReporter}. Tasks then open their pool
- * with {@code TaskPool.openForCurrentTask()}.
+ * with {@code TaskPool.openForCurrentTask()}. With {@link NativePoolConf#MONITORING} off it
+ * registers no gauges and starts no reporter: nothing reads the native figures or the ledger.
  *
  * <p>A jar built for another Spark line ({@link SparkLine}), a library that does not load or a
  * setting that does not parse never makes {@code init} throw: that would make Spark kill the
@@ -72,7 +74,7 @@ public final class ExecutorSide implements ExecutorPlugin {
               ctx.executorID(),
               LedgerSettings.fromConf(ctx.conf()),
               new LedgerReader(),
-              ctx.metricRegistry(),
+              reporting.monitoring() ? ctx.metricRegistry() : null,
               message -> toDriver(ctx, message),
               LiveNative::describeTop); // the live Go Arrow memory by consumer and site
       ledger.loadListeners(Thread.currentThread().getContextClassLoader());
@@ -99,16 +101,25 @@ public final class ExecutorSide implements ExecutorPlugin {
     } catch (RuntimeException e) {
       LOG.error("nativepool: executor {}: the pod guard did not start", ctx.executorID(), e);
     }
-    ExecutorGauges gauges =
-        new ExecutorGauges(Natives.processArrowStats().get(ArrowProcessStat.RSS));
-    gauges.register(ctx.metricRegistry());
+    ExecutorGauges gauges = null;
+    if (reporting.monitoring()) {
+      gauges = new ExecutorGauges(Natives.processArrowStats().get(ArrowProcessStat.RSS));
+      gauges.register(ctx.metricRegistry());
+    }
     installed = ExecutorState.install(s, ledger);
     LedgerReader.checkReflection(); // what the ledger cannot read is logged now, at WARN, once
     String noArrow = SparkLine.current().arrowJniMissing(); // Arrow 12 on linux-aarch64
     if (noArrow != null) {
       LOG.warn(noArrow);
     }
-    reporter = ExecutorReporter.start(ctx, reporting, gauges, ledger, guardStarted);
+    if (gauges != null) {
+      reporter = ExecutorReporter.start(ctx, reporting, gauges, ledger, guardStarted);
+    } else {
+      LOG.info(
+          "nativepool: executor {}: {}=false: no gauges, no reporting thread, no ledger readings",
+          ctx.executorID(),
+          NativePoolConf.MONITORING.key());
+    }
     LOG.info("nativepool: executor {} uses {}; {} ({})", ctx.executorID(), s, guard, source);
   }
 

@@ -1,6 +1,7 @@
 package org.nativepool.spark.jni;
 
 import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The binding: every native method of {@code libnativepool.so}, exactly as {@code jni/API.md} lists
@@ -190,17 +191,43 @@ public final class Natives {
   // ---- process-wide ----
 
   /**
+   * Calls of {@code processStats0} through {@link #processStats()}, and of {@code
+   * processArrowStats0} through {@link #processArrowStats()}, since the class loaded. A
+   * processStats0 reads /proc, the cgroup and the Go runtime (and glibc's {@code mallinfo2}, which
+   * locks every malloc arena in turn, at most once a second), so what watching costs is counted in
+   * these reads: tests assert that a metrics scrape adds none and a poll period one of each. One
+   * {@link LongAdder} increment per call, beside the native read it counts.
+   */
+  private static final LongAdder PROCESS_STATS_CALLS = new LongAdder();
+
+  private static final LongAdder PROCESS_ARROW_STATS_CALLS = new LongAdder();
+
+  /**
    * The process-wide figures of the Go side ({@link ProcessStat}), loading the library if needed.
    */
   public static ProcessStats processStats() {
     ensureLoaded();
+    PROCESS_STATS_CALLS.increment();
     return new ProcessStats(processStats0());
   }
 
   /** The process-wide Arrow figures ({@link ArrowProcessStat}), loading the library if needed. */
   public static ArrowProcessStats processArrowStats() {
     ensureLoaded();
+    PROCESS_ARROW_STATS_CALLS.increment();
     return new ArrowProcessStats(processArrowStats0());
+  }
+
+  /** How many times {@link #processStats()} has called {@code processStats0} in this JVM. */
+  public static long processStatsCalls() {
+    return PROCESS_STATS_CALLS.sum();
+  }
+
+  /**
+   * How many times {@link #processArrowStats()} has called {@code processArrowStats0} in this JVM.
+   */
+  public static long processArrowStatsCalls() {
+    return PROCESS_ARROW_STATS_CALLS.sum();
   }
 
   /**

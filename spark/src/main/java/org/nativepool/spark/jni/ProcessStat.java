@@ -69,7 +69,9 @@ public enum ProcessStat {
   MALLOC_MMAP_THRESHOLD("mallocMmapThreshold"),
   /**
    * Free bytes glibc's malloc keeps in its arenas for reuse (mallinfo2 fordblks): memory C code
-   * freed that was not returned to the OS and may still be resident; -1 = unknown.
+   * freed that was not returned to the OS and may still be resident; -1 = unknown. Up to a second
+   * old: mallinfo2 locks every malloc arena, so it runs at most once a second however often the
+   * stats are read.
    */
   MALLOC_RETAINED("mallocRetained"),
   /**

@@ -7,6 +7,7 @@ import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.function.LongSupplier;
 import javax.management.JMException;
 import javax.management.ObjectName;
 
@@ -36,27 +37,79 @@ final class HeapResidency {
 
   private long end;
 
+  /** Walks the heap's page tables: {@code (max, committed) -> resident bytes or -1}. */
+  interface Walk {
+    long resident(long max, long committed);
+  }
+
+  private final Walk walk;
+  private final LongSupplier nanoTime;
+
   /** A reader that finds the heap once, then reads only its range. */
-  HeapResidency() {}
+  HeapResidency() {
+    this.walk = this::readNow;
+    this.nanoTime = System::nanoTime;
+  }
+
+  /** A reader whose walks and clock are the caller's, for tests of when it walks. */
+  HeapResidency(Walk walk, LongSupplier nanoTime) {
+    this.walk = walk;
+    this.nanoTime = nanoTime;
+  }
 
   /**
    * The resident bytes of the heap's mappings, or -1: the first call (and any call after the range
    * held no mapping) finds the heap ({@link #parseHeapInfo}, else {@link #locate}); later calls
-   * read its range only, and a call within {@link #COST_FACTOR} times the last reading's cost
-   * returns that reading (heap pages touched since count as unexplained until the next).
+   * read its range only. A call returns the last reading instead of walking again
+   *
+   * <ul>
+   *   <li>within {@link #COST_FACTOR} times that reading's cost (heap pages touched since count as
+   *       unexplained until the next), or
+   *   <li>while the heap is steady ({@link #steady}): the last reading found it all resident and
+   *       the committed heap has not changed since. Resident pages of a committed heap stay
+   *       resident (the collector gives pages back by uncommitting them, which changes the
+   *       committed size), so a walk could find no more; a heap pre-touched at startup ({@code
+   *       -XX:+AlwaysPreTouch}) is walked once.
+   * </ul>
+   *
+   * In both cases a reading is reused for at most {@link #MAX_AGE_NANOS}.
    */
   synchronized long residentNow(long max, long committed) {
     if (max <= 0 || committed <= 0) {
       return -1;
     }
-    long now = System.nanoTime();
-    if (readAt != 0 && now - readAt < Math.min(MAX_AGE_NANOS, COST_FACTOR * cost)) {
-      return last;
+    long now = nanoTime.getAsLong();
+    if (readAt != 0 && now - readAt < MAX_AGE_NANOS) {
+      if (now - readAt < COST_FACTOR * cost || steady(last, lastCommitted, committed)) {
+        return last;
+      }
     }
-    last = readNow(max, committed);
-    readAt = System.nanoTime();
+    last = walk.resident(max, committed);
+    lastCommitted = committed;
+    readAt = nanoTime.getAsLong();
     cost = readAt - now;
+    walks++;
     return last;
+  }
+
+  /**
+   * Whether a reading of {@code resident} bytes, taken with {@code thenCommitted} bytes committed,
+   * still holds with {@code committed} committed now: the committed heap is the same and the
+   * reading found all of it resident but for {@link #STEADY_SLACK_DIVISOR}th of it (pages the
+   * collector has not touched yet).
+   */
+  static boolean steady(long resident, long thenCommitted, long committed) {
+    return resident >= 0
+        && committed == thenCommitted
+        && resident >= committed - committed / STEADY_SLACK_DIVISOR;
+  }
+
+  /** The untouched share a steady heap may have: 1/128 (8 MiB of a 1 GiB heap). */
+  static final long STEADY_SLACK_DIVISOR = 128;
+
+  /** Walks of the page tables so far, for tests. */
+  synchronized long walks() {
+    return walks;
   }
 
   /**
@@ -71,8 +124,10 @@ final class HeapResidency {
   static final long MAX_AGE_NANOS = 60_000_000_000L;
 
   private long last = -1;
+  private long lastCommitted;
   private long readAt;
   private long cost;
+  private long walks;
 
   private long readNow(long max, long committed) {
     try {

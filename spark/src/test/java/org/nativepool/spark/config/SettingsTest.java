@@ -2,6 +2,7 @@ package org.nativepool.spark.config;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -58,8 +59,7 @@ class SettingsTest {
     assertEquals(512L << 20, s.memoryOverhead(), "a memoryOverhead without unit is MiB");
     assertEquals(
         0,
-        PoolSettings.fromConf(conf.set("spark.nativepool.goMemoryLimit", "off"))
-            .goMemoryLimit());
+        PoolSettings.fromConf(conf.set("spark.nativepool.goMemoryLimit", "off")).goMemoryLimit());
     IllegalArgumentException e =
         assertThrows(
             IllegalArgumentException.class,
@@ -98,8 +98,7 @@ class SettingsTest {
     assertEquals(384L << 20, MemoryOverhead.bytes(yarn), "384 MiB over a 1g executor");
     SparkConf local = new SparkConf(false).set("spark.master", "local[2]");
     assertEquals(
-        256L << 20,
-        MemoryOverhead.bytes(local.clone().set("spark.driver.memoryOverhead", "256m")));
+        256L << 20, MemoryOverhead.bytes(local.clone().set("spark.driver.memoryOverhead", "256m")));
     assertEquals(614L << 20, MemoryOverhead.bytes(local.clone().set("spark.driver.memory", "6g")));
     assertEquals(
         100L << 20,
@@ -161,5 +160,19 @@ class SettingsTest {
                 PoolSettings.fromConf(
                     new SparkConf(false).set("spark.nativepool.thresholds", "lots")));
     assertTrue(e.getMessage().startsWith("nativepool: spark.nativepool.thresholds"), e::getMessage);
+  }
+
+  @Test
+  void monitoringIsOnUnlessTheKeySaysFalse() {
+    assertTrue(ReportingSettings.fromConf(new SparkConf(false)).monitoring());
+    SparkConf off = new SparkConf(false).set(NativePoolConf.MONITORING.key(), "false");
+    assertFalse(ReportingSettings.fromConf(off).monitoring());
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () ->
+                ReportingSettings.fromConf(
+                    new SparkConf(false).set(NativePoolConf.MONITORING.key(), "off")));
+    assertTrue(e.getMessage().contains("spark.nativepool.monitoring"), e::getMessage);
   }
 }

@@ -10,11 +10,6 @@ import com.codahale.metrics.MetricRegistry;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.File;
-import java.io.IOException;
-import java.io.InputStream;
-import java.net.ServerSocket;
-import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -58,21 +53,22 @@ import org.nativepool.spark.memory.SparkTaskUpstream;
 import org.nativepool.spark.memory.TaskPool;
 import org.nativepool.spark.testing.EventLogs;
 import org.nativepool.spark.testing.LogCapture;
+import org.nativepool.spark.testing.PrometheusUi;
 import org.nativepool.spark.testing.SparkMemory;
 import org.nativepool.spark.testing.SparkMetrics;
 import org.nativepool.spark.testing.SparkTestConsumer;
 
 /**
  * The driver side of the plugin in a {@code local[2]} SparkSession with the UI, the
- * PrometheusServlet and the event log on, and executors reporting every 200 ms: the driver's
- * gauges per executor and in total, served at {@code /metrics/prometheus}; native spills in the
- * tasks' spill metrics; stage peaks reset at stage end; the executor summary line; the events in
- * the event log file, readable by Spark's replay; autoOverhead in the default ResourceProfile.
+ * PrometheusServlet and the event log on, and executors reporting every 200 ms: the driver's gauges
+ * per executor and in total, served at {@code /metrics/prometheus}; native spills in the tasks'
+ * spill metrics; stage peaks reset at stage end; the executor summary line; the events in the event
+ * log file, readable by Spark's replay; autoOverhead in the default ResourceProfile.
  *
- * <p>One job does the work the assertions look at ({@link #runSpillingJob()}, once): two tasks
- * each hold 8 MiB in a native reservation for a while, then a Spark consumer of the same task asks
- * for the task's whole share, so Spark spills the native consumer; its spiller reports half of
- * what it frees as written to disk.
+ * <p>One job does the work the assertions look at ({@link #runSpillingJob()}, once): two tasks each
+ * hold 8 MiB in a native reservation for a while, then a Spark consumer of the same task asks for
+ * the task's whole share, so Spark spills the native consumer; its spiller reports half of what it
+ * frees as written to disk.
  */
 @Tag("spark") // starts a SparkContext: the second group of tests
 @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
@@ -84,7 +80,7 @@ class DriverSideTest {
 
   private static SparkSession spark;
   private static JavaSparkContext jsc;
-  private static int uiPort;
+  private static PrometheusUi ui;
   private static LogCapture log;
   private static final List<SparkListenerTaskEnd> taskEnds = new CopyOnWriteArrayList<>();
   private static final List<SparkListenerEvent> otherEvents = new CopyOnWriteArrayList<>();
@@ -96,26 +92,16 @@ class DriverSideTest {
     String lib = System.getProperty("nativepool.test.library");
     assertNotNull(lib, "surefire sets nativepool.test.library");
     assertTrue(new File(lib).isFile(), "no library at " + lib + " (run make lib)");
-    try (ServerSocket s = new ServerSocket(0)) {
-      uiPort = s.getLocalPort();
-    }
+    ui = PrometheusUi.onFreePort();
     log = LogCapture.attach("org.nativepool.spark.executor.ExecutorReporter");
     spark =
-        SparkSession.builder()
+        ui.configure(SparkSession.builder())
             .master("local[2]")
             .appName("DriverSideTest")
             .config("spark.plugins", NativePoolPlugin.class.getName())
             .config("spark.memory.offHeap.enabled", "true")
             .config("spark.memory.offHeap.size", "128m")
             .config("spark.unsafe.exceptionOnMemoryLeak", "true")
-            .config("spark.ui.enabled", "true")
-            .config("spark.ui.port", Integer.toString(uiPort))
-            .config("spark.port.maxRetries", "0")
-            .config("spark.ui.prometheus.enabled", "true")
-            .config(
-                "spark.metrics.conf.*.sink.prometheusServlet.class",
-                "org.apache.spark.metrics.sink.PrometheusServlet")
-            .config("spark.metrics.conf.*.sink.prometheusServlet.path", "/metrics/prometheus")
             .config("spark.eventLog.enabled", "true")
             .config("spark.eventLog.dir", eventLogDir.toUri().toString())
             .config("spark.eventLog.compress", "false")
@@ -165,8 +151,10 @@ class DriverSideTest {
   /** Runs the job of the class comment once, and waits until Spark's listeners have seen it. */
   private static void runSpillingJob() throws Exception {
     jsc.setJobGroup("spill", "native spill", false);
-    jobResult = jsc.parallelize(Arrays.asList(0, 1), 2).mapPartitions(
-        DriverSideTest::holdThenGetSpilled).collect();
+    jobResult =
+        jsc.parallelize(Arrays.asList(0, 1), 2)
+            .mapPartitions(DriverSideTest::holdThenGetSpilled)
+            .collect();
     spark.sparkContext().listenerBus().waitUntilEmpty();
     spillStageId = taskEnds.get(0).stageId();
     // The stage's peaks are posted two heartbeats after its end; then every queue (the event
@@ -185,10 +173,10 @@ class DriverSideTest {
   }
 
   /**
-   * One task: 8 MiB in a spillable native reservation, held for 1 s (several samples), then a
-   * Spark consumer of the task asks for the whole 128 MiB budget, which makes Spark spill the
-   * native consumer.
-   * Returns {granted to the Spark consumer, native memoryBytesSpilled, native diskBytesSpilled}.
+   * One task: 8 MiB in a spillable native reservation, held for 1 s (several samples), then a Spark
+   * consumer of the task asks for the whole 128 MiB budget, which makes Spark spill the native
+   * consumer. Returns {granted to the Spark consumer, native memoryBytesSpilled, native
+   * diskBytesSpilled}.
    */
   private static Iterator<long[]> holdThenGetSpilled(Iterator<Integer> rows) throws Exception {
     while (rows.hasNext()) {
@@ -244,12 +232,6 @@ class DriverSideTest {
     return out;
   }
 
-  private static String fetch(String path) throws IOException {
-    try (InputStream in = URI.create("http://localhost:" + uiPort + path).toURL().openStream()) {
-      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-    }
-  }
-
   @Test
   void bothSidesRegisterTheirSourceInLocalModeWithoutACollision() {
     List<Source> sources = SparkMetrics.sourcesByName(SOURCE);
@@ -263,7 +245,8 @@ class DriverSideTest {
 
   @Test
   void driverGaugesAppearPerExecutorAndInTotal() throws Exception {
-    await("the driver's gauges of executor 'driver'",
+    await(
+        "the driver's gauges of executor 'driver'",
         () -> driverGauges().containsKey("executor.driver.reserved"));
     Map<String, Long> g = driverGauges();
     for (String figure : ExecutorGauges.GAUGES.keySet()) {
@@ -283,7 +266,7 @@ class DriverSideTest {
     await("the driver's gauges", () -> driverGauges().containsKey("executor.driver.reserved"));
     String appId = spark.sparkContext().applicationId().replaceAll("[^a-zA-Z0-9]", "_");
     String prefix = "metrics_" + appId + "_driver_plugin_org_nativepool_spark_NativePoolPlugin_";
-    String body = fetch("/metrics/prometheus");
+    String body = ui.fetch("/metrics/prometheus");
     for (String name :
         List.of(
             "executor_driver_reserved",
@@ -387,8 +370,8 @@ class DriverSideTest {
   @Test
   void aStageShorterThanThePollStillShowsItsTasksPeaks() throws Exception {
     int before = taskEnds.size();
-    assertEquals(1, jsc.parallelize(Arrays.asList(1), 1).mapPartitions(
-        DriverSideTest::holdBriefly).count());
+    assertEquals(
+        1, jsc.parallelize(Arrays.asList(1), 1).mapPartitions(DriverSideTest::holdBriefly).count());
     spark.sparkContext().listenerBus().waitUntilEmpty();
     int stage = taskEnds.get(before).stageId();
     await("the brief stage's peaks", () -> stagePeaks(stage) != null);
@@ -405,10 +388,11 @@ class DriverSideTest {
         log.messages().stream().filter(m -> m.contains(" memory: ")).findFirst().orElseThrow();
     assertTrue(
         Pattern.matches(
-            "nativepool: executor driver memory: reserved \\S+ \\S+, allocated \\S+ \\S+, held"
-                + " \\S+ \\S+ \\(slack \\S+ \\S+\\), RSS \\S+ \\S+ \\(Go runtime \\S+ \\S+, limit"
+            "nativepool: executor driver memory: reserved \\S+ \\S+, allocated \\S+ \\S+, held \\S+"
+                + " \\S+ \\(slack \\S+ \\S+\\), RSS \\S+ \\S+ \\(Go runtime \\S+ \\S+, limit"
                 + " 300\\.0 MiB\\), \\d+ task pools, peak \\S+ \\S+, spills \\d+ \\(\\S+ \\S+"
-                + " freed\\); ledger: RSS \\S+ \\S+ = jvm\\.heap\\.(resident|committed) .* \\+ unexplained .*",
+                + " freed\\); ledger: RSS \\S+ \\S+ = jvm\\.heap\\.(resident|committed) .* \\+"
+                + " unexplained .*",
             line),
         line);
   }
@@ -449,8 +433,11 @@ class DriverSideTest {
     List<JsonNode> stages = byType.get(StagePeaksEvent.class.getName());
     assertNotNull(stages, "stage peak events in " + byType.keySet());
     assertTrue(
-        stages.stream().anyMatch(st -> st.get("stageId").asInt() == spillStageId
-            && st.get("totalPeakReserved").asLong() >= 8 * MIB),
+        stages.stream()
+            .anyMatch(
+                st ->
+                    st.get("stageId").asInt() == spillStageId
+                        && st.get("totalPeakReserved").asLong() >= 8 * MIB),
         stages::toString);
   }
 

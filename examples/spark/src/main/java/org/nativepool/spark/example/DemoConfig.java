@@ -1,7 +1,5 @@
 package org.nativepool.spark.example;
 
-
-
 import java.io.File;
 import java.io.Serializable;
 import java.util.Locale;
@@ -22,41 +20,73 @@ public final class DemoConfig implements Serializable {
    * bench-container}.
    */
   public final String job;
-  /** Rows generated and sorted (and, in the demo job, aggregated twice: as generated and as sorted). */
+
+  /**
+   * Rows generated and sorted (and, in the demo job, aggregated twice: as generated and as sorted).
+   */
   public final long rows;
+
   /** Spark's off-heap budget ({@code spark.memory.offHeap.size}), bytes. */
   public final long budget;
+
   /** Bytes the native pool borrows from Spark at a time ({@code spark.nativepool.chunkSize}). */
   public final long chunk;
+
   /** The native pool kind ({@code spark.nativepool.pool}). */
   public final PoolKind pool;
+
   /**
    * The fair_unified pool's own size per task ({@code spark.nativepool.poolSize}), bytes; 0 = the
    * off-heap budget (the setting's default).
    */
   public final long poolSize;
+
   /** Rows per Arrow batch handed to the sorter, and per sorted batch handed back. */
   public final int batchRows;
+
   /** Groups of the Spark aggregation ({@code pmod(key, groups)}), per source. */
   public final long groups;
+
   /** Partitions (tasks) of the sort stage. */
   public final int partitions;
+
   /** Whether {@link #partitions} was derived from the rows ({@link #partitionsFor}), not given. */
   public final boolean autoPartitions;
+
   /** Local threads ({@code local[threads]}). */
   public final int threads;
+
   /** Rows of the warm-up run before the measured one (JIT, class loading, arenas); 0 = none. */
   public final long warmupRows;
+
   /** Generator seed. */
   public final long seed;
+
   /** The library carrying Natives's and SortBridge's natives ({@code libnativesort.so}). */
   public final String library;
+
   /** Output directory: samples.csv, report.properties; run files go under its tmp/. */
   public final String outDir;
+
   /** Memory the JVM takes outside any accounting during the measured run ({@link Burst}). */
   public final Burst.Plan burst;
+
   /** {@code spark.nativepool.guard.enabled}: {@code auto}, {@code true} or {@code false}. */
   public final String guard;
+
+  /**
+   * Whether the demo's own samplers read the process every {@link MemorySampler#PERIOD_MS} ms and
+   * the ledger every {@link LedgerSampler#PERIOD_MS} ms during the measured run; off, each takes
+   * only its first and last reading, so that the job runs with the plugin's monitoring alone
+   * ({@code bench/watch-cost.sh}). The report's sampled figures then come from those two.
+   */
+  public final boolean sampling;
+
+  /**
+   * Seconds the SparkSession stays up and idle after the measured run, before it stops: a window in
+   * which to measure what an idle executor costs ({@code bench/watch-cost.sh}); 0 = none.
+   */
+  public final long idleSeconds;
 
   DemoConfig(
       String job,
@@ -75,13 +105,17 @@ public final class DemoConfig implements Serializable {
       String library,
       String outDir,
       Burst.Plan burst,
-      String guard) {
+      String guard,
+      boolean sampling,
+      long idleSeconds) {
     if (!guard.equals("auto") && !guard.equals("true") && !guard.equals("false")) {
-      throw new IllegalArgumentException("sortdemo: --guard " + guard + ": expected auto, true or false");
+      throw new IllegalArgumentException(
+          "sortdemo: --guard " + guard + ": expected auto, true or false");
     }
     if (rows < 0 || budget <= 0 || chunk < 0 || poolSize < 0 || batchRows <= 0 || groups <= 0) {
       throw new IllegalArgumentException(
-          "sortdemo: need rows >= 0, budget > 0, chunk >= 0, pool-size >= 0, batch > 0, groups > 0");
+          "sortdemo: need rows >= 0, budget > 0, chunk >= 0, pool-size >= 0, batch > 0, groups >"
+              + " 0");
     }
     if (!job.equals(JOB_DEMO) && !job.equals(JOB_SORT)) {
       throw new IllegalArgumentException(
@@ -107,6 +141,8 @@ public final class DemoConfig implements Serializable {
     this.outDir = outDir;
     this.burst = burst;
     this.guard = guard;
+    this.sampling = sampling;
+    this.idleSeconds = idleSeconds;
   }
 
   /** {@link #job}: the native sort next to a Spark aggregation. */
@@ -123,15 +159,15 @@ public final class DemoConfig implements Serializable {
   /**
    * Rows a sort task takes when {@code --partitions} is not given: the size the demo is known to
    * complete at on a 1 GiB heap. A task's Spark aggregation spills more files the more rows it
-   * sees, and Spark merges all of a task's spill files at once, with two 1 MiB buffers per file
-   * (a heap array, and a direct buffer nothing accounts for: {@code examples/spark/README.md},
+   * sees, and Spark merges all of a task's spill files at once, with two 1 MiB buffers per file (a
+   * heap array, and a direct buffer nothing accounts for: {@code examples/spark/README.md},
    * "Scale"), so the rows per task, not the tasks, must stay bounded as the data grows.
    */
   public static final long ROWS_PER_TASK = 16_000_000L;
 
   /**
-   * Sort tasks for {@code rows} rows when {@code --partitions} is not given: {@code
-   * ceil(rows / ROWS_PER_TASK)}, at least {@code threads}.
+   * Sort tasks for {@code rows} rows when {@code --partitions} is not given: {@code ceil(rows /
+   * ROWS_PER_TASK)}, at least {@code threads}.
    */
   public static int partitionsFor(long rows, int threads) {
     long p = (rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
@@ -151,8 +187,25 @@ public final class DemoConfig implements Serializable {
   DemoConfig withRows(long n) {
     int p = autoPartitions ? partitionsFor(job, n, threads) : partitions;
     return new DemoConfig(
-        job, n, budget, chunk, pool, poolSize, batchRows, groups, p, autoPartitions, threads, 0, seed,
-        library, outDir, Burst.Plan.NONE, guard);
+        job,
+        n,
+        budget,
+        chunk,
+        pool,
+        poolSize,
+        batchRows,
+        groups,
+        p,
+        autoPartitions,
+        threads,
+        0,
+        seed,
+        library,
+        outDir,
+        Burst.Plan.NONE,
+        guard,
+        sampling,
+        0);
   }
 
   /** Where the sorters put their run files. */
@@ -163,16 +216,21 @@ public final class DemoConfig implements Serializable {
   static final String USAGE =
       String.join(
           "\n",
-          "usage: SortDemo [--job demo|sort] [--rows N] [--budget SIZE] [--chunk SIZE] [--pool fair_unified|greedy_unified]",
+          "usage: SortDemo [--job demo|sort] [--rows N] [--budget SIZE] [--chunk SIZE] [--pool"
+              + " fair_unified|greedy_unified]",
           "                [--pool-size SIZE]",
           "                [--batch ROWS] [--groups G] [--partitions P] [--threads T] [--warmup N]",
           "                [--seed S] [--library PATH] [--out DIR] [--guard auto|true|false]",
+          "                [--sampling on|off] [--idle S]",
           "                [--burst SIZE] [--burst-at S] [--burst-ramp S] [--burst-hold S]",
-          "  --job        demo: the sort next to a Spark aggregation (default); sort: the native sort",
-          "               alone, its output checked and dropped in the task (pool-size defaults to 0)",
+          "  --job        demo: the sort next to a Spark aggregation (default); sort: the native"
+              + " sort",
+          "               alone, its output checked and dropped in the task (pool-size defaults to"
+              + " 0)",
           "  --rows       rows to sort (default 32000000)",
           "  --budget     spark.memory.offHeap.size (default 64m)",
-          "  --chunk      spark.nativepool.chunkSize, bytes borrowed from Spark at a time (default 2m)",
+          "  --chunk      spark.nativepool.chunkSize, bytes borrowed from Spark at a time (default"
+              + " 2m)",
           "  --pool       spark.nativepool.pool (default fair_unified)",
           "  --pool-size  spark.nativepool.poolSize, the fair_unified pool's own size per task",
           "               (default 16m; 0 = the budget)",
@@ -183,13 +241,20 @@ public final class DemoConfig implements Serializable {
           "  --threads    local[T] (default 2)",
           "  --warmup     rows of the unmeasured warm-up run (default rows/8, at most 1000000)",
           "  --seed       generator seed (default 1)",
-          "  --library    libnativesort.so (default build/lib/libnativesort.so, or -Dnativepool.library)",
+          "  --library    libnativesort.so (default build/lib/libnativesort.so, or"
+              + " -Dnativepool.library)",
           "  --out        output directory (default build/demo)",
           "  --guard      spark.nativepool.guard.enabled, the pod guard (default auto: on under a",
           "               memory cgroup limit)",
-          "  --burst      direct buffers the JVM takes outside any accounting during the measured run,",
+          "  --sampling   on: the demo samples the process every 50 ms and the ledger every 250 ms",
+          "               (default); off: only at the measured run's start and end",
+          "  --idle       seconds the SparkSession stays up, idle, after the measured run (default"
+              + " 0)",
+          "  --burst      direct buffers the JVM takes outside any accounting during the measured"
+              + " run,",
           "               as Netty chunks and spill readers do (default 0: none)",
-          "  --burst-at   seconds into the measured run, once the native pools hold memory (default 2)",
+          "  --burst-at   seconds into the measured run, once the native pools hold memory (default"
+              + " 2)",
           "  --burst-ramp seconds to reach the burst's size in 4 MiB steps; 0 takes it at once",
           "               (default 2)",
           "  --burst-hold seconds the burst is held before it is freed (default 10)");
@@ -217,6 +282,8 @@ public final class DemoConfig implements Serializable {
     long burst = 0;
     double burstAt = 2, burstRamp = 2, burstHold = 10;
     String guard = "auto";
+    String sampling = "on";
+    long idle = 0;
     for (int i = 0; i < args.length; i++) {
       String opt = args[i];
       if (opt.equals("-h") || opt.equals("--help")) {
@@ -243,15 +310,26 @@ public final class DemoConfig implements Serializable {
           case "--library" -> library = v;
           case "--out" -> out = v;
           case "--guard" -> guard = v.toLowerCase(Locale.ROOT);
+          case "--sampling" -> sampling = v.toLowerCase(Locale.ROOT);
+          case "--idle" -> idle = Long.parseLong(v);
           case "--burst" -> burst = JavaUtils.byteStringAsBytes(v);
           case "--burst-at" -> burstAt = Double.parseDouble(v);
           case "--burst-ramp" -> burstRamp = Double.parseDouble(v);
           case "--burst-hold" -> burstHold = Double.parseDouble(v);
-          default -> throw new IllegalArgumentException("sortdemo: unknown option " + opt + "\n" + USAGE);
+          default ->
+              throw new IllegalArgumentException("sortdemo: unknown option " + opt + "\n" + USAGE);
         }
       } catch (NumberFormatException e) {
-        throw new IllegalArgumentException("sortdemo: " + opt + " " + v + ": not a number\n" + USAGE, e);
+        throw new IllegalArgumentException(
+            "sortdemo: " + opt + " " + v + ": not a number\n" + USAGE, e);
       }
+    }
+    if (!sampling.equals("on") && !sampling.equals("off")) {
+      throw new IllegalArgumentException(
+          "sortdemo: --sampling " + sampling + ": expected on or off");
+    }
+    if (idle < 0) {
+      throw new IllegalArgumentException("sortdemo: --idle " + idle + ": must be >= 0");
     }
     if (poolSize == null) {
       poolSize = job.equals(JOB_SORT) ? 0 : JavaUtils.byteStringAsBytes("16m");
@@ -280,7 +358,9 @@ public final class DemoConfig implements Serializable {
         new File(library).getAbsolutePath(),
         new File(out).getAbsolutePath(),
         new Burst.Plan(burst, seconds(burstAt), seconds(burstRamp), seconds(burstHold)),
-        guard);
+        guard,
+        sampling.equals("on"),
+        idle);
   }
 
   /** Seconds as whole milliseconds. */

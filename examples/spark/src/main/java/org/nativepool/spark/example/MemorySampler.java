@@ -19,8 +19,8 @@ import org.nativepool.spark.jni.ProcessStats;
  *
  * <ul>
  *   <li>{@code reserved}: Spark's off-heap execution memory in use over the process, as Spark sees
- *       it ({@code MemoryManager.offHeapExecutionMemoryUsed}): the native pools' share plus
- *       Spark's own Tungsten pages (the aggregation);
+ *       it ({@code MemoryManager.offHeapExecutionMemoryUsed}): the native pools' share plus Spark's
+ *       own Tungsten pages (the aggregation);
  *   <li>{@code allocated}: bytes in live buffers of the native sorters' Go allocators;
  *   <li>{@code rss}: the process's resident set ({@code VmRSS} of {@code /proc/self/status}) above
  *       the baseline given to {@link #start};
@@ -29,12 +29,12 @@ import org.nativepool.spark.jni.ProcessStats;
  *       reservations, the sorters' own, and what the Go runtime holds mapped;
  *   <li>{@code rss_abs}: RSS itself; {@code untracked}: RSS growth less {@code reserved} and the Go
  *       runtime's growth, the JVM's own memory that nothing accounts for (negative while reserved
- *       memory is not yet touched); {@code cgroup_anon}: the JVM's memory cgroup's anonymous
- *       memory (-1 without one); {@code direct}: the JVM's direct buffers in use; {@code
- *       malloc_retained}: free bytes glibc's malloc keeps in its arenas ({@code mallinfo2}, -1
- *       unknown), the part of {@code untracked} that is memory C code freed but the allocator kept;
- *       {@code burst}: the demo's burst of direct buffers held now ({@link Burst}); {@code
- *       ballast}: what native consumers spilled for the pod guard and the pools keep from Spark.
+ *       memory is not yet touched); {@code cgroup_anon}: the JVM's memory cgroup's anonymous memory
+ *       (-1 without one); {@code direct}: the JVM's direct buffers in use; {@code malloc_retained}:
+ *       free bytes glibc's malloc keeps in its arenas ({@code mallinfo2}, -1 unknown), the part of
+ *       {@code untracked} that is memory C code freed but the allocator kept; {@code burst}: the
+ *       demo's burst of direct buffers held now ({@link Burst}); {@code ballast}: what native
+ *       consumers spilled for the pod guard and the pools keep from Spark.
  * </ul>
  *
  * <p>Peaks are kept for the report. Started once, stopped once; safe to read after {@link #stop()}.
@@ -53,49 +53,63 @@ final class MemorySampler extends CsvSampler {
   final AtomicLong peakSorterReserved = new AtomicLong();
   final AtomicLong peakAllocated = new AtomicLong();
   final AtomicLong peakGoRuntime = new AtomicLong();
+
   /** Peak anonymous memory of the JVM's memory cgroup (-1 without one). */
   final AtomicLong peakCgroupAnon = new AtomicLong(-1);
+
   /**
-   * Peak of the JVM's own untracked memory: RSS above the baseline less what Spark counts
-   * off-heap and less the Go runtime's growth, sampled.
+   * Peak of the JVM's own untracked memory: RSS above the baseline less what Spark counts off-heap
+   * and less the Go runtime's growth, sampled.
    */
   final AtomicLong peakUntracked = new AtomicLong(Long.MIN_VALUE);
+
   /**
    * At the sample of {@link #peakUntracked}: the growth of malloc's retained free bytes over the
    * first sample ({@code MALLOC_RETAINED}; 0 if unknown), the C allocator's part of it.
    */
   volatile long mallocRetainedAtUntrackedPeak;
+
   /** Highest {@code MALLOC_RETAINED} sampled, bytes (-1 unknown). */
   final AtomicLong peakMallocRetained = new AtomicLong(-1);
+
   private long baselineMalloc = -1;
+
   /**
    * Peak of the JVM's direct buffers ({@code java.nio}'s "direct" pool), sampled. Spark's own
    * direct buffers (its spill-file readers') are not in it: with {@code jdk.internal.ref} open,
    * {@code Platform.allocateDirectBuffer} wraps {@code Unsafe.allocateMemory} instead.
    */
   final AtomicLong peakDirect = new AtomicLong();
+
   private final BufferPoolMXBean direct =
       ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class).stream()
           .filter(b -> b.getName().equals("direct"))
           .findFirst()
           .orElse(null);
+
   /** Samples whose summed allocated exceeded the summed sorter reservations. */
   final AtomicLong sumViolations = new AtomicLong();
 
   private final long baselineGo;
   private final TruePeaks.Cgroup cgroup;
   private final LongSupplier burst;
+
   /** Peak of the pod guard's ballast, sampled. */
   final AtomicLong peakBallast = new AtomicLong();
 
   private MemorySampler(
-      long baselineRss, long baselineGo, TruePeaks.Cgroup cgroup, LongSupplier burst, Path csvPath)
+      long baselineRss,
+      long baselineGo,
+      TruePeaks.Cgroup cgroup,
+      LongSupplier burst,
+      Path csvPath,
+      long periodMs)
       throws IOException {
     super(
         csvPath,
         "t_ms,reserved,allocated,rss,held,native_reserved,sorter_reserved,go_runtime,rss_abs,"
             + "untracked,cgroup_anon,direct,malloc_retained,burst,ballast",
-        PERIOD_MS,
+        periodMs,
         "nativepool-demo-sampler",
         "the samples");
     this.baselineRss = baselineRss;
@@ -105,15 +119,21 @@ final class MemorySampler extends CsvSampler {
   }
 
   /**
-   * Starts sampling; RSS is written relative to {@code baselineRss}, and the untracked figure
-   * takes the Go runtime's growth over {@code baselineGo}. {@code cgroup} (may be null) is the
-   * JVM's memory cgroup, whose anonymous memory is sampled too; {@code burst} reads the bytes of
-   * the demo's burst held now.
+   * Starts sampling every {@code periodMs} ms ({@link Long#MAX_VALUE}: only the first sample and
+   * the one {@link #close()} takes); RSS is written relative to {@code baselineRss}, and the
+   * untracked figure takes the Go runtime's growth over {@code baselineGo}. {@code cgroup} (may be
+   * null) is the JVM's memory cgroup, whose anonymous memory is sampled too; {@code burst} reads
+   * the bytes of the demo's burst held now.
    */
   static MemorySampler start(
-      long baselineRss, long baselineGo, TruePeaks.Cgroup cgroup, LongSupplier burst, Path csvPath)
+      long baselineRss,
+      long baselineGo,
+      TruePeaks.Cgroup cgroup,
+      LongSupplier burst,
+      Path csvPath,
+      long periodMs)
       throws IOException {
-    MemorySampler s = new MemorySampler(baselineRss, baselineGo, cgroup, burst, csvPath);
+    MemorySampler s = new MemorySampler(baselineRss, baselineGo, cgroup, burst, csvPath, periodMs);
     s.sample(); // one sample at t = 0
     s.startThread();
     return s;
@@ -149,7 +169,8 @@ final class MemorySampler extends CsvSampler {
     max(peakMallocRetained, malloc);
     if (untracked > peakUntracked.get()) {
       peakUntracked.set(untracked); // only this thread (sample() is synchronized) writes it
-      mallocRetainedAtUntrackedPeak = malloc >= 0 && baselineMalloc >= 0 ? malloc - baselineMalloc : 0;
+      mallocRetainedAtUntrackedPeak =
+          malloc >= 0 && baselineMalloc >= 0 ? malloc - baselineMalloc : 0;
     }
     long directUsed = direct == null ? 0 : direct.getMemoryUsed();
     max(peakDirect, directUsed);

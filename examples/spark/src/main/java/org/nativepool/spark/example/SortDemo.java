@@ -54,15 +54,17 @@ import org.nativepool.spark.ledger.ExecutorLedger;
  * generated rows, and Spark's totals for both sources agree (rows, payload sum, groups).
  *
  * <p>Measured: peak RSS growth over a baseline taken after a warm-up run, against the peak of what
- * Spark believes the process holds off-heap; {@code allocated ≤ reserved} is checked by the Go
- * side after every native call and at every sample. The JVM should run with {@code -Xms} equal to
- * {@code -Xmx} and {@code -XX:+AlwaysPreTouch} ({@code examples/spark/run.sh} does), so heap
- * growth is not counted as growth.
+ * Spark believes the process holds off-heap; {@code allocated ≤ reserved} is checked by the Go side
+ * after every native call and at every sample. The JVM should run with {@code -Xms} equal to {@code
+ * -Xmx} and {@code -XX:+AlwaysPreTouch} ({@code examples/spark/run.sh} does), so heap growth is not
+ * counted as growth.
  */
 public final class SortDemo {
   private SortDemo() {}
 
-  /** Runs the demo; exits 0 if the result is correct and the books held, 1 otherwise, 2 on usage. */
+  /**
+   * Runs the demo; exits 0 if the result is correct and the books held, 1 otherwise, 2 on usage.
+   */
   public static void main(String[] args) throws IOException {
     DemoConfig cfg;
     try {
@@ -98,9 +100,9 @@ public final class SortDemo {
   }
 
   /**
-   * Runs the demo in this JVM: loads the library, starts a local SparkSession with the plugin,
-   * runs the warm-up and the measured job, prints the report to {@code out} and writes the files.
-   * The library must not have been loaded from another file in this JVM.
+   * Runs the demo in this JVM: loads the library, starts a local SparkSession with the plugin, runs
+   * the warm-up and the measured job, prints the report to {@code out} and writes the files. The
+   * library must not have been loaded from another file in this JVM.
    */
   public static Result run(DemoConfig cfg, PrintStream out) throws IOException {
     Path dir = Path.of(cfg.outDir);
@@ -124,12 +126,16 @@ public final class SortDemo {
             .config(NativePoolConf.LIBRARY.key(), cfg.library)
             .config(NativePoolConf.POOL.key(), cfg.pool.configName())
             .config(NativePoolConf.CHUNK_SIZE.key(), Long.toString(cfg.chunk))
-            .config(NativePoolConf.POOL_SIZE.key(), Long.toString(cfg.poolSize > 0 ? cfg.poolSize : cfg.budget))
+            .config(
+                NativePoolConf.POOL_SIZE.key(),
+                Long.toString(cfg.poolSize > 0 ? cfg.poolSize : cfg.budget))
             .config(NativePoolConf.GUARD_ENABLED.key(), cfg.guard)
             .config("spark.memory.offHeap.enabled", "true")
             .config("spark.memory.offHeap.size", Long.toString(cfg.budget))
             .config("spark.unsafe.exceptionOnMemoryLeak", "true")
-            .config("spark.ui.enabled", "false")
+            // Off unless the JVM says otherwise: bench/watch-cost.sh scrapes the UI's Prometheus
+            // endpoints (-Dspark.ui.enabled=true, with the metrics settings as -D too).
+            .config("spark.ui.enabled", System.getProperty("spark.ui.enabled", "false"))
             .config("spark.sql.shuffle.partitions", Integer.toString(cfg.threads))
             .config("spark.sql.adaptive.enabled", "false")
             // Spark merges all of a task's aggregation spill files at once, with a reader per
@@ -183,6 +189,8 @@ public final class SortDemo {
         executorLedger.readNow();
         executorLedger.resetPeaks();
       }
+      long statsCalls0 = Natives.processStatsCalls();
+      long arrowStatsCalls0 = Natives.processArrowStatsCalls();
       long t0 = System.nanoTime();
       long t0Millis = System.currentTimeMillis();
       Job job;
@@ -197,13 +205,19 @@ public final class SortDemo {
                 sampleBefore[SortBridge.SAMPLE_GO_RUNTIME],
                 cgroup,
                 burst::held,
-                dir.resolve("samples.csv"));
+                dir.resolve("samples.csv"),
+                cfg.sampling ? MemorySampler.PERIOD_MS : Long.MAX_VALUE);
       } catch (IOException | RuntimeException e) {
         burst.close();
         throw e;
       }
       try {
-        ledger = LedgerSampler.start(executorLedger, t0, dir.resolve("ledger.csv"));
+        ledger =
+            LedgerSampler.start(
+                executorLedger,
+                t0,
+                dir.resolve("ledger.csv"),
+                cfg.sampling ? LedgerSampler.PERIOD_MS : Long.MAX_VALUE);
       } catch (IOException | RuntimeException e) {
         sampler.close();
         burst.close();
@@ -226,6 +240,10 @@ public final class SortDemo {
         }
       }
       long elapsedMs = (System.nanoTime() - t0) / 1_000_000;
+      // The stats natives' calls in the measured run: the plugin's polls, and the demo's samplers'
+      // (two each with --sampling off).
+      r.put("processStatsCalls", Natives.processStatsCalls() - statsCalls0);
+      r.put("processArrowStatsCalls", Natives.processArrowStatsCalls() - arrowStatsCalls0);
       ProcessStats after = Natives.processStats();
       long[] sampleAfter = SortBridge.sample();
       Peaks peaks =
@@ -241,8 +259,36 @@ public final class SortDemo {
               directBaseline);
 
       report(
-          r, cfg, job, metrics, sampler, before, after, sampleBefore, sampleAfter, baseline,
-          goLoadRss, goRuntimeAtLoad, elapsedMs, peaks, ledger, executorLedger, burst, episodes);
+          r,
+          cfg,
+          job,
+          metrics,
+          sampler,
+          before,
+          after,
+          sampleBefore,
+          sampleAfter,
+          baseline,
+          goLoadRss,
+          goRuntimeAtLoad,
+          elapsedMs,
+          peaks,
+          ledger,
+          executorLedger,
+          burst,
+          episodes);
+      if (cfg.idleSeconds > 0) {
+        out.printf(
+            Locale.ROOT,
+            "sortdemo: idle for %d s (--idle), the SparkSession up%n",
+            cfg.idleSeconds);
+        out.flush();
+        try {
+          Thread.sleep(cfg.idleSeconds * 1000);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
     } finally {
       spark.stop();
     }
@@ -287,7 +333,8 @@ public final class SortDemo {
     CollectionAccumulator<TaskOutcome> acc =
         spark.sparkContext().collectionAccumulator("nativesort outcomes");
     Dataset<Long> ids = spark.range(0, cfg.rows, 1, cfg.partitions);
-    Dataset<Row> rows = ids.mapPartitions(new SortTask(cfg, acc), Encoders.row(SortTask.ROW_SCHEMA));
+    Dataset<Row> rows =
+        ids.mapPartitions(new SortTask(cfg, acc), Encoders.row(SortTask.ROW_SCHEMA));
     if (cfg.sortOnly()) {
       // The sorted rows were checked by SortTask's iterator (order, fingerprint); drop them.
       rows.foreachPartition((ForeachPartitionFunction<Row>) SortDemo::drain);
@@ -322,9 +369,16 @@ public final class SortDemo {
     long rowsIn = 0;
     for (TaskOutcome t : tasks) {
       if (!t.correct()) {
-        return "task " + t.taskAttemptId + " (partition " + t.partition + "): "
+        return "task "
+            + t.taskAttemptId
+            + " (partition "
+            + t.partition
+            + "): "
             + (t.out.disorder() > 0 ? t.out.disorder() + " rows out of order; " : "")
-            + "generated " + t.in + ", sorted " + t.out;
+            + "generated "
+            + t.in
+            + ", sorted "
+            + t.out;
       }
       rowsIn += t.in.rows();
     }
@@ -346,7 +400,10 @@ public final class SortDemo {
         || sorted.getLong(1) != cfg.rows
         || gen.getLong(2) != sorted.getLong(2)
         || gen.getLong(3) != sorted.getLong(3)) {
-      return "Spark's aggregation of the generated rows " + gen + " differs from the sorted " + sorted;
+      return "Spark's aggregation of the generated rows "
+          + gen
+          + " differs from the sorted "
+          + sorted;
     }
     return null;
   }
@@ -398,8 +455,14 @@ public final class SortDemo {
     // Native figures summed over the sort tasks.
     long rowsIn = 0, rowsOut = 0, self = 0, requested = 0, requests = 0, spilledBytes = 0;
     long runs = 0, batchesIn = 0, batchesOut = 0, peakSorterReserved = 0, peakAllocated = 0;
+    long peakSlack = 0;
     long maxFanIn = 0, mergeLevels = 0;
-    long poolPeak = 0, acquires = 0, releases = 0, reclaims = 0, reclaimedBytes = 0, shortGrants = 0;
+    long poolPeak = 0,
+        acquires = 0,
+        releases = 0,
+        reclaims = 0,
+        reclaimedBytes = 0,
+        shortGrants = 0;
     // Spark's figures of the same tasks, and of the whole job.
     long sparkMemSpilled = 0, sparkDiskSpilled = 0, sparkSpillingTasks = 0, peakTaskOffHeap = 0;
     for (TaskOutcome t : job.tasks) {
@@ -416,6 +479,7 @@ public final class SortDemo {
       batchesIn += s[SortStat.BATCHES_IN.ordinal()];
       batchesOut += s[SortStat.BATCHES_OUT.ordinal()];
       peakSorterReserved = Math.max(peakSorterReserved, s[SortStat.PEAK_RESERVED.ordinal()]);
+      peakSlack = Math.max(peakSlack, s[SortStat.PEAK_SLACK.ordinal()]);
       peakAllocated = Math.max(peakAllocated, s[SortStat.PEAK_ALLOCATED.ordinal()]);
       long[] p = t.pool;
       poolPeak = Math.max(poolPeak, p[PoolStat.PEAK.ordinal()]);
@@ -438,12 +502,14 @@ public final class SortDemo {
     }
     long checks = sampleAfter[SortBridge.SAMPLE_CHECKS] - sampleBefore[SortBridge.SAMPLE_CHECKS];
     long violations =
-        sampleAfter[SortBridge.SAMPLE_VIOLATIONS] - sampleBefore[SortBridge.SAMPLE_VIOLATIONS]
+        sampleAfter[SortBridge.SAMPLE_VIOLATIONS]
+            - sampleBefore[SortBridge.SAMPLE_VIOLATIONS]
             + smp.sumViolations.get();
     long leaks = after.leaks() - before.leaks();
     long upcalls = after.upstreamCalls() - before.upstreamCalls();
     long growth = smp.peakRss.get() - baseline;
-    long goGrowth = Math.max(0, smp.peakGoRuntime.get() - sampleBefore[SortBridge.SAMPLE_GO_RUNTIME]);
+    long goGrowth =
+        Math.max(0, smp.peakGoRuntime.get() - sampleBefore[SortBridge.SAMPLE_GO_RUNTIME]);
     long sparkPeak = smp.peakSparkOffHeap.get();
     double ratio = sparkPeak > 0 ? (double) growth / sparkPeak : Double.NaN;
     double ratioNet = sparkPeak > 0 ? (double) (growth - goGrowth) / sparkPeak : Double.NaN;
@@ -452,7 +518,8 @@ public final class SortDemo {
     String mallocEnv = mallocEnvironment();
     // The true peak (VmHWM, kept by the kernel) against what was reserved plus the baseline.
     long goPeakGrowth =
-        Math.max(0, sampleAfter[SortBridge.SAMPLE_GO_PEAK] - sampleBefore[SortBridge.SAMPLE_GO_RUNTIME]);
+        Math.max(
+            0, sampleAfter[SortBridge.SAMPLE_GO_PEAK] - sampleBefore[SortBridge.SAMPLE_GO_RUNTIME]);
     // The kernel raises VmHWM when it unmaps memory, not when memory goes back by madvise (as
     // the JVM's GC and the Go runtime return it), so a peak followed by such a drop can be missed:
     // the true peak is the larger of VmHWM and the highest sample.
@@ -490,6 +557,7 @@ public final class SortDemo {
     r.put("peakNativeHeld", smp.peakNativeHeld.get());
     r.put("peakTaskPoolReserved", poolPeak);
     r.put("peakSorterReserved", peakSorterReserved);
+    r.put("peakSorterSlack", peakSlack);
     r.put("peakAllocated", peakAllocated);
     r.put("peakAllocatedSampled", smp.peakAllocated.get());
     r.put("baselineRss", baseline);
@@ -541,114 +609,253 @@ public final class SortDemo {
     b.append(
         String.format(
             Locale.ROOT,
-            "%nnativepool Spark demo%s: %,d rows, %d tasks on local[%d], pool %s, off-heap budget %s,"
-                + " chunk %s, %s%n",
+            "%nnativepool Spark demo%s: %,d rows, %d tasks on local[%d], pool %s, off-heap budget"
+                + " %s, chunk %s, %s%n",
             cfg.sortOnly() ? " (sort only)" : "",
             cfg.rows,
             cfg.partitions,
             cfg.threads,
             cfg.pool == PoolKind.FAIR_UNIFIED
-                ? cfg.pool + " (" + size(cfg.poolSize > 0 ? cfg.poolSize : cfg.budget) + " per task)"
+                ? cfg.pool
+                    + " ("
+                    + size(cfg.poolSize > 0 ? cfg.poolSize : cfg.budget)
+                    + " per task)"
                 : cfg.pool,
             size(cfg.budget),
             size(cfg.chunk),
-            cfg.sortOnly() ? "no Spark aggregation" : String.format(Locale.ROOT, "%,d groups", cfg.groups)));
-    line(b, "correctness", job.correct()
-        ? (cfg.sortOnly()
-            ? "OK (every task's rows sorted and complete)"
-            : "OK (every task's rows sorted and complete; Spark's totals of generated and sorted rows agree)")
-        : "FAIL: " + job.problem);
-    line(b, "rows", String.format(Locale.ROOT, "%,d in, %,d out (%,d + %,d Arrow batches over C Data)",
-        rowsIn, rowsOut, batchesIn, batchesOut));
-    line(b, "native spills", String.format(Locale.ROOT,
-        "%d self-initiated, %d Spark-requested (%d requests); %d run files, %s written;"
-            + " merge fan-in ≤ %d (what the pool granted), %d level%s",
-        self, requested, requests, runs, size(spilledBytes), maxFanIn, mergeLevels,
-        mergeLevels == 1 ? "" : "s"));
-    line(b, "Spark → native", String.format(Locale.ROOT,
-        "%d spill calls on the native consumer released %s to Spark", reclaims, size(reclaimedBytes)));
-    line(b, "Spark spills", String.format(Locale.ROOT,
-        "%s (memory) / %s (disk) in %d of %d sort tasks", size(sparkMemSpilled), size(sparkDiskSpilled),
-        sparkSpillingTasks, job.tasks.size()));
-    line(b, "peak reserved", String.format(Locale.ROOT,
-        "%s off-heap as Spark sees it (process, sampled; max task peakOffHeapExecutionMemory %s);"
-            + " native pools %s (held from Spark %s), sorter %s",
-        size(sparkPeak), size(peakTaskOffHeap), size(smp.peakNativeReserved.get()),
-        size(smp.peakNativeHeld.get()), size(peakSorterReserved)));
-    line(b, "peak allocated", String.format(Locale.ROOT,
-        "%s native (exact, per sorter; %s summed over sorters, sampled)", size(peakAllocated),
-        size(smp.peakAllocated.get())));
-    line(b, "allocated ≤ reserved", String.format(Locale.ROOT,
-        "%s: %,d checks (after every native call and at every %d ms sample), %d violations",
-        violations == 0 ? "held" : "VIOLATED", checks, MemorySampler.PERIOD_MS, violations));
-    line(b, "baselines", String.format(Locale.ROOT,
-        "idle %s (Spark started, library loaded, no job); %s %s (the baseline below)",
-        mib(peaks.idleRss()), mib(baseline),
-        cfg.warmupRows > 0
-            ? "after a warm-up run"
-            : "before the first job (no warm-up: JIT and class loading count as growth)"));
-    String peakText = String.format(Locale.ROOT,
-        "%s %s = baseline + %s (%.2f × the %s reserved)%s",
-        truePeak > peaks.hwm() ? "highest sample (above VmHWM " + mib(peaks.hwm()) + ")" : "VmHWM",
-        mib(truePeak), size(hwmGrowth), hwmRatio, size(sparkPeak),
-        peaks.hwmReset() ? "" : "; VmHWM could not be reset: it is the process's lifetime peak");
+            cfg.sortOnly()
+                ? "no Spark aggregation"
+                : String.format(Locale.ROOT, "%,d groups", cfg.groups)));
+    line(
+        b,
+        "correctness",
+        job.correct()
+            ? (cfg.sortOnly()
+                ? "OK (every task's rows sorted and complete)"
+                : "OK (every task's rows sorted and complete; Spark's totals of generated and"
+                    + " sorted rows agree)")
+            : "FAIL: " + job.problem);
+    line(
+        b,
+        "rows",
+        String.format(
+            Locale.ROOT,
+            "%,d in, %,d out (%,d + %,d Arrow batches over C Data)",
+            rowsIn,
+            rowsOut,
+            batchesIn,
+            batchesOut));
+    line(
+        b,
+        "native spills",
+        String.format(
+            Locale.ROOT,
+            "%d self-initiated, %d Spark-requested (%d requests); %d run files, %s written;"
+                + " merge fan-in ≤ %d (what the pool granted), %d level%s",
+            self,
+            requested,
+            requests,
+            runs,
+            size(spilledBytes),
+            maxFanIn,
+            mergeLevels,
+            mergeLevels == 1 ? "" : "s"));
+    line(
+        b,
+        "Spark → native",
+        String.format(
+            Locale.ROOT,
+            "%d spill calls on the native consumer released %s to Spark",
+            reclaims,
+            size(reclaimedBytes)));
+    line(
+        b,
+        "Spark spills",
+        String.format(
+            Locale.ROOT,
+            "%s (memory) / %s (disk) in %d of %d sort tasks",
+            size(sparkMemSpilled),
+            size(sparkDiskSpilled),
+            sparkSpillingTasks,
+            job.tasks.size()));
+    line(
+        b,
+        "peak reserved",
+        String.format(
+            Locale.ROOT,
+            "%s off-heap as Spark sees it (process, sampled; max task peakOffHeapExecutionMemory"
+                + " %s); native pools %s (held from Spark %s), sorter %s (its chunks' account's"
+                + " slack at most %s of it)",
+            size(sparkPeak),
+            size(peakTaskOffHeap),
+            size(smp.peakNativeReserved.get()),
+            size(smp.peakNativeHeld.get()),
+            size(peakSorterReserved),
+            size(peakSlack)));
+    line(
+        b,
+        "peak allocated",
+        String.format(
+            Locale.ROOT,
+            "%s native (per sorter; %s summed over sorters, sampled)",
+            size(peakAllocated),
+            size(smp.peakAllocated.get())));
+    line(
+        b,
+        "allocated ≤ reserved",
+        String.format(
+            Locale.ROOT,
+            "%s: %,d checks (after every native call and at every %d ms sample), %d violations",
+            violations == 0 ? "held" : "VIOLATED",
+            checks,
+            MemorySampler.PERIOD_MS,
+            violations));
+    line(
+        b,
+        "baselines",
+        String.format(
+            Locale.ROOT,
+            "idle %s (Spark started, library loaded, no job); %s %s (the baseline below)",
+            mib(peaks.idleRss()),
+            mib(baseline),
+            cfg.warmupRows > 0
+                ? "after a warm-up run"
+                : "before the first job (no warm-up: JIT and class loading count as growth)"));
+    String peakText =
+        String.format(
+            Locale.ROOT,
+            "%s %s = baseline + %s (%.2f × the %s reserved)%s",
+            truePeak > peaks.hwm()
+                ? "highest sample (above VmHWM " + mib(peaks.hwm()) + ")"
+                : "VmHWM",
+            mib(truePeak),
+            size(hwmGrowth),
+            hwmRatio,
+            size(sparkPeak),
+            peaks.hwmReset()
+                ? ""
+                : "; VmHWM could not be reset: it is the process's lifetime peak");
     if (over > 0) {
-      line(b, "true peak", red(peakText + String.format(Locale.ROOT,
-          "; EXCEEDS reserved + baseline by %s (Go runtime %s, JVM untracked ≥ %s)",
-          size(over), size(goPeakGrowth), size(untrackedBound))));
+      line(
+          b,
+          "true peak",
+          red(
+              peakText
+                  + String.format(
+                      Locale.ROOT,
+                      "; EXCEEDS reserved + baseline by %s (Go runtime %s, JVM untracked ≥ %s)",
+                      size(over),
+                      size(goPeakGrowth),
+                      size(untrackedBound))));
     } else {
       line(b, "true peak", peakText + "; within reserved + baseline");
     }
     TruePeaks.Cgroup c = peaks.cgroup();
     int procs = c == null ? 0 : c.processes();
     if (c != null && procs != 1) {
-      line(b, "cgroup peak", String.format(Locale.ROOT,
-          "not reported: the JVM's memory cgroup %s holds %d processes (DEMO_CGROUP puts the JVM in"
-              + " one of its own)", c.path(), procs));
+      line(
+          b,
+          "cgroup peak",
+          String.format(
+              Locale.ROOT,
+              "not reported: the JVM's memory cgroup %s holds %d processes (DEMO_CGROUP puts the"
+                  + " JVM in one of its own)",
+              c.path(),
+              procs));
     } else if (c != null) {
-      line(b, "cgroup peak", String.format(Locale.ROOT,
-          "%s (v%d %s, %s, %s): peak %s%s, %s at the baseline (page cache included);"
-              + " anonymous %s at the baseline, peak %s (sampled)",
-          c.path(), c.v2() ? 2 : 1, c.v2() ? "memory.peak" : "memory.max_usage_in_bytes",
-          c.limit() < 0 ? "no limit" : "limit " + mib(c.limit()),
-          peaks.cgroupReset() ? "peak reset at the baseline" : "peak since the cgroup was made",
-          mib(peaks.cgroupPeak()),
-          peaks.cgroupPeak() > peaks.cgroupBaseline()
-              ? String.format(Locale.ROOT, " (+%s)", mib(peaks.cgroupPeak() - peaks.cgroupBaseline()))
-              : "",
-          mib(peaks.cgroupBaseline()), mib(peaks.cgroupAnonBaseline()),
-          mib(smp.peakCgroupAnon.get())));
+      line(
+          b,
+          "cgroup peak",
+          String.format(
+              Locale.ROOT,
+              "%s (v%d %s, %s, %s): peak %s%s, %s at the baseline (page cache included);"
+                  + " anonymous %s at the baseline, peak %s (sampled)",
+              c.path(),
+              c.v2() ? 2 : 1,
+              c.v2() ? "memory.peak" : "memory.max_usage_in_bytes",
+              c.limit() < 0 ? "no limit" : "limit " + mib(c.limit()),
+              peaks.cgroupReset() ? "peak reset at the baseline" : "peak since the cgroup was made",
+              mib(peaks.cgroupPeak()),
+              peaks.cgroupPeak() > peaks.cgroupBaseline()
+                  ? String.format(
+                      Locale.ROOT, " (+%s)", mib(peaks.cgroupPeak() - peaks.cgroupBaseline()))
+                  : "",
+              mib(peaks.cgroupBaseline()),
+              mib(peaks.cgroupAnonBaseline()),
+              mib(smp.peakCgroupAnon.get())));
     }
-    line(b, "Go runtime", String.format(Locale.ROOT,
-        "%s RSS to load the library and make one native call (%s mapped); peak %s (runtime/metrics,"
-            + " read after every native call), %s over the baseline; %s mapped in all",
-        size(goLoadRss), size(goRuntimeAtLoad), size(sampleAfter[SortBridge.SAMPLE_GO_PEAK]),
-        size(goPeakGrowth), size(sampleAfter[SortBridge.SAMPLE_GO_MAPPED])));
-    line(b, "JVM untracked", String.format(Locale.ROOT,
-        "≥ %s at the true peak (VmHWM growth − reserved − Go runtime growth), %s at the worst"
-            + " %d ms sample: memory outside Spark's books and the native side's (which are exact,"
-            + " above) — the JVM's own (Spark's spill-file readers: 1 MiB each, README \"Scale\")"
-            + " and freed memory the C allocator keeps (%s more of it than at the start, at that"
-            + " sample; mallinfo2); java.nio direct pool %s → %s",
-        size(untrackedBound), size(untrackedSampled), MemorySampler.PERIOD_MS,
-        size(smp.mallocRetainedAtUntrackedPeak), size(directBaseline), size(smp.peakDirect.get())));
-    line(b, "peak RSS growth", String.format(Locale.ROOT,
-        "%s sampled every %d ms (the true peak is VmHWM); glibc %s", size(growth),
-        MemorySampler.PERIOD_MS,
-        mallocEnv.isEmpty()
-            ? "as the library set it (no MALLOC_* variable in the environment)"
-            : red("tuned by the environment: " + mallocEnv)));
-    line(b, "RSS growth ÷ reserved", String.format(Locale.ROOT,
-        "%.2f sampled (%.2f without the Go runtime's growth); %s true (VmHWM)",
-        ratio, ratioNet, over > 0 ? red(String.format(Locale.ROOT, "%.2f", hwmRatio))
-            : String.format(Locale.ROOT, "%.2f", hwmRatio)));
-    line(b, "JNI upcalls", String.format(Locale.ROOT,
-        "%,d acquire/release (%,d + %,d in the sort tasks, %d short grants), leaks %d", upcalls,
-        acquires, releases, shortGrants, leaks));
-    line(b, "elapsed", String.format(Locale.ROOT, "%.1f s (%d samples in %s)", elapsedMs / 1000.0,
-        smp.samples.get(), Path.of(cfg.outDir, "samples.csv")));
-    LedgerReport.add(
-        r, b, ledger, executorLedger, Path.of(cfg.outDir, "ledger.csv").toString());
+    line(
+        b,
+        "Go runtime",
+        String.format(
+            Locale.ROOT,
+            "%s RSS to load the library and make one native call (%s mapped); peak %s"
+                + " (runtime/metrics, read after every native call), %s over the baseline; %s"
+                + " mapped in all",
+            size(goLoadRss),
+            size(goRuntimeAtLoad),
+            size(sampleAfter[SortBridge.SAMPLE_GO_PEAK]),
+            size(goPeakGrowth),
+            size(sampleAfter[SortBridge.SAMPLE_GO_MAPPED])));
+    line(
+        b,
+        "JVM untracked",
+        String.format(
+            Locale.ROOT,
+            "≥ %s at the true peak (VmHWM growth − reserved − Go runtime growth), %s at the worst"
+                + " %d ms sample: memory outside Spark's books and the native side's (which are"
+                + " exact, above) — the JVM's own (Spark's spill-file readers: 1 MiB each, README"
+                + " \"Scale\") and freed memory the C allocator keeps (%s more of it than at the"
+                + " start, at that sample; mallinfo2); java.nio direct pool %s → %s",
+            size(untrackedBound),
+            size(untrackedSampled),
+            MemorySampler.PERIOD_MS,
+            size(smp.mallocRetainedAtUntrackedPeak),
+            size(directBaseline),
+            size(smp.peakDirect.get())));
+    line(
+        b,
+        "peak RSS growth",
+        String.format(
+            Locale.ROOT,
+            "%s sampled every %d ms (the true peak is VmHWM); glibc %s",
+            size(growth),
+            MemorySampler.PERIOD_MS,
+            mallocEnv.isEmpty()
+                ? "as the library set it (no MALLOC_* variable in the environment)"
+                : red("tuned by the environment: " + mallocEnv)));
+    line(
+        b,
+        "RSS growth ÷ reserved",
+        String.format(
+            Locale.ROOT,
+            "%.2f sampled (%.2f without the Go runtime's growth); %s true (VmHWM)",
+            ratio,
+            ratioNet,
+            over > 0
+                ? red(String.format(Locale.ROOT, "%.2f", hwmRatio))
+                : String.format(Locale.ROOT, "%.2f", hwmRatio)));
+    line(
+        b,
+        "JNI upcalls",
+        String.format(
+            Locale.ROOT,
+            "%,d acquire/release (%,d + %,d in the sort tasks, %d short grants), leaks %d",
+            upcalls,
+            acquires,
+            releases,
+            shortGrants,
+            leaks));
+    line(
+        b,
+        "elapsed",
+        String.format(
+            Locale.ROOT,
+            "%.1f s (%d samples in %s)",
+            elapsedMs / 1000.0,
+            smp.samples.get(),
+            Path.of(cfg.outDir, "samples.csv")));
+    LedgerReport.add(r, b, ledger, executorLedger, Path.of(cfg.outDir, "ledger.csv").toString());
     GuardReport.add(r, b, cfg.burst, burst, before, after, episodes, smp.peakBallast.get());
     b.append(ok ? "result: OK\n" : "result: FAIL\n");
     r.put("text", b.toString());
@@ -673,7 +880,12 @@ public final class SortDemo {
     System.getenv().entrySet().stream()
         .filter(e -> e.getKey().startsWith("MALLOC_") || e.getKey().equals("GLIBC_TUNABLES"))
         .sorted(Map.Entry.comparingByKey())
-        .forEach(e -> b.append(b.length() > 0 ? ", " : "").append(e.getKey()).append('=').append(e.getValue()));
+        .forEach(
+            e ->
+                b.append(b.length() > 0 ? ", " : "")
+                    .append(e.getKey())
+                    .append('=')
+                    .append(e.getValue()));
     return b.toString();
   }
 

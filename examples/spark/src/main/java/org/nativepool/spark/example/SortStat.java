@@ -1,12 +1,10 @@
 package org.nativepool.spark.example;
 
-
-
 /**
  * The figures of one sorter ({@code stats0}, {@link SortStats}); the ordinal is the index. The
- * declaration is the Go table {@code sortStatFields} in {@code examples/spark/native/sorts.go};
- * the Go test {@code TestSortStatFieldsMatchJavaEnum} checks these constants, in order, against
- * it. Add a figure there first.
+ * declaration is the Go table {@code sortStatFields} in {@code examples/spark/native/sorts.go}; the
+ * Go test {@code TestSortStatFieldsMatchJavaEnum} checks these constants, in order, against it. Add
+ * a figure there first.
  */
 public enum SortStat {
   /** Rows pushed. */
@@ -31,13 +29,13 @@ public enum SortStat {
   MAX_FAN_IN,
   /** Depth of the merge tree, ceil(log_fanin(runs)). */
   MERGE_LEVELS,
-  /** The sorter's reservation now. */
+  /** The sorter's reservations now (its chunks' account's slack included). */
   RESERVED,
   /** High-water mark of {@link #RESERVED}. */
   PEAK_RESERVED,
-  /** Bytes in live buffers of the sorter's Go allocator. */
+  /** Bytes in live buffers of the sorter's Go allocators. */
   ALLOCATED,
-  /** High-water mark of allocated, exact. */
+  /** High-water mark of allocated, sampled with {@link #PEAK_RESERVED}'s. */
   PEAK_ALLOCATED,
   /** Allocated ≤ reserved checks made. */
   CHECKS,
@@ -46,5 +44,10 @@ public enum SortStat {
   /** Batches imported from Java. */
   BATCHES_IN,
   /** Batches exported to Java. */
-  BATCHES_OUT;
+  BATCHES_OUT,
+  /**
+   * High-water mark of the chunks' account's slack: reserved (in {@link #RESERVED} and the pool's
+   * figures), in no buffer.
+   */
+  PEAK_SLACK;
 }
