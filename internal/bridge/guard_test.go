@@ -90,10 +90,25 @@ func TestGuardSpillsTheLargestPoolIntoBallastUntilTheHeadroomIsBack(t *testing.T
 	require.NoError(t, b.TryGrow(r1, 4*mib))
 	assert.Len(t, up1.Asks(), asks, "spent from the ballast")
 
+	// Growth its consumer can do without is not made to wait: short of
+	// headroom, its borrow is refused at once, the reservation unchanged,
+	// and the process stats count it.
+	rh2, err := b.reservation(r2)
+	require.NoError(t, err)
+	asks = len(up2.Asks())
+	err = rh2.r.WithoutWaiting(func() error { return rh2.r.TryGrow(32 * mib) })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the pod guard keeps")
+	size2, _ = b.Size(r2)
+	assert.Equal(t, int64(24*mib), size2)
+	assert.Len(t, up2.Asks(), asks, "Spark was not asked")
+
 	st := b.ProcessStats()
 	assert.Equal(t, int64(1), st.Guard.Episodes)
 	assert.Equal(t, int64(2), st.Guard.AdmissionWaits)
 	assert.Equal(t, int64(2), st.Guard.AdmittedShort)
+	assert.Equal(t, int64(1), st.Guard.RefusedNow)
+	assert.Equal(t, int64(1), st.Array()[PStatGuardRefusedNow])
 	assert.Equal(t, int64(60*mib), st.Ballast)
 	assert.Equal(t, int64(10*mib), st.Guard.Headroom)
 

@@ -170,6 +170,7 @@ const (
 	PStatGuardWaits
 	PStatGuardAdmittedShort
 	PStatGuardWakes
+	PStatGuardRefusedNow
 	PStatCount // length of the array
 )
 
@@ -219,6 +220,7 @@ var processStatFields = [PStatCount]statField[ProcessStats]{
 	PStatGuardWaits:          {"GUARD_WAITS", "guardWaits", "Native borrows that waited for the guard to make room (they would have eaten into the reserve), cumulative.", func(s ProcessStats) int64 { return s.Guard.AdmissionWaits }},
 	PStatGuardAdmittedShort:  {"GUARD_ADMITTED_SHORT", "guardAdmittedShort", "Of those, the borrows admitted when their wait ran out with the reserve still short (nothing native was left to give in time), cumulative.", func(s ProcessStats) int64 { return s.Guard.AdmittedShort }},
 	PStatGuardWakes:          {"GUARD_WAKES", "guardWakes", "Times the kernel's memory notifications woke the guard before its next sample, cumulative.", func(s ProcessStats) int64 { return s.Guard.Wakes }},
+	PStatGuardRefusedNow:     {"GUARD_REFUSED_NOW", "guardRefusedNow", "Native borrows for growth a consumer can do without (pool.Reservation.WithoutWaiting, e.g. a merge's extra runs) the guard refused at once for want of room instead of making them wait, cumulative.", func(s ProcessStats) int64 { return s.Guard.RefusedNow }},
 }
 
 // poolStatsArray lays out a unified pool's snapshot as poolStats0 returns it.

@@ -188,7 +188,7 @@ public class Smoke {
     Natives.configureRuntime0(128 << 10, 256L << 20, 0);
 
     long[] ps = Natives.processStats0();
-    check(ps.length == 41 && ps[0] == 1, "processStats " + Arrays.toString(ps));
+    check(ps.length == 42 && ps[0] == 1, "processStats " + Arrays.toString(ps));
     check(ps[29] == -1 && ps[32] == 0, "no pod guard yet: GUARD_LIMIT -1, GUARD_RESERVE 0: " + Arrays.toString(ps));
     check(ps[21] >= 0, "MALLOC_RETAINED (mallinfo2 on glibc, index 21): " + ps[21]);
     boolean userEnv = System.getenv("MALLOC_MMAP_THRESHOLD_") != null;

@@ -149,7 +149,13 @@ public enum ProcessStat {
    */
   GUARD_ADMITTED_SHORT("guardAdmittedShort"),
   /** Times the kernel's memory notifications woke the guard before its next sample, cumulative. */
-  GUARD_WAKES("guardWakes");
+  GUARD_WAKES("guardWakes"),
+  /**
+   * Native borrows for growth a consumer can do without (pool.Reservation.WithoutWaiting, e.g. a
+   * merge's extra runs) the guard refused at once for want of room instead of making them wait,
+   * cumulative.
+   */
+  GUARD_REFUSED_NOW("guardRefusedNow");
 
   private final String gaugeName;
 

@@ -52,7 +52,8 @@ class StatsTest {
             + " goStacks=25, goGcMeta=26, goOther=27, leakedResident=28, spillReentries=29,"
             + " guardLimit=30, guardUnreclaimable=31, guardHeadroom=32, guardReserve=33,"
             + " guardBallast=34, guardEpisodes=35, guardSpilledBytes=36, guardReleasedBytes=37,"
-            + " guardReactionMicros=38, guardWaits=39, guardAdmittedShort=40, guardWakes=41)",
+            + " guardReactionMicros=38, guardWaits=39, guardAdmittedShort=40, guardWakes=41,"
+            + " guardRefusedNow=42)",
         new ProcessStats(allProcessFigures()).toString());
   }
 

@@ -18,8 +18,10 @@ import org.nativepool.spark.jni.ProcessStats;
  *   <li>{@code guard.limit} (-1: no limit kept), {@code guard.reserve}, {@code guard.episodes},
  *       {@code guard.spilled}, {@code guard.reactionMicrosMax}, {@code guard.recoveryMicrosMax}
  *       (-1: no episode), {@code guard.waits} (borrows that waited for room), {@code
- *       guard.admittedShort} (admitted when the wait ran out), {@code guard.released}, {@code
- *       guard.ballastPeak}, {@code guard.nothingLeft} (episodes that found nothing native to give).
+ *       guard.admittedShort} (admitted when the wait ran out), {@code guard.refusedNow} (borrows
+ *       for growth a consumer can do without, refused at once for want of room), {@code
+ *       guard.released}, {@code guard.ballastPeak}, {@code guard.nothingLeft} (episodes that found
+ *       nothing native to give).
  * </ul>
  */
 final class GuardReport {
@@ -68,6 +70,8 @@ final class GuardReport {
     long waits = after.get(ProcessStat.GUARD_WAITS) - before.get(ProcessStat.GUARD_WAITS);
     long short_ =
         after.get(ProcessStat.GUARD_ADMITTED_SHORT) - before.get(ProcessStat.GUARD_ADMITTED_SHORT);
+    long refusedNow =
+        after.get(ProcessStat.GUARD_REFUSED_NOW) - before.get(ProcessStat.GUARD_REFUSED_NOW);
     long released =
         after.get(ProcessStat.GUARD_RELEASED_BYTES) - before.get(ProcessStat.GUARD_RELEASED_BYTES);
     long spilled = 0, reactionMax = -1, recoveryMax = -1, nothingLeft = 0;
@@ -85,6 +89,7 @@ final class GuardReport {
     r.put("guard.recoveryMicrosMax", recoveryMax);
     r.put("guard.waits", waits);
     r.put("guard.admittedShort", short_);
+    r.put("guard.refusedNow", refusedNow);
     r.put("guard.released", released);
     r.put("guard.ballastPeak", ballastPeak);
     r.put("guard.nothingLeft", nothingLeft);
@@ -102,7 +107,8 @@ final class GuardReport {
         String.format(
             Locale.ROOT,
             "keeps %s free under the %s limit: %d episode%s in the run, %s spilled into ballast"
-                + " (peak %s, %s back to Spark); %d borrow%s waited for room (%d admitted short)",
+                + " (peak %s, %s back to Spark); %d borrow%s waited for room (%d admitted short),"
+                + " %d it could do without refused at once",
             SortDemo.size(reserve),
             SortDemo.mib(limit),
             episodes.size(),
@@ -112,7 +118,8 @@ final class GuardReport {
             SortDemo.size(released),
             waits,
             waits == 1 ? "" : "s",
-            short_));
+            short_,
+            refusedNow));
     for (GuardEpisode e : episodes) {
       StringBuilder who = new StringBuilder();
       for (GuardEpisode.Spill s : e.spills()) {
