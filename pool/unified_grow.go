@@ -231,13 +231,14 @@ func (p *unifiedPool) TryGrow(r *Reservation, n int64) error {
 		}
 		return nil
 	}
-	return p.tryGrowSlow(e, n, r.optional.Load() > 0)
+	return p.tryGrowSlow(e, n, p.admitNow != nil && r.optional.Load() > 0)
 }
 
 // tryGrowSlow borrows what slack does not cover of TryGrow's n bytes for e;
-// optional marks a grow inside Reservation.WithoutWaiting, which the
-// admission answers at once. It is called with p.mu held and returns with
-// it released. A panic in Acquire rolls the request back before it goes on.
+// optional marks a grow inside Reservation.WithoutWaiting of a pool with an
+// ImmediateAdmission, which answers it at once. It is called with p.mu held
+// and returns with it released. A panic in Acquire rolls the request back
+// before it goes on.
 func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64, optional bool) error {
 	// slack < n, so overcommit may be > 0 (slack is 0 then): ask for it
 	// too. Only the bytes of this request are pending; the debt stays
@@ -273,7 +274,7 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64, optional bool) erro
 	// room; a refusal fails the TryGrow as upstream's would).
 	var refused error
 	switch {
-	case optional && p.admitNow != nil:
+	case optional:
 		refused = p.admitNow.AdmitNow(ask)
 	case p.admission != nil:
 		refused = p.admission.Admit(ask)

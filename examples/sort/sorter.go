@@ -504,7 +504,7 @@ func (s *Sorter) spillSlackFirstLocked(target int64) (int64, error) {
 func (s *Sorter) spillLocked() (int64, error) {
 	switch s.mu.phase {
 	case accepting:
-		return s.spillChunksLocked()
+		return 0, s.spillChunksLocked()
 	case merging:
 		return s.spillMergeLocked()
 	}
@@ -513,15 +513,14 @@ func (s *Sorter) spillLocked() (int64, error) {
 
 // spillChunksLocked merges every in-memory chunk into one run file and
 // frees the chunks as their rows reach the scratch buffer (their bytes go
-// to the account; it returns 0 freed bytes of other buffers). The caller
-// holds s.mu.
-func (s *Sorter) spillChunksLocked() (int64, error) {
+// to the account, which counts them). The caller holds s.mu.
+func (s *Sorter) spillChunksLocked() error {
 	if len(s.mu.chunks) == 0 {
-		return 0, nil
+		return nil
 	}
 	rw, err := s.createRunLocked()
 	if err != nil {
-		return 0, err
+		return err
 	}
 	m := &merger{}
 	for _, c := range s.mu.chunks {
@@ -537,17 +536,17 @@ func (s *Sorter) spillChunksLocked() (int64, error) {
 			rw.abort()
 			m.releaseAll()
 			s.mu.chunks = nil
-			return 0, s.failLocked(err)
+			return s.failLocked(err)
 		}
 	}
 	run, err := rw.finish()
 	s.mu.chunks = nil
 	if err != nil {
-		return 0, s.failLocked(err)
+		return s.failLocked(err)
 	}
 	s.mu.runs = append(s.mu.runs, run)
 	s.countRun(run)
-	return 0, nil
+	return nil
 }
 
 // spillMergeLocked moves the unconsumed rows of each in-memory chunk of the

@@ -1,8 +1,9 @@
 // Package mallocprobe observes glibc's malloc from Go tests (cgo is not
 // allowed in _test.go files): whether a block of a given size is served by
 // mmap, and whether freeing it returns it to the OS; and it drives malloc
-// for benchmarks (Churn) and burns CPU beside it (Spin). It is test scaffolding for jni's mallopt policy and stats
-// reads and is linked into no library.
+// for benchmarks (Churn) and burns CPU beside it (Spin). It is test
+// scaffolding for jni's mallopt policy and stats reads and is linked into
+// no library.
 package mallocprobe
 
 /*

@@ -88,7 +88,6 @@ final class HeapResidency {
     lastCommitted = committed;
     readAt = nanoTime.getAsLong();
     cost = readAt - now;
-    walks++;
     return last;
   }
 
@@ -107,11 +106,6 @@ final class HeapResidency {
   /** The untouched share a steady heap may have: 1/128 (8 MiB of a 1 GiB heap). */
   static final long STEADY_SLACK_DIVISOR = 128;
 
-  /** Walks of the page tables so far, for tests. */
-  synchronized long walks() {
-    return walks;
-  }
-
   /**
    * A reading costs a walk over the page tables of the heap's mappings, so it grows with the
    * touched heap (the demo's ledger readings, with a touched 1 GiB heap, took 45.5 ms on average
@@ -127,7 +121,6 @@ final class HeapResidency {
   private long lastCommitted;
   private long readAt;
   private long cost;
-  private long walks;
 
   private long readNow(long max, long committed) {
     try {
