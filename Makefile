@@ -118,7 +118,7 @@ test: test-go test-java test-java-checkjni test-container test-cluster test-clus
 ## packages (Spark's TaskMemoryManager, spills both ways, Arrow round trips, the event log's JSON, the
 ## Native Memory page in Spark's UI and History Server, the driver plugin and its diagnosis, the
 ## ledger, the line check). make test-java runs them, and every other test, on the default line.
-SPARK_FACING := org/nativepool/spark/*Test*,org/nativepool/spark/config/**,org/nativepool/spark/events/**,org/nativepool/spark/arrow/**,org/nativepool/spark/memory/**,org/nativepool/spark/ledger/**,org/nativepool/spark/ui/**,org/nativepool/spark/driver/**,org/nativepool/spark/executor/PodGuardSparkTest*,org/nativepool/spark/executor/ExecutorGaugesSparkTest*,org/nativepool/spark/executor/MonitoringOffSparkTest*,org/nativepool/spark/jni/GoLogTest*
+SPARK_FACING := org/nativepool/spark/*Test*,org/nativepool/spark/config/**,org/nativepool/spark/events/**,org/nativepool/spark/arrow/**,org/nativepool/spark/memory/**,org/nativepool/spark/ledger/**,org/nativepool/spark/ui/**,org/nativepool/spark/driver/**,org/nativepool/spark/executor/PodGuardSparkTest*,org/nativepool/spark/executor/OffHeapGuardSparkTest*,org/nativepool/spark/executor/ExecutorGaugesSparkTest*,org/nativepool/spark/executor/MonitoringOffSparkTest*,org/nativepool/spark/jni/GoLogTest*
 test-spark: lib
 	$(MVN) -pl $(PLUGIN_DIR) $(LINE_ARGS) -Dnativepool.lib.dir=$(BUILD)/lib '-Dtest=$(SPARK_FACING)' \
 		-Dsurefire.failIfNoSpecifiedTests=false test

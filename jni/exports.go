@@ -260,15 +260,38 @@ func Java_org_nativepool_spark_jni_Natives_configureRuntime0(env *jniEnv, _ jcla
 }
 
 //export Java_org_nativepool_spark_jni_Natives_configureGuard0
-func Java_org_nativepool_spark_jni_Natives_configureGuard0(env *jniEnv, _ jclass, enabled jboolean, reserve, limit jlong, limitExplicit jboolean) {
+func Java_org_nativepool_spark_jni_Natives_configureGuard0(env *jniEnv, _ jclass, enabled jboolean, reserve, limit jlong, limitExplicit jboolean, offHeap jobject) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
-	err = process.ConfigureGuard(bridge.GuardSettings{
+	s := bridge.GuardSettings{
 		Enabled:       enabled != 0,
 		Reserve:       int64(reserve),
 		Limit:         int64(limit),
 		LimitExplicit: limitExplicit != 0,
-	})
+	}
+	var oh *jvmOffHeap
+	if oh, err = newJVMOffHeap(env, offHeap); err != nil {
+		return
+	}
+	if oh != nil {
+		s.OffHeap = oh // ConfigureGuard owns it from here on, and closes it
+	}
+	err = process.ConfigureGuard(s)
+}
+
+//export Java_org_nativepool_spark_jni_Natives_addSpillDir0
+func Java_org_nativepool_spark_jni_Natives_addSpillDir0(env *jniEnv, _ jclass, dir jstring) {
+	var err error
+	defer func() { endCall(env, recover(), err) }()
+	d, ok, err := javaStringToGo(env, dir)
+	if err != nil {
+		return
+	}
+	if !ok {
+		err = fmt.Errorf("nativepool: addSpillDir: dir is null: %w", bridge.ErrInvalidArgument)
+		return
+	}
+	err = process.AddSpillDir(d)
 }
 
 //export Java_org_nativepool_spark_jni_Natives_guardEpisodes0

@@ -14,6 +14,7 @@ static JavaVM *np_vm;
 static jclass np_cls_upstream; /* org.nativepool.spark.jni.Upstream (global ref) */
 static jclass np_cls_spiller;  /* org.nativepool.spark.jni.Spiller (global ref) */
 static jclass np_cls_owner;    /* org.nativepool.spark.jni.TaskOwner (global ref) */
+static jclass np_cls_offheap;  /* org.nativepool.spark.jni.OffHeap (global ref) */
 static jfieldID np_fid_task_handle; /* TaskOwner.taskHandle J */
 static jfieldID np_fid_owner;       /* TaskOwner.registeredOwner Lorg/nativepool/spark/jni/TaskOwner; */
 static jclass np_cls_exc[3];   /* indexed by NP_ILLEGAL_ARGUMENT.. NP_RUNTIME (global refs) */
@@ -21,6 +22,9 @@ static jmethodID np_exc_ctor[3];
 static jmethodID np_mid_acquire;     /* Upstream.acquireMemory(J)J */
 static jmethodID np_mid_release;     /* Upstream.releaseMemory(J)V */
 static jmethodID np_mid_spill;       /* Spiller.spill(J)J */
+static jmethodID np_mid_oh_take;     /* OffHeap.take(J)J */
+static jmethodID np_mid_oh_give;     /* OffHeap.giveBack(J)V */
+static jmethodID np_mid_oh_free;     /* OffHeap.free()J */
 static jmethodID np_mid_class_name;  /* java.lang.Class.getName()Ljava/lang/String; */
 static jmethodID np_mid_get_message; /* java.lang.Throwable.getMessage()Ljava/lang/String; */
 static int np_initialized;
@@ -90,6 +94,9 @@ int np_init(JNIEnv *env) {
 	if (np_cls_owner == NULL && (np_cls_owner = np_global_class(env, "org/nativepool/spark/jni/TaskOwner")) == NULL) {
 		goto out;
 	}
+	if (np_cls_offheap == NULL && (np_cls_offheap = np_global_class(env, "org/nativepool/spark/jni/OffHeap")) == NULL) {
+		goto out;
+	}
 	if ((np_fid_task_handle = (*env)->GetFieldID(env, np_cls_owner, "taskHandle", "J")) == NULL) {
 		goto out;
 	}
@@ -112,6 +119,15 @@ int np_init(JNIEnv *env) {
 		goto out;
 	}
 	if ((np_mid_spill = (*env)->GetMethodID(env, np_cls_spiller, "spill", "(J)J")) == NULL) {
+		goto out;
+	}
+	if ((np_mid_oh_take = (*env)->GetMethodID(env, np_cls_offheap, "take", "(J)J")) == NULL) {
+		goto out;
+	}
+	if ((np_mid_oh_give = (*env)->GetMethodID(env, np_cls_offheap, "giveBack", "(J)V")) == NULL) {
+		goto out;
+	}
+	if ((np_mid_oh_free = (*env)->GetMethodID(env, np_cls_offheap, "free", "()J")) == NULL) {
 		goto out;
 	}
 	{
@@ -204,6 +220,55 @@ int np_release(jobject upstream, jlong n, jthrowable *exc) {
 	}
 	(*env)->CallVoidMethod(env, upstream, np_mid_release, n);
 	return np_take_exception(env, exc);
+}
+
+int np_offheap_take(jobject offheap, jlong n, jlong *granted, jthrowable *exc) {
+	*granted = 0;
+	*exc = NULL;
+	if (!np_ready()) {
+		return NP_NOT_INITIALIZED;
+	}
+	JNIEnv *env = np_env();
+	if (env == NULL) {
+		return NP_NO_ENV;
+	}
+	jlong got = (*env)->CallLongMethod(env, offheap, np_mid_oh_take, n);
+	int rc = np_take_exception(env, exc);
+	if (rc == NP_OK) {
+		*granted = got;
+	}
+	return rc;
+}
+
+int np_offheap_give(jobject offheap, jlong n, jthrowable *exc) {
+	*exc = NULL;
+	if (!np_ready()) {
+		return NP_NOT_INITIALIZED;
+	}
+	JNIEnv *env = np_env();
+	if (env == NULL) {
+		return NP_NO_ENV;
+	}
+	(*env)->CallVoidMethod(env, offheap, np_mid_oh_give, n);
+	return np_take_exception(env, exc);
+}
+
+int np_offheap_free(jobject offheap, jlong *free, jthrowable *exc) {
+	*free = 0;
+	*exc = NULL;
+	if (!np_ready()) {
+		return NP_NOT_INITIALIZED;
+	}
+	JNIEnv *env = np_env();
+	if (env == NULL) {
+		return NP_NO_ENV;
+	}
+	jlong got = (*env)->CallLongMethod(env, offheap, np_mid_oh_free);
+	int rc = np_take_exception(env, exc);
+	if (rc == NP_OK) {
+		*free = got;
+	}
+	return rc;
 }
 
 int np_spill(jobject spiller, jlong target, jlong *freed, jthrowable *exc) {

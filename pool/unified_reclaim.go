@@ -111,8 +111,24 @@ func (p *unifiedPool) ReclaimToBallast(target int64) (int64, []ConsumerSpill, er
 	return n, spills, err
 }
 
-// ConsumerSpill is what one consumer's spill moved into ballast during a
-// ReclaimToBallast: the pool's slack after its Spiller returned.
+// ReclaimNamed implements Unified: Reclaim (the freed bytes go back
+// upstream) that also says what each consumer's spill freed, for a caller
+// that reports who gave way (the pod guard, when what native consumers free
+// goes back to Spark and is held there). Spillers that fail are counted,
+// logged and skipped, and their errors returned joined. It is refused, like
+// Reclaim, on a goroutine already running one of this pool's reclaims.
+func (p *unifiedPool) ReclaimNamed(target int64) (int64, []ConsumerSpill, error) {
+	n, spills, err := p.reclaimAs(target, true, false)
+	if errors.Is(err, ErrReclaimReentered) {
+		return 0, nil, nil
+	}
+	return n, spills, err
+}
+
+// ConsumerSpill is what one consumer's spill freed during a
+// ReclaimToBallast (moved into ballast) or a ReclaimNamed (released
+// upstream): what left the pool's spendable bytes after its Spiller
+// returned.
 type ConsumerSpill struct {
 	Consumer string // the consumer's name and ID, as Consumer.String
 	Bytes    int64
@@ -164,8 +180,8 @@ func (p *unifiedPool) collectLocked(toBallast bool) (moved, rel int64, parts []r
 	return rel, rel, parts
 }
 
-// reclaimAs is Reclaim (toBallast false) and ReclaimToBallast (true); with
-// toBallast it also returns what each consumer's spill moved into ballast.
+// reclaimAs is Reclaim and ReclaimNamed (toBallast false) and
+// ReclaimToBallast (true); it also returns what each consumer's spill freed.
 func (p *unifiedPool) reclaimAs(target int64, reportSpillers, toBallast bool) (int64, []ConsumerSpill, error) {
 	if target < 0 {
 		return 0, nil, fmt.Errorf("pool: Reclaim(%d): negative size: %w", target, ErrInvalidSize)
@@ -202,7 +218,7 @@ func (p *unifiedPool) reclaimAs(target int64, reportSpillers, toBallast bool) (i
 	}()
 
 	var freed int64
-	var spills []ConsumerSpill  // toBallast: who gave what
+	var spills []ConsumerSpill  // who gave what
 	var errs, spillErrs []error // failed releases; failed spillers, which do not stop the reclaim
 	if err := p.giveBack(rel, parts...); err != nil {
 		errs = append(errs, err)
@@ -239,7 +255,7 @@ func (p *unifiedPool) reclaimAs(target int64, reportSpillers, toBallast bool) (i
 				break
 			}
 			freed += moved
-			if toBallast && moved > 0 {
+			if moved > 0 {
 				spills = append(spills, ConsumerSpill{Consumer: cand.c.String(), Bytes: moved})
 			}
 			if freed >= target {

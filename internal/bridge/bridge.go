@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/nativepool/nativepool/internal/writeback"
 	"github.com/nativepool/nativepool/pool"
 	"github.com/nativepool/nativepool/taskshared"
 )
@@ -40,11 +41,12 @@ type Bridge struct {
 	registry     *taskshared.Registry
 	logger       *slog.Logger
 	settings     atomic.Pointer[Settings]
-	arrow        arrowState   // Arrow batches and allocators (arrow.go); zero value ready
-	rts          runtimeState // the process's own memory (goruntime.go)
-	spills       spillTally   // engines' spill bytes for Spark's task metrics (spills.go)
-	leaks        leakBook     // leaks at task end, every kind (leaks.go); zero value ready
-	guard        guardState   // the pod guard (guard.go)
+	arrow        arrowState     // Arrow batches and allocators (arrow.go); zero value ready
+	rts          runtimeState   // the process's own memory (goruntime.go)
+	spills       spillTally     // engines' spill bytes for Spark's task metrics (spills.go)
+	leaks        leakBook       // leaks at task end, every kind (leaks.go); zero value ready
+	guard        guardState     // the pod guard (guard.go)
+	spillDirs    writeback.Dirs // where spills write, for the guard's writeback (guard.go); zero value ready
 
 	// mu guards the process totals. Lock order: mu, then a pool's own lock
 	// (Stats); never the reverse, and never across an upcall.

@@ -60,10 +60,6 @@ type ProcessRuntime struct {
 	// goes back to the OS (the pod guard's last resort). nil: not supported
 	// (the pure-Go default; package jni supplies glibc's).
 	MallocTrim func()
-	// Writeback writes the system's dirty file pages to disk and returns
-	// when they are (sync(2)): the pod guard's way to make spill files
-	// reclaimable page cache. nil: not supported.
-	Writeback func()
 	// Now is time.Now (the rate limit of FreeOSMemory).
 	Now func() time.Time
 }
@@ -79,7 +75,6 @@ func DefaultProcessRuntime() ProcessRuntime {
 		Getenv:         os.Getenv,
 		VmHWM:          func() int64 { return readVmHWM(os.ReadFile) },
 		CgroupPeak:     func() int64 { return readCgroupPeak(os.ReadFile) },
-		Writeback:      writebackFunc(),
 		Now:            time.Now,
 	}
 }

@@ -37,6 +37,12 @@ type GuardSettings struct {
 	// LimitExplicit makes Limit apply where a cgroup limit exists too: the
 	// tighter one is kept.
 	LimitExplicit bool
+	// OffHeap is Spark's off-heap memory as a whole (guard.OffHeap), whose
+	// free bytes the guard holds while the headroom is short, so that every
+	// consumer of the executor gives way, not only nativepool's; nil: the
+	// guard makes native consumers give way only, into their pools'
+	// ballast.
+	OffHeap guard.OffHeap
 }
 
 // guardState is the Bridge's running guard, if any.
@@ -84,9 +90,13 @@ func (a guardAdmission) AdmitNow(n int64) error {
 // cgroup with a limit, the guard keeps that limit against the memory the
 // kernel cannot reclaim; otherwise, with s.Limit, that limit against the
 // process's resident memory; otherwise it stands by (Stats says inactive).
-// The ballast of the stopped guard goes back to Spark.
+// The ballast of the stopped guard goes back to Spark. ConfigureGuard owns
+// s.OffHeap: when it has a Close method, it is closed once the guard it
+// serves has stopped and handed its ballast back, or at once when no guard
+// starts with it (an error, or s.Enabled false).
 func (b *Bridge) ConfigureGuard(s GuardSettings) error {
 	if s.Reserve < 0 || s.Limit < 0 {
+		closeOffHeap(s.OffHeap)
 		return fmt.Errorf("nativepool: configureGuard: reserve %d, limit %d: %w", s.Reserve, s.Limit, ErrInvalidArgument)
 	}
 	b.guard.mu.Lock()
@@ -96,6 +106,7 @@ func (b *Bridge) ConfigureGuard(s GuardSettings) error {
 		b.releaseAllBallast()
 	}
 	if !s.Enabled {
+		closeOffHeap(s.OffHeap)
 		b.logger.Info("nativepool: pod guard off")
 		return nil
 	}
@@ -117,7 +128,8 @@ func (b *Bridge) startGuard(src *guardSource, reserve int64, notify func(limit, 
 	g := guard.New(guard.Config{Reserve: reserve}, src, guardNative{b}, guard.Runtime{
 		FreeOSMemory: b.freeOSMemory,
 		MallocTrim:   b.rts.rt.MallocTrim,
-		Writeback:    b.rts.rt.Writeback,
+		Writeback:    b.writeBackSpills,
+		OffHeap:      src.settings.OffHeap,
 	}, nil, b.logger)
 	rg := &runningGuard{g: g, src: src, stopWake: make(chan struct{}), wakeDone: make(chan struct{})}
 	if limit > 0 && notify != nil {
@@ -128,7 +140,8 @@ func (b *Bridge) startGuard(src *guardSource, reserve int64, notify func(limit, 
 		g.Start()
 	}
 	go rg.forwardWakes()
-	attrs := []any{"limit", limit, "reserve", reserve, "against", src.how()}
+	attrs := []any{"limit", limit, "reserve", reserve, "against", src.how(),
+		"offHeap", src.settings.OffHeap != nil, "spillDirs", b.spillDirs.List()}
 	if rg.watch != nil {
 		attrs = append(attrs, "woken", "by the kernel's notifications")
 	} else {
@@ -166,8 +179,16 @@ func (rg *runningGuard) stop() {
 	if rg.watch != nil {
 		_ = rg.watch.Close()
 	}
-	rg.g.Stop()
+	rg.g.Stop() // hands the off-heap ballast back
 	rg.src.close()
+	closeOffHeap(rg.src.settings.OffHeap)
+}
+
+// closeOffHeap closes an OffHeap that can be closed (a JVM global ref).
+func closeOffHeap(o guard.OffHeap) {
+	if c, ok := o.(interface{ Close() }); ok {
+		c.Close()
+	}
 }
 
 // StopGuard stops the running guard, if any, and hands its ballast back.
@@ -319,7 +340,7 @@ func (s *guardSource) Read() (guard.Sample, error) {
 	case sm != nil && err != nil:
 		return smp, err
 	case sm != nil && r.Limit >= 0:
-		smp.Limit, smp.Unreclaimable = r.Limit, unreclaimable(r)
+		smp.Limit, smp.Unreclaimable = r.Limit, r.UnreclaimableUsage()
 		smp.Dirty = max(r.Dirty, 0) + max(r.Writeback, 0)
 		if s.settings.LimitExplicit && s.settings.Limit > 0 && s.settings.Limit < smp.Limit {
 			smp.Limit = s.settings.Limit
@@ -334,22 +355,6 @@ func (s *guardSource) Read() (guard.Sample, error) {
 	smp.Native = s.b.nativeResident()
 	smp.Held, smp.Ballast = s.b.heldAndBallast()
 	return smp, nil
-}
-
-// unreclaimable is what the group holds that the kernel cannot drop: the
-// memory.stat sum (anonymous, shared, dirty and writeback pages), or, when
-// larger, the group's usage less its clean page cache. The second also
-// counts kernel memory charged to the group (the slab of spill files'
-// inodes and dentries, page tables, socket buffers on v1), which
-// memory.stat does not list on v1 and which the OOM killer counts all the
-// same.
-func unreclaimable(r cgroup.Reading) int64 {
-	u := r.Unreclaimable
-	if r.Usage >= 0 && r.File >= 0 {
-		clean := max(0, r.File-max(r.Shmem, 0)-max(r.Dirty, 0)-max(r.Writeback, 0))
-		u = max(u, r.Usage-clean)
-	}
-	return u
 }
 
 // nativeResident is the memory the native side owns now: what the Go
@@ -400,6 +405,20 @@ type guardNative struct{ b *Bridge }
 // first), until target bytes are ballast. A pool that is closing is
 // skipped (its close hands everything back anyway).
 func (n guardNative) SpillToBallast(target int64) (int64, []guard.Spill) {
+	return n.spill(target, pool.Unified.ReclaimToBallast, "free slack")
+}
+
+// Spill implements guard.Native: as SpillToBallast, each pool through
+// ReclaimNamed, so that what its consumers free goes back to Spark (where
+// the guard holds it as off-heap ballast).
+func (n guardNative) Spill(target int64) (int64, []guard.Spill) {
+	return n.spill(target, pool.Unified.ReclaimNamed, "slack")
+}
+
+// spill makes the pools that reserve the most give way first, each through
+// reclaim, until target bytes went; slack names what a pool gave without
+// any consumer spilling.
+func (n guardNative) spill(target int64, reclaim func(pool.Unified, int64) (int64, []pool.ConsumerSpill, error), slack string) (int64, []guard.Spill) {
 	type cand struct {
 		tp       *taskPool
 		reserved int64
@@ -418,7 +437,7 @@ func (n guardNative) SpillToBallast(target int64) (int64, []guard.Spill) {
 		if !c.tp.calls.enterAcquire() {
 			continue
 		}
-		got, who, err := c.tp.unified.ReclaimToBallast(target - freed)
+		got, who, err := reclaim(c.tp.unified, target-freed)
 		c.tp.calls.exit()
 		if err != nil {
 			for _, e := range JavaExceptions(err) {
@@ -435,7 +454,7 @@ func (n guardNative) SpillToBallast(target int64) (int64, []guard.Spill) {
 		if got > named {
 			// What the pool held free (slack, and what shrinks left after the
 			// spills): moved into ballast without anyone spilling.
-			spills = append(spills, guard.Spill{Consumer: fmt.Sprintf("free slack (task %d)", c.tp.taskID), Bytes: got - named})
+			spills = append(spills, guard.Spill{Consumer: fmt.Sprintf("%s (task %d)", slack, c.tp.taskID), Bytes: got - named})
 		}
 	}
 	return freed, spills
@@ -466,6 +485,27 @@ func (b *Bridge) releaseAllBallast() {
 	guardNative{b}.ReleaseBallast(1<<63 - 1)
 }
 
+// AddSpillDir adds a directory spills write in (an absolute path to an
+// existing directory: Spark's local directories, an engine's spill
+// directory) to those whose recently written files the pod guard writes
+// back and drops from the page cache during an episode. A bad path wraps
+// ErrInvalidArgument and changes nothing.
+func (b *Bridge) AddSpillDir(dir string) error {
+	if err := b.spillDirs.Add(dir); err != nil {
+		return fmt.Errorf("nativepool: addSpillDir: %w: %w", err, ErrInvalidArgument)
+	}
+	return nil
+}
+
+// writeBackSpills is guard.Runtime.Writeback: the spill directories'
+// recently written files go to disk and out of the page cache.
+func (b *Bridge) writeBackSpills() {
+	start := time.Now()
+	r := b.spillDirs.WriteBack(start)
+	b.logger.Debug("nativepool: pod guard: spill files written back and dropped from the page cache",
+		"files", r.Files, "bytes", r.Bytes, "failed", r.Failed, "took", time.Since(start))
+}
+
 // freeOSMemory is guard.Runtime.FreeOSMemory: the Go runtime's idle heap
 // goes back to the OS; it returns how much did.
 func (b *Bridge) freeOSMemory() int64 {
@@ -488,7 +528,9 @@ var _ pool.ImmediateAdmission = guardAdmission{}
 // id, start and end (Unix milliseconds, 0 while open), limit, reserve,
 // start and peak unreclaimable, start and peak non-native, spilled bytes,
 // reaction and recovery (microseconds, -1 none), Go heap returned, trims,
-// nothing-left (0 or 1), and the spills: "bytes=consumer" joined by the
+// nothing-left (0 or 1), Spark's off-heap memory taken as ballast and the
+// most held at once (bytes) and the time to the first byte taken
+// (microseconds, -1 none), and the spills: "bytes=consumer" joined by the
 // unit separator (U+001F).
 func FormatGuardEpisodes(eps []guard.Episode, now time.Time) string {
 	var sb strings.Builder
@@ -501,9 +543,14 @@ func FormatGuardEpisodes(eps []guard.Episode, now time.Time) string {
 		if e.Reaction >= 0 {
 			reaction = e.Reaction.Microseconds()
 		}
+		offHeapReaction := int64(-1)
+		if e.OffHeapReaction >= 0 {
+			offHeapReaction = e.OffHeapReaction.Microseconds()
+		}
 		fields := []int64{e.ID, e.Start.UnixMilli(), end, e.Limit, e.Reserve,
 			e.StartUnreclaimable, e.PeakUnreclaimable, e.StartNonNative, e.PeakNonNative,
-			e.Spilled, reaction, e.Recovery(now).Microseconds(), e.GoFreed, int64(e.Trims), b2i(e.NothingLeft)}
+			e.Spilled, reaction, e.Recovery(now).Microseconds(), e.GoFreed, int64(e.Trims), b2i(e.NothingLeft),
+			e.OffHeapTaken, e.OffHeapPeak, offHeapReaction}
 		for i, f := range fields {
 			if i > 0 {
 				sb.WriteByte('\t')

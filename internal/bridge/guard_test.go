@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/nativepool/nativepool/internal/cgroup"
 )
 
 // fakeKernel is the memory group a test guard keeps: a limit and what the
@@ -122,10 +120,11 @@ func TestGuardSpillsTheLargestPoolIntoBallastUntilTheHeadroomIsBack(t *testing.T
 
 	rec := FormatGuardEpisodes(eps, eps[0].End)
 	f := strings.Split(strings.TrimSuffix(rec, "\n"), "\t")
-	require.Len(t, f, 16, rec)
+	require.Len(t, f, 19, rec)
 	assert.Equal(t, "1", f[0])
 	assert.Equal(t, "67108864", f[9], "spilled")
-	assert.True(t, strings.HasPrefix(f[15], "67108864=sort-1"), f[15])
+	assert.Equal(t, []string{"0", "0", "-1"}, f[15:18], "no off-heap ballast without Spark's off-heap memory")
+	assert.True(t, strings.HasPrefix(f[18], "67108864=sort-1"), f[18])
 	assert.Empty(t, logs.lines("level=ERROR"))
 
 	require.NoError(t, b.CloseReservation(r1))
@@ -206,17 +205,4 @@ func TestConfigureGuardKeepsALimitOfTheRealProcess(t *testing.T) {
 	assert.Positive(t, st.Unreclaimable)
 	assert.Equal(t, st.Limit-st.Unreclaimable, st.Headroom)
 	assert.Equal(t, max(int64(32<<20), st.Limit/50), st.Reserve, "the default reserve")
-}
-
-// What the kernel cannot reclaim is the larger of memory.stat's sum and
-// the usage less clean page cache: kernel memory charged to the group
-// (absent from v1's memory.stat) counts as the OOM killer counts it.
-func TestUnreclaimableCountsKernelMemoryChargedToTheGroup(t *testing.T) {
-	const mib = 1 << 20
-	r := cgroup.Reading{Usage: 1300 * mib, File: 100 * mib, Shmem: 4 * mib, Dirty: 20 * mib, Writeback: 6 * mib, Unreclaimable: 1200 * mib}
-	assert.Equal(t, int64(1300*mib-70*mib), unreclaimable(r), "clean page cache: 100 − 4 − 20 − 6 MiB")
-	r.Usage = 1250 * mib
-	assert.Equal(t, int64(1200*mib), unreclaimable(r), "memory.stat's sum when larger (usage is batched per CPU)")
-	r.Usage, r.File = -1, -1
-	assert.Equal(t, int64(1200*mib), unreclaimable(r))
 }

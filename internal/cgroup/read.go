@@ -62,6 +62,22 @@ type Reading struct {
 	PressureSome10 float64
 }
 
+// UnreclaimableUsage is what the group holds that the kernel cannot drop to
+// stay under Limit, as the OOM killer counts it: Unreclaimable (the
+// memory.stat sum), or, when larger, Usage less clean page cache. The
+// second also counts kernel memory charged to the group (the slab of spill
+// files' inodes and dentries, page tables, socket buffers on v1), which
+// v1's memory.stat does not list and which the OOM killer counts all the
+// same. -1 when neither is known.
+func (r Reading) UnreclaimableUsage() int64 {
+	u := r.Unreclaimable
+	if r.Usage >= 0 && r.File >= 0 {
+		clean := max(0, r.File-max(r.Shmem, 0)-max(r.Dirty, 0)-max(r.Writeback, 0))
+		u = max(u, r.Usage-clean)
+	}
+	return u
+}
+
 // role is what a file of a group is read for.
 type role uint8
 

@@ -259,3 +259,16 @@ func TestParseInt(t *testing.T) {
 		assert.False(t, ok, s)
 	}
 }
+
+// What the kernel cannot reclaim (UnreclaimableUsage) is the larger of
+// memory.stat's sum and the usage less clean page cache: kernel memory charged to the group
+// (absent from v1's memory.stat) counts as the OOM killer counts it.
+func TestUnreclaimableUsageCountsKernelMemoryChargedToTheGroup(t *testing.T) {
+	const mib = 1 << 20
+	r := Reading{Usage: 1300 * mib, File: 100 * mib, Shmem: 4 * mib, Dirty: 20 * mib, Writeback: 6 * mib, Unreclaimable: 1200 * mib}
+	assert.Equal(t, int64(1300*mib-70*mib), r.UnreclaimableUsage(), "clean page cache: 100 − 4 − 20 − 6 MiB")
+	r.Usage = 1250 * mib
+	assert.Equal(t, int64(1200*mib), r.UnreclaimableUsage(), "memory.stat's sum when larger (usage is batched per CPU)")
+	r.Usage, r.File = -1, -1
+	assert.Equal(t, int64(1200*mib), r.UnreclaimableUsage())
+}

@@ -30,26 +30,67 @@ type Native interface {
 	// SpillToBallast makes native consumers spill, across every task pool,
 	// largest first, until target bytes were set aside as ballast (kept
 	// held from Spark, not resident); it returns the bytes and who gave
-	// them up.
+	// them up. The guard uses it where it holds no off-heap memory of its
+	// own (Runtime.OffHeap nil).
 	SpillToBallast(target int64) (freed int64, spills []Spill)
+	// Spill makes native consumers spill, across every task pool, largest
+	// first, until target bytes went back to Spark; it returns the bytes
+	// and who gave them up. The guard uses it where it holds Spark's
+	// off-heap memory itself (Runtime.OffHeap): what the pools give back
+	// is then held as the guard's ballast with everything else free.
+	Spill(target int64) (freed int64, spills []Spill)
 	// ReleaseBallast hands up to n bytes of ballast back to Spark and
 	// returns how many went back.
 	ReleaseBallast(n int64) int64
 }
 
+// OffHeap is Spark's off-heap memory as a whole, as the guard holds it: the
+// memory manager every consumer of the executor borrows from (Spark's own
+// sorters, aggregations and joins in off-heap mode, another engine's pools,
+// nativepool's). Acquire sets aside up to n bytes of what is free as
+// ballast and returns how many; it never takes so much that the executor's
+// consumers are left less than a floor (a page for each running task), so
+// that each can still make progress. Release hands n bytes of the ballast
+// back. Neither blocks, makes a consumer spill or calls back into the
+// guard: what the guard holds makes every consumer meet less room at its
+// next borrow and spill then, on its own thread. pool.Upstream has this
+// shape, with Free; the JVM side's implementation is one.
+type OffHeap interface {
+	Acquire(n int64) (granted int64, err error)
+	Release(n int64) error
+	// Free is what is free of Spark's off-heap memory now, not held by
+	// anyone: what its consumers may still grow into. The guard hands its
+	// ballast back only as far as the pod could take them doing so.
+	Free() (int64, error)
+}
+
+// offHeapAsk is what the guard asks OffHeap for while it holds: every free
+// byte (the grant is what was free above the floor).
+const offHeapAsk = 1 << 50
+
 // Runtime is what else the process can give back after native consumers:
-// the Go runtime's idle heap and the C allocator's free memory. Either
-// function may be nil.
+// the Go runtime's idle heap and the C allocator's free memory, and Spark's
+// off-heap memory as a whole, whose free bytes the guard holds while the
+// headroom is short. Any field may be nil.
 type Runtime struct {
 	// FreeOSMemory returns the Go runtime's idle heap to the OS and
 	// returns how many bytes that released.
 	FreeOSMemory func() int64
 	// MallocTrim returns the C allocator's free memory to the OS.
 	MallocTrim func()
-	// Writeback writes dirty file pages to disk and returns when they are
-	// (sync): spill files become clean page cache, which the kernel may
-	// drop. It runs on a goroutine of its own, one at a time.
+	// Writeback writes the dirty pages of the files spills wrote to disk
+	// and drops them from the page cache, and returns when they are
+	// written: a spill's freed memory leaves the memory group only once its
+	// file's pages can (a memory group cannot reclaim a dirty page). It
+	// runs on a goroutine of its own, one at a time.
 	Writeback func()
+	// OffHeap is Spark's off-heap memory as a whole (nil: none). With it,
+	// what native consumers free goes back to Spark (Native.Spill) and,
+	// during an episode, the guard holds every free byte of it as ballast:
+	// every consumer of the executor, Spark's own and another engine's
+	// included, then spills at its next borrow instead of growing, until
+	// the headroom is back.
+	OffHeap OffHeap
 }
 
 // Clock is the guard's time: the real one in production, a fake in tests.
@@ -96,8 +137,16 @@ type Episode struct {
 	// Reaction is the time from Start to the first native spill that freed
 	// something; -1 if none did.
 	Reaction time.Duration
-	// NothingLeft says that a reaction found nothing native to give while
-	// the headroom was still short: the guard then left it to the kernel.
+	// OffHeapTaken is what the guard took of Spark's free off-heap memory
+	// as ballast during the episode (bytes freed by any consumer, taken as
+	// they became free), OffHeapPeak the most it held at once, and
+	// OffHeapReaction the time from Start to the first byte taken (-1 if
+	// none was).
+	OffHeapTaken, OffHeapPeak int64
+	OffHeapReaction           time.Duration
+	// NothingLeft says that a reaction found nothing native to give, and no
+	// free off-heap memory to hold, while the headroom was still short: the
+	// guard then left it to the kernel.
 	NothingLeft bool
 }
 
@@ -134,6 +183,10 @@ type Stats struct {
 	AdmissionWaits, AdmittedShort int64
 	// RefusedNow counts optional borrows refused at once (AdmitNow).
 	RefusedNow int64
+	// OffHeapBallast is what the guard holds of Spark's off-heap memory
+	// now; OffHeapTaken and OffHeapReleased what it took and handed back
+	// since it started.
+	OffHeapBallast, OffHeapTaken, OffHeapReleased int64
 }
 
 // keptEpisodes is how many past episodes the guard keeps for Episodes.
@@ -189,6 +242,13 @@ type Guard struct {
 	waiting atomic.Int64
 	// writing says that a writeback of dirty pages runs.
 	writing atomic.Bool
+	// offHeapHeld is what the guard holds of Spark's off-heap memory
+	// (Runtime.OffHeap); written by the driving goroutine, and by Stop.
+	offHeapHeld     atomic.Int64
+	offHeapTaken    atomic.Int64
+	offHeapReleased atomic.Int64
+	// offHeapLogged says that a failure of Runtime.OffHeap was logged once.
+	offHeapLogged atomic.Bool
 
 	// The driving goroutine's state, and what Stats and Episodes read.
 	mu struct {
@@ -349,15 +409,17 @@ func (g *Guard) Start() {
 	}()
 }
 
-// Stop ends the goroutine Start began and waits for it (one step at most).
-// The ballast the pools keep goes back with them as they close, or when a
-// later guard releases it. Idempotent; a guard never started may be
-// stopped.
+// Stop ends the goroutine Start began and waits for it (one step at most),
+// then hands back what the guard held of Spark's off-heap memory. The
+// ballast the pools keep goes back with them as they close, or when a later
+// guard releases it. Idempotent; a guard never started may be stopped; a
+// test stepping the guard itself must not step it during Stop.
 func (g *Guard) Stop() {
 	g.stopOnce.Do(func() { close(g.stop) })
 	if g.started.Load() {
 		<-g.done
 	}
+	g.releaseOffHeap(g.offHeapHeld.Load())
 }
 
 // Step samples once and reacts: it is the driving goroutine's body, and
@@ -370,23 +432,37 @@ func (g *Guard) Step() Sample {
 	if !ok {
 		return Sample{Limit: -1}
 	}
+	if g.rt.OffHeap != nil && (g.offHeapHeld.Load() > 0 || g.episodeOpen()) {
+		s.OffHeapFree = g.offHeapFree()
+	}
 	if deficit := g.cfg.Deficit(s); deficit > 0 {
 		s = g.react(s, deficit)
 	} else {
 		// An episode ends once the headroom is back where admission keeps
 		// it (a reserve and a half), so that a headroom hovering at the
-		// reserve is one episode, not many.
-		if s.Limit < 0 || s.Headroom() >= g.cfg.Reserve+g.cfg.band() {
+		// reserve is one episode, not many; with Spark's off-heap memory
+		// held, once it would stay there even if Spark's consumers grew
+		// into everything free of it (OffHeapFree), so that what they gave
+		// up is not borrowed back meanwhile.
+		if s.Limit < 0 || s.Headroom() >= g.cfg.Reserve+g.cfg.band()+s.OffHeapFree {
 			g.endEpisode(s)
-		} else {
-			g.updateOpen(s)
+		} else if g.updateOpen(s) {
+			// While the episode lasts, what any consumer frees is held too.
+			took := g.holdOffHeap()
+			s.OffHeapBallast = g.offHeapHeld.Load()
+			s.OffHeapFree = max(0, s.OffHeapFree-took)
 		}
 		if need := g.cfg.Shortfall(s, g.pending.Load()+g.waiting.Load()); need > 0 {
 			s = g.makeRoom(s, need)
 		}
 	}
-	if n := g.cfg.Releasable(s); n > 0 && g.waiting.Load() == 0 {
-		released := g.native.ReleaseBallast(n)
+	if n := g.cfg.Releasable(s); n > 0 && g.waiting.Load() == 0 && !g.episodeOpen() {
+		// Spark's off-heap ballast first: it holds every consumer back, the
+		// pools' only their own.
+		released := g.releaseOffHeap(min(n, g.offHeapHeld.Load()))
+		if n > released {
+			released += g.native.ReleaseBallast(n - released)
+		}
 		if released > 0 {
 			g.mu.Lock()
 			g.mu.released += released
@@ -397,6 +473,76 @@ func (g *Guard) Step() Sample {
 	return s
 }
 
+// holdOffHeap takes every free byte of Spark's off-heap memory above the
+// floor as ballast (Runtime.OffHeap; nothing without one) and returns how
+// many it took; the open episode, if any, counts them. A failure is logged
+// (at WARN once) and takes nothing: the guard goes on without the off-heap
+// ballast.
+func (g *Guard) holdOffHeap() int64 {
+	if g.rt.OffHeap == nil {
+		return 0
+	}
+	got, err := g.rt.OffHeap.Acquire(offHeapAsk)
+	if err != nil {
+		g.offHeapFailed("take", err)
+	}
+	if got <= 0 {
+		return 0
+	}
+	held := g.offHeapHeld.Add(got)
+	g.offHeapTaken.Add(got)
+	now := g.clock.Now()
+	g.mu.Lock()
+	if n := len(g.mu.episodes); n > 0 && g.mu.episodes[n-1].Open() {
+		e := &g.mu.episodes[n-1]
+		e.OffHeapTaken += got
+		e.OffHeapPeak = max(e.OffHeapPeak, held)
+		if e.OffHeapReaction < 0 {
+			e.OffHeapReaction = now.Sub(e.Start)
+		}
+	}
+	g.mu.Unlock()
+	g.logger.Debug("pod guard: Spark's free off-heap memory held as ballast", "took", got, "held", held)
+	return got
+}
+
+// offHeapFree is Runtime.OffHeap's Free; on a failure (logged) it is
+// counted as all the ballast held, so that nothing goes back on a guess.
+func (g *Guard) offHeapFree() int64 {
+	free, err := g.rt.OffHeap.Free()
+	if err != nil {
+		g.offHeapFailed("read", err)
+		return 1 << 62
+	}
+	return max(free, 0)
+}
+
+// releaseOffHeap hands up to n bytes of the off-heap ballast back to Spark
+// and returns how many went back (0 if the release failed: the bytes stay
+// held and are tried again at the next release).
+func (g *Guard) releaseOffHeap(n int64) int64 {
+	if n <= 0 || g.rt.OffHeap == nil {
+		return 0
+	}
+	if err := g.rt.OffHeap.Release(n); err != nil {
+		g.offHeapFailed("hand back", err)
+		return 0
+	}
+	g.offHeapHeld.Add(-n)
+	g.offHeapReleased.Add(n)
+	return n
+}
+
+// offHeapFailed logs a failure of Runtime.OffHeap: at WARN the first time,
+// at DEBUG after that.
+func (g *Guard) offHeapFailed(what string, err error) {
+	level := slog.LevelDebug
+	if g.offHeapLogged.CompareAndSwap(false, true) {
+		level = slog.LevelWarn
+	}
+	g.logger.Log(context.Background(), level, "pod guard: cannot "+what+" Spark's off-heap ballast", "err", err)
+}
+
 // sample reads and publishes a sample for Admit.
 func (g *Guard) sample() (Sample, bool) {
 	s, err := g.src.Read()
@@ -404,6 +550,7 @@ func (g *Guard) sample() (Sample, bool) {
 		g.logger.Debug("pod guard: no sample", "err", err)
 		return Sample{}, false
 	}
+	s.OffHeapBallast = g.offHeapHeld.Load()
 	g.samples.Add(1)
 	g.latest.Store(&s)
 	g.pending.Store(0)
@@ -435,7 +582,13 @@ func (g *Guard) giveWay(s Sample, target int64) (Sample, gaveWay) {
 			g.rt.Writeback()
 		}()
 	}
-	w.freed, w.spills = g.native.SpillToBallast(target)
+	if g.rt.OffHeap != nil {
+		// What the pools free goes back to Spark, where the guard holds it
+		// with every other free byte while the episode lasts.
+		w.freed, w.spills = g.native.Spill(target)
+	} else {
+		w.freed, w.spills = g.native.SpillToBallast(target)
+	}
 	w.at = g.clock.Now()
 	// What consumers freed leaves the process only when the runtimes give
 	// it back: the Go heap after a collection, malloc's arenas after a trim.
@@ -486,6 +639,14 @@ func (g *Guard) react(s Sample, deficit int64) Sample {
 	g.openOrUpdate(s)
 	after, w := g.giveWay(s, deficit)
 	freed, spills, goFreed, trimmed, wroteBack, now := w.freed, w.spills, w.goFreed, w.trimmed, w.wroteBack, w.at
+	// Native consumers gave way first; now every free byte of Spark's
+	// off-heap memory is held, what they gave back included, so that the
+	// rest of the executor's consumers give way at their next borrow.
+	took := g.holdOffHeap()
+	after.OffHeapBallast = g.offHeapHeld.Load()
+	if g.rt.OffHeap != nil {
+		after.OffHeapFree = g.offHeapFree()
+	}
 	g.mu.Lock()
 	e := &g.mu.episodes[len(g.mu.episodes)-1]
 	if freed > 0 {
@@ -503,7 +664,7 @@ func (g *Guard) react(s Sample, deficit int64) Sample {
 		e.Writebacks++
 	}
 	stillShort := g.cfg.Deficit(after) > 0
-	nothing := freed == 0 && stillShort
+	nothing := freed == 0 && took == 0 && stillShort
 	warn := nothing && !g.mu.warned
 	if warn {
 		g.mu.warned = true
@@ -512,10 +673,15 @@ func (g *Guard) react(s Sample, deficit int64) Sample {
 	ep := *e
 	g.mu.Unlock()
 	if warn {
-		g.logger.Warn("pod guard: nothing native left to give; the kernel decides",
+		msg := "pod guard: nothing native left to give; the kernel decides"
+		if g.rt.OffHeap != nil {
+			msg = "pod guard: nothing native left to give and no free off-heap memory to hold; the kernel decides"
+		}
+		g.logger.Warn(msg,
 			"limit", after.Limit, "unreclaimable", after.Unreclaimable, "reserve", g.cfg.Reserve,
 			"nonNative", after.NonNative(), "nonNativeAtStart", ep.StartNonNative,
-			"grewOutsideNative", after.NonNative()-ep.StartNonNative, "nativeHeld", after.Held)
+			"grewOutsideNative", after.NonNative()-ep.StartNonNative, "nativeHeld", after.Held,
+			"offHeapBallast", after.OffHeapBallast)
 	}
 	if freed > 0 {
 		g.logger.Debug("pod guard: native memory gave way", "deficit", deficit, "spilled", freed,
@@ -541,7 +707,7 @@ func (g *Guard) openOrUpdate(s Sample) {
 		g.mu.episodes = append(g.mu.episodes, Episode{
 			ID: g.mu.nextID, Start: s.Time, Limit: s.Limit, Reserve: g.cfg.Reserve,
 			StartUnreclaimable: s.Unreclaimable, PeakUnreclaimable: s.Unreclaimable,
-			StartNonNative: base, PeakNonNative: s.NonNative(), Reaction: -1,
+			StartNonNative: base, PeakNonNative: s.NonNative(), Reaction: -1, OffHeapReaction: -1,
 		})
 		if len(g.mu.episodes) > keptEpisodes {
 			g.mu.episodes = slices.Delete(g.mu.episodes, 0, len(g.mu.episodes)-keptEpisodes)
@@ -555,15 +721,26 @@ func (g *Guard) openOrUpdate(s Sample) {
 	e.PeakNonNative = max(e.PeakNonNative, s.NonNative())
 }
 
-// updateOpen raises the open episode's peaks, if one is open.
-func (g *Guard) updateOpen(s Sample) {
+// episodeOpen says whether an episode lasts.
+func (g *Guard) episodeOpen() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := len(g.mu.episodes)
+	return n > 0 && g.mu.episodes[n-1].Open()
+}
+
+// updateOpen raises the open episode's peaks, if one is open, and says
+// whether one is.
+func (g *Guard) updateOpen(s Sample) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if n := len(g.mu.episodes); n > 0 && g.mu.episodes[n-1].Open() {
 		e := &g.mu.episodes[n-1]
 		e.PeakUnreclaimable = max(e.PeakUnreclaimable, s.Unreclaimable)
 		e.PeakNonNative = max(e.PeakNonNative, s.NonNative())
+		return true
 	}
+	return false
 }
 
 // endEpisode closes the open episode, if any, at s: the headroom is back.
@@ -582,7 +759,8 @@ func (g *Guard) endEpisode(s Sample) {
 	g.mu.Unlock()
 	g.logger.Log(context.Background(), slog.LevelInfo, "pod guard: headroom back over the reserve",
 		"episode", ep.ID, "recovery", ep.Recovery(s.Time), "spilled", ep.Spilled,
-		"reaction", ep.Reaction, "nothingLeft", ep.NothingLeft)
+		"reaction", ep.Reaction, "offHeapTaken", ep.OffHeapTaken, "offHeapPeak", ep.OffHeapPeak,
+		"offHeapReaction", ep.OffHeapReaction, "nothingLeft", ep.NothingLeft)
 }
 
 // mergeSpills adds more to a list of spills by consumer, largest first.
@@ -629,6 +807,8 @@ func (g *Guard) Stats() Stats {
 	st.Samples, st.Wakes = g.samples.Load(), g.wakes.Load()
 	st.AdmissionWaits, st.AdmittedShort = g.waits.Load(), g.short.Load()
 	st.RefusedNow = g.refusedNow.Load()
+	st.OffHeapBallast, st.OffHeapTaken = g.offHeapHeld.Load(), g.offHeapTaken.Load()
+	st.OffHeapReleased = g.offHeapReleased.Load()
 	return st
 }
 

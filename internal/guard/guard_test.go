@@ -80,6 +80,8 @@ type fakeProcess struct {
 	goIdle                   int64
 	trims                    int
 	failRead                 bool
+	// off is Spark's off-heap memory, when the guard holds it.
+	off *fakeOffHeap
 }
 
 func (p *fakeProcess) Read() (guard.Sample, error) {
@@ -103,6 +105,26 @@ func (p *fakeProcess) SpillToBallast(target int64) (int64, []guard.Spill) {
 	p.spillable -= n
 	p.native -= n
 	p.ballast += n
+	if n == 0 {
+		return 0, nil
+	}
+	return n, []guard.Spill{{Consumer: "sorter", Bytes: n}}
+}
+
+// Spill frees native memory back to Spark: the pools hold less, and so
+// do Spark's books (off, when the process has Spark's off-heap memory).
+func (p *fakeProcess) Spill(target int64) (int64, []guard.Spill) {
+	p.clock.advance(p.spillDelay)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.targets = append(p.targets, target)
+	n := min(target, p.spillable)
+	p.spillable -= n
+	p.native -= n
+	p.held -= n
+	if p.off != nil {
+		p.off.set(func(o *fakeOffHeap) { o.used -= n })
+	}
 	if n == 0 {
 		return 0, nil
 	}

@@ -25,6 +25,14 @@ type Sample struct {
 	// Held is what the native pools hold from Spark: their claim, resident
 	// or not yet. Ballast is the part of Held kept back (not resident).
 	Held, Ballast int64
+	// OffHeapBallast is what the guard holds of Spark's off-heap memory as
+	// a whole (Runtime.OffHeap): free memory kept from every consumer, not
+	// resident. The guard sets it; a Source leaves it 0.
+	OffHeapBallast int64
+	// OffHeapFree is what is free of Spark's off-heap memory, held by
+	// nobody, while the guard holds some of it (0 otherwise): what Spark's
+	// consumers may still grow into. The guard sets it.
+	OffHeapFree int64
 	// Dirty is the part of Unreclaimable that is file pages dirty or being
 	// written back (spill files not yet on disk): it becomes reclaimable
 	// once written, and a reaction starts that writeback.
@@ -158,14 +166,18 @@ func (c Config) Deficit(s Sample) int64 {
 	return c.Reserve + c.band() - s.Headroom()
 }
 
-// Releasable is how much ballast may go back to Spark without taking the
-// headroom below two reserves: none while memory is still short.
+// Releasable is how much ballast (the pools' and the guard's own off-heap
+// ballast) may go back to Spark without taking the headroom below two
+// reserves, were Spark's consumers to grow into all of it and into what is
+// free of Spark's off-heap memory besides (OffHeapFree): none while memory
+// is still short.
 func (c Config) Releasable(s Sample) int64 {
-	if s.Ballast == 0 {
+	ballast := s.Ballast + s.OffHeapBallast
+	if ballast == 0 {
 		return 0
 	}
 	if s.Limit < 0 {
-		return s.Ballast
+		return ballast
 	}
-	return min(s.Ballast, max(0, s.Headroom()-2*c.Reserve))
+	return min(ballast, max(0, s.Headroom()-2*c.Reserve-s.OffHeapFree))
 }

@@ -188,7 +188,7 @@ public class Smoke {
     Natives.configureRuntime0(128 << 10, 256L << 20, 0);
 
     long[] ps = Natives.processStats0();
-    check(ps.length == 42 && ps[0] == 1, "processStats " + Arrays.toString(ps));
+    check(ps.length == 44 && ps[0] == 1, "processStats " + Arrays.toString(ps));
     check(ps[29] == -1 && ps[32] == 0, "no pod guard yet: GUARD_LIMIT -1, GUARD_RESERVE 0: " + Arrays.toString(ps));
     check(ps[21] >= 0, "MALLOC_RETAINED (mallinfo2 on glibc, index 21): " + ps[21]);
     boolean userEnv = System.getenv("MALLOC_MMAP_THRESHOLD_") != null;
@@ -233,9 +233,19 @@ public class Smoke {
     check(Natives.liveNative0(10).isEmpty(), "liveNative0 without Arrow allocators: empty");
 
     // the pod guard: a limit far above this JVM, against its resident set (or a cgroup's)
-    t = thrown(() -> Natives.configureGuard0(true, -1, 0, false));
+    OffHeap offHeap = new OffHeap() {
+      public long take(long n) { return 0; }
+      public void giveBack(long n) { throw new IllegalStateException("nothing was taken"); }
+      public long free() { return 0; }
+    };
+    t = thrown(() -> Natives.configureGuard0(true, -1, 0, false, offHeap));
     check(t instanceof IllegalArgumentException, "negative reserve -> IAE: " + t);
-    Natives.configureGuard0(true, 64L << 20, 1L << 40, true);
+    t = thrown(() -> Natives.addSpillDir0(null));
+    check(t instanceof IllegalArgumentException, "null spill dir -> IAE: " + t);
+    t = thrown(() -> Natives.addSpillDir0("relative/dir"));
+    check(t instanceof IllegalArgumentException, "relative spill dir -> IAE: " + t);
+    Natives.addSpillDir0(System.getProperty("java.io.tmpdir"));
+    Natives.configureGuard0(true, 64L << 20, 1L << 40, true, offHeap);
     long guardLimit = -1;
     for (int i = 0; i < 500 && guardLimit < 0; i++) {
       Thread.sleep(10);
@@ -244,7 +254,7 @@ public class Smoke {
     ps = Natives.processStats0();
     check(guardLimit > 0 && ps[32] == 64L << 20 && ps[31] == ps[29] - ps[30], "the guard's figures: " + Arrays.toString(ps));
     check(Natives.guardEpisodes0().isEmpty(), "no episode far from the limit: " + Natives.guardEpisodes0());
-    Natives.configureGuard0(false, 0, 0, false);
+    Natives.configureGuard0(false, 0, 0, false, null);
     check(Natives.processStats0()[29] == -1, "the guard off: GUARD_LIMIT -1");
     t = thrown(() -> Natives.liveNative0(-1));
     check(t instanceof IllegalArgumentException, "liveNative0(-1) -> IAE: " + t);

@@ -32,6 +32,9 @@ public final class GuardSettings {
   private final long limit;
   private final boolean limitExplicit;
   private final String limitOrigin;
+  private final boolean offHeap;
+  private final Long offHeapFloor;
+  private final int taskSlots;
 
   private GuardSettings(
       GuardMode mode,
@@ -39,13 +42,19 @@ public final class GuardSettings {
       long reserve,
       long limit,
       boolean limitExplicit,
-      String origin) {
+      String origin,
+      boolean offHeap,
+      Long offHeapFloor,
+      int taskSlots) {
     this.mode = mode;
     this.enabled = enabled;
     this.reserve = reserve;
     this.limit = limit;
     this.limitExplicit = limitExplicit;
     this.limitOrigin = origin;
+    this.offHeap = offHeap;
+    this.offHeapFloor = offHeapFloor;
+    this.taskSlots = taskSlots;
   }
 
   /**
@@ -89,7 +98,16 @@ public final class GuardSettings {
               + origin
               + ")");
     }
-    return new GuardSettings(mode, mode != GuardMode.OFF, reserve, limit, explicit != null, origin);
+    return new GuardSettings(
+        mode,
+        mode != GuardMode.OFF,
+        reserve,
+        limit,
+        explicit != null,
+        origin,
+        NativePoolConf.GUARD_OFF_HEAP.read(conf),
+        NativePoolConf.GUARD_OFF_HEAP_FLOOR.read(conf),
+        TaskSlots.of(conf));
   }
 
   /**
@@ -134,6 +152,24 @@ public final class GuardSettings {
     return limitExplicit;
   }
 
+  /**
+   * {@link NativePoolConf#GUARD_OFF_HEAP}: whether the guard holds Spark's free off-heap memory
+   * while the headroom is short (where the executor has off-heap memory).
+   */
+  public boolean offHeap() {
+    return offHeap;
+  }
+
+  /** {@link NativePoolConf#GUARD_OFF_HEAP_FLOOR} in bytes; null (unset): the automatic floor. */
+  public Long offHeapFloor() {
+    return offHeapFloor;
+  }
+
+  /** The executor's task slots ({@link TaskSlots}), for the automatic off-heap floor. */
+  public int taskSlots() {
+    return taskSlots;
+  }
+
   /** Where {@link #limit()} came from, in words. */
   public String limitOrigin() {
     return limitOrigin;
@@ -161,6 +197,9 @@ public final class GuardSettings {
                 + (limitExplicit
                     ? "; under a cgroup limit the tighter counts)"
                     : "; where no cgroup sets one)")
-            : limitOrigin);
+            : limitOrigin)
+        + (offHeap
+            ? ", holding Spark's free off-heap memory while short"
+            : ", native memory only (" + NativePoolConf.GUARD_OFF_HEAP.key() + "=false)");
   }
 }

@@ -295,8 +295,10 @@ public final class NativePoolConf {
               + " accounting (direct buffers, Netty chunks, spill readers). It samples what the"
               + " kernel cannot reclaim (clean page cache never counts); when the headroom under"
               + " the limit falls below `spark.nativepool.guard.reserve`, native consumers spill"
-              + " across every task pool, and the bytes they free stay held from Spark until the"
-              + " headroom is back; each such episode is logged at WARN on"
+              + " across every task pool first, then every other consumer of Spark's off-heap"
+              + " memory gives way (`spark.nativepool.guard.offHeap`), and what they free stays"
+              + " held from Spark until the headroom is back; each such episode is logged at WARN"
+              + " on"
               + " `org.nativepool.spark.executor.ExecutorReporter` and posted to the event log"
               + " (`GuardEpisodeEvent`). `auto`: on where the executor's memory cgroup has a"
               + " limit, and on YARN and Kubernetes (`spark.master` `yarn`, `k8s://…`), which"
@@ -342,6 +344,41 @@ public final class NativePoolConf {
               + " memory and overhead; used by `auto` on YARN and Kubernetes only, by `true`"
               + " everywhere. Set: used on every master, and under a cgroup limit too, where the"
               + " tighter of the two counts");
+
+  /** Whether the pod guard holds Spark's free off-heap memory while the headroom is short. */
+  public static final ConfigKey<Boolean> GUARD_OFF_HEAP =
+      key(
+          "spark.nativepool.guard.offHeap",
+          "true",
+          "`true`",
+          "boolean",
+          Side.EXECUTOR,
+          NativePoolConf::bool,
+          "whether the pod guard makes every consumer of Spark's off-heap memory give way, not"
+              + " only nativepool's: while the headroom is short it holds every free byte of"
+              + " Spark's off-heap memory above `spark.nativepool.guard.offHeapFloor` (as off-heap"
+              + " storage memory of a block no store holds, which no eviction can take back), so"
+              + " that Spark's own sorters, aggregations and joins in off-heap mode and another"
+              + " engine's pools (Comet, Gluten) meet no room at their next borrow and spill, each on"
+              + " its own thread; nothing of ours calls their `spill()`. It goes back once the pod"
+              + " could take them growing into it. Needs `spark.memory.offHeap.size` > 0. `false`:"
+              + " only native consumers give way, into their pools' ballast");
+
+  /** What the pod guard leaves Spark's off-heap consumers; null (unset): automatic. */
+  public static final ConfigKey<Long> GUARD_OFF_HEAP_FLOOR =
+      key(
+          "spark.nativepool.guard.offHeapFloor",
+          null,
+          "unset: two pages per task slot, at least an eighth of the off-heap memory",
+          "size",
+          Side.EXECUTOR,
+          v -> v == null || v.isEmpty() ? null : atLeast(Bytes.parse(v), 0),
+          "the off-heap memory the pod guard always leaves Spark's consumers while it holds the"
+              + " rest, so that every running task can still get a page and make progress (a"
+              + " consumer that cannot get one after spilling fails its task). Unset: two of"
+              + " Spark's pages (`spark.buffer.pageSize`, or Spark's own choice) for each task"
+              + " slot, and at least an eighth of `spark.memory.offHeap.size`; never more than"
+              + " half of it");
 
   // ---- reporting ----
 

@@ -53,6 +53,9 @@ public final class GuardEpisodeEvent implements SparkListenerEvent, Serializable
   private final long goFreed;
   private final long trims;
   private final boolean nothingLeft;
+  private final long offHeapTaken;
+  private final long offHeapPeak;
+  private final long offHeapReactionMicros;
   private final Map<String, Long> grownParts;
   private final Map<String, Long> spills;
 
@@ -75,7 +78,13 @@ public final class GuardEpisodeEvent implements SparkListenerEvent, Serializable
    * @param recoveryMicros from the start to the end (or to the last reading, if not ended)
    * @param goFreed idle Go heap returned to the OS, bytes
    * @param trims calls to glibc's {@code malloc_trim}
-   * @param nothingLeft whether a reaction found nothing native left to give while still short
+   * @param nothingLeft whether a reaction found nothing native left to give, and no free off-heap
+   *     memory to hold, while still short
+   * @param offHeapTaken bytes of Spark's free off-heap memory the guard took as ballast; null (an
+   *     event log written before the guard held it) reads as 0
+   * @param offHeapPeak the most of it held at once; null reads as 0
+   * @param offHeapReactionMicros from the start to the first byte of it taken; -1 if none; null
+   *     reads as -1
    * @param grownParts ledger part → bytes it grew by, largest first
    * @param spills consumer → bytes it spilled, largest first
    */
@@ -97,6 +106,9 @@ public final class GuardEpisodeEvent implements SparkListenerEvent, Serializable
       @JsonProperty("goFreed") long goFreed,
       @JsonProperty("trims") long trims,
       @JsonProperty("nothingLeft") boolean nothingLeft,
+      @JsonProperty("offHeapTaken") Long offHeapTaken,
+      @JsonProperty("offHeapPeak") Long offHeapPeak,
+      @JsonProperty("offHeapReactionMicros") Long offHeapReactionMicros,
       @JsonProperty("grownParts") Map<String, Long> grownParts,
       @JsonProperty("spills") Map<String, Long> spills) {
     this.executorId = executorId;
@@ -115,8 +127,59 @@ public final class GuardEpisodeEvent implements SparkListenerEvent, Serializable
     this.goFreed = goFreed;
     this.trims = trims;
     this.nothingLeft = nothingLeft;
+    this.offHeapTaken = offHeapTaken == null ? 0 : offHeapTaken;
+    this.offHeapPeak = offHeapPeak == null ? 0 : offHeapPeak;
+    this.offHeapReactionMicros = offHeapReactionMicros == null ? -1 : offHeapReactionMicros;
     this.grownParts = copy(grownParts);
     this.spills = copy(spills);
+  }
+
+  /**
+   * An episode in which the guard held none of Spark's off-heap memory (a guard without it: {@code
+   * spark.nativepool.guard.offHeap=false}, or no off-heap memory): the other constructor with
+   * {@code offHeapTaken} and {@code offHeapPeak} 0 and {@code offHeapReactionMicros} -1.
+   */
+  public GuardEpisodeEvent(
+      String executorId,
+      long episodeId,
+      long startMillis,
+      long endMillis,
+      long limit,
+      long reserve,
+      long startUnreclaimable,
+      long peakUnreclaimable,
+      long startNonNative,
+      long peakNonNative,
+      long spilled,
+      long reactionMicros,
+      long recoveryMicros,
+      long goFreed,
+      long trims,
+      boolean nothingLeft,
+      Map<String, Long> grownParts,
+      Map<String, Long> spills) {
+    this(
+        executorId,
+        episodeId,
+        startMillis,
+        endMillis,
+        limit,
+        reserve,
+        startUnreclaimable,
+        peakUnreclaimable,
+        startNonNative,
+        peakNonNative,
+        spilled,
+        reactionMicros,
+        recoveryMicros,
+        goFreed,
+        trims,
+        nothingLeft,
+        0L,
+        0L,
+        -1L,
+        grownParts,
+        spills);
   }
 
   private static Map<String, Long> copy(Map<String, Long> m) {
@@ -207,6 +270,24 @@ public final class GuardEpisodeEvent implements SparkListenerEvent, Serializable
   }
 
   /**
+   * Bytes of Spark's free off-heap memory the guard took as ballast during the episode (what any
+   * consumer freed, held as it became free), so that every consumer of the executor gave way.
+   */
+  public long getOffHeapTaken() {
+    return offHeapTaken;
+  }
+
+  /** The most of Spark's off-heap memory the guard held at once during the episode, bytes. */
+  public long getOffHeapPeak() {
+    return offHeapPeak;
+  }
+
+  /** From the start to the first byte of Spark's off-heap memory taken, µs; -1 if none was. */
+  public long getOffHeapReactionMicros() {
+    return offHeapReactionMicros;
+  }
+
+  /**
    * Ledger part → bytes it grew by, from the last ledger reading before the episode to the part's
    * highest reading during it: the resident parts and the unexplained remainder that grew by at
    * least {@value #MIN_GROWTH} bytes, largest first. Empty if nothing did, or the ledger had no
@@ -292,15 +373,25 @@ public final class GuardEpisodeEvent implements SparkListenerEvent, Serializable
       b.append("; nothing spilled");
     }
     b.append(reactionMicros >= 0 ? "; reaction " + millis(reactionMicros) : "; no reaction");
+    if (offHeapTaken > 0) {
+      b.append("; held Spark's free off-heap memory, ")
+          .append(Bytes.format(offHeapPeak))
+          .append(" at most (")
+          .append(Bytes.format(offHeapTaken))
+          .append(" taken, the first after ")
+          .append(millis(offHeapReactionMicros))
+          .append(')');
+    }
     b.append(isOpen() ? "; still short after " : "; recovered in ").append(millis(recoveryMicros));
     if (goFreed > 0) {
       b.append("; Go heap returned ").append(Bytes.format(goFreed));
     }
     if (nothingLeft) {
+      String more = offHeapTaken > 0 ? " and nothing more free to hold" : "";
       b.append(
           isOpen()
-              ? "; nothing native is left to give: the kernel decides"
-              : "; nothing native was left to give: the kernel decided");
+              ? "; nothing native is left to give" + more + ": the kernel decides"
+              : "; nothing native was left to give" + more + ": the kernel decided");
     }
     return b.toString();
   }
@@ -319,6 +410,10 @@ public final class GuardEpisodeEvent implements SparkListenerEvent, Serializable
             .append(": spilled ")
             .append(Bytes.format(spilled))
             .append(reactionMicros >= 0 ? ", reaction " + millis(reactionMicros) : ", no reaction")
+            .append(
+                offHeapTaken > 0
+                    ? ", held " + Bytes.format(offHeapPeak) + " of Spark's off-heap memory"
+                    : "")
             .append(isOpen() ? ", still short after " : ", recovered in ")
             .append(millis(recoveryMicros))
             .append("; grew outside native memory ")
@@ -361,6 +456,9 @@ public final class GuardEpisodeEvent implements SparkListenerEvent, Serializable
         && goFreed == e.goFreed
         && trims == e.trims
         && nothingLeft == e.nothingLeft
+        && offHeapTaken == e.offHeapTaken
+        && offHeapPeak == e.offHeapPeak
+        && offHeapReactionMicros == e.offHeapReactionMicros
         && grownParts.equals(e.grownParts)
         && spills.equals(e.spills);
   }

@@ -1,10 +1,15 @@
 package org.nativepool.spark.executor;
 
+import java.io.File;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskFailedReason;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
+import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.config.GuardSettings;
 import org.nativepool.spark.config.LedgerSettings;
 import org.nativepool.spark.config.NativePoolConf;
@@ -19,6 +24,7 @@ import org.nativepool.spark.ledger.ExecutorLedger;
 import org.nativepool.spark.ledger.LedgerReader;
 import org.nativepool.spark.ledger.LiveNative;
 import org.nativepool.spark.memory.ExecutorState;
+import org.nativepool.spark.memory.SparkOffHeap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -95,9 +101,25 @@ public final class ExecutorSide implements ExecutorPlugin {
     // Off also stops a guard an earlier plugin of this JVM left running. A guard that cannot
     // start is logged, never thrown: the executor runs on without it.
     try {
+      SparkOffHeap offHeap =
+          guard.enabled() && guard.offHeap()
+              ? SparkOffHeap.forExecutor(guard.offHeapFloor(), guard.taskSlots())
+              : null;
+      if (guard.enabled()) {
+        for (String dir : spillDirs()) {
+          Natives.addSpillDir(dir);
+        }
+      }
       Natives.configureGuard(
-          guard.enabled(), guard.reserve(), guard.limit(), guard.limitExplicit());
+          guard.enabled(), guard.reserve(), guard.limit(), guard.limitExplicit(), offHeap);
       guardStarted = guard.enabled();
+      if (offHeap != null) {
+        LOG.info(
+            "nativepool: executor {}: the pod guard holds Spark's free off-heap memory while the"
+                + " headroom is short, leaving its consumers {}",
+            ctx.executorID(),
+            Bytes.format(offHeap.floor()));
+      }
     } catch (RuntimeException e) {
       LOG.error("nativepool: executor {}: the pod guard did not start", ctx.executorID(), e);
     }
@@ -161,6 +183,25 @@ public final class ExecutorSide implements ExecutorPlugin {
       ExecutorState.setAllocationSites(false);
       Natives.configure(false, new long[0]);
     }
+  }
+
+  /**
+   * The directories Spark's spills write in: the block manager's local directories (its {@code
+   * blockmgr-*} directories under {@code spark.local.dir}, or YARN's and Kubernetes' local
+   * directories), where Spark's sorters, aggregations and shuffles write their spill files.
+   */
+  private static List<String> spillDirs() {
+    List<String> dirs = new ArrayList<>();
+    SparkEnv env = SparkEnv.get();
+    if (env == null || env.blockManager() == null) {
+      return dirs;
+    }
+    for (File d : env.blockManager().diskBlockManager().localDirs()) {
+      if (d.isDirectory()) {
+        dirs.add(d.getAbsolutePath());
+      }
+    }
+    return dirs;
   }
 
   /** Sends a ledger crossing or growth report to the driver side; a failure is logged. */

@@ -181,6 +181,9 @@ final class GuardEpisodeReports {
         e.goFreed(),
         e.trims(),
         e.nothingLeft(),
+        e.offHeapTaken(),
+        e.offHeapPeak(),
+        e.offHeapReactionMicros(),
         grown(t.baseline, t.peaks),
         spills);
   }

@@ -22,7 +22,12 @@ import java.util.List;
  * @param recoveryMicros from the start to the end, or to the reading while it lasts
  * @param goFreed idle Go heap returned to the OS
  * @param trims calls to glibc's {@code malloc_trim}
- * @param nothingLeft whether a reaction found nothing native left to give while still short
+ * @param nothingLeft whether a reaction found nothing native left to give, and no free off-heap
+ *     memory to hold, while still short
+ * @param offHeapTaken bytes of Spark's free off-heap memory the guard took as ballast (what any
+ *     consumer freed, as it became free)
+ * @param offHeapPeak the most of it the guard held at once
+ * @param offHeapReactionMicros from the start to the first byte of it taken; -1 if none
  * @param spills who spilled what, largest first
  */
 public record GuardEpisode(
@@ -41,13 +46,16 @@ public record GuardEpisode(
     long goFreed,
     long trims,
     boolean nothingLeft,
+    long offHeapTaken,
+    long offHeapPeak,
+    long offHeapReactionMicros,
     List<Spill> spills) {
 
   /** Bytes one native consumer spilled into ballast during an episode. */
   public record Spill(String consumer, long bytes) {}
 
   /** The number of fields of a record line. */
-  static final int FIELDS = 16;
+  static final int FIELDS = 19;
 
   public GuardEpisode {
     spills = List.copyOf(spills);
@@ -108,6 +116,9 @@ public record GuardEpisode(
               n[12],
               n[13],
               n[14] != 0,
+              n[15],
+              n[16],
+              n[17],
               spills));
     }
     return out;

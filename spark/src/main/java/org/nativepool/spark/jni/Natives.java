@@ -100,7 +100,9 @@ public final class Natives {
   static native String liveNative0(int max);
 
   static native void configureGuard0(
-      boolean enabled, long reserve, long limit, boolean limitExplicit);
+      boolean enabled, long reserve, long limit, boolean limitExplicit, OffHeap offHeap);
+
+  static native void addSpillDir0(String dir);
 
   static native String guardEpisodes0();
 
@@ -335,8 +337,36 @@ public final class Natives {
    */
   public static void configureGuard(
       boolean enabled, long reserve, long limit, boolean limitExplicit) {
+    configureGuard(enabled, reserve, limit, limitExplicit, null);
+  }
+
+  /**
+   * {@link #configureGuard(boolean, long, long, boolean)} with Spark's off-heap memory as a whole
+   * ({@code offHeap}, may be null): with it, what native consumers free goes back to Spark, and
+   * while the headroom is short the guard holds every free byte of it above its floor, so that
+   * every consumer of the executor gives way, not only native ones. The library keeps a global ref
+   * to {@code offHeap} until the guard stops, and hands back what it holds first.
+   *
+   * @throws IllegalArgumentException for a negative reserve or limit; nothing changes
+   */
+  public static void configureGuard(
+      boolean enabled, long reserve, long limit, boolean limitExplicit, OffHeap offHeap) {
     ensureLoaded();
-    configureGuard0(enabled, reserve, limit, limitExplicit);
+    configureGuard0(enabled, reserve, limit, limitExplicit, offHeap);
+  }
+
+  /**
+   * Adds a directory spills write in (Spark's local directories, an engine's spill directory):
+   * during an episode with dirty pages, the guard writes the files written there in the last 35 s
+   * to disk and drops them from the page cache, so that what a spill freed can leave the memory
+   * cgroup (which cannot reclaim a dirty page).
+   *
+   * @throws IllegalArgumentException for a null or relative path, or one that is not an existing
+   *     directory; nothing changes
+   */
+  public static void addSpillDir(String dir) {
+    ensureLoaded();
+    addSpillDir0(dir);
   }
 
   /** The pod guard's last episodes (at most 32), oldest first; empty when no guard runs. */

@@ -155,7 +155,15 @@ public enum ProcessStat {
    * merge's extra runs) the guard refused at once for want of room instead of making them wait,
    * cumulative.
    */
-  GUARD_REFUSED_NOW("guardRefusedNow");
+  GUARD_REFUSED_NOW("guardRefusedNow"),
+  /**
+   * What the pod guard holds of Spark's off-heap memory as a whole while the headroom is short:
+   * free memory kept from every consumer of the executor (Spark's own, another engine's,
+   * nativepool's), shown by Spark as off-heap storage memory.
+   */
+  GUARD_OFF_HEAP_BALLAST("guardOffHeapBallast"),
+  /** Bytes of Spark's off-heap memory the guard took as ballast, cumulative. */
+  GUARD_OFF_HEAP_TAKEN_BYTES("guardOffHeapTakenBytes");
 
   private final String gaugeName;
 

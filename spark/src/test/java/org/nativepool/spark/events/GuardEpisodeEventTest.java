@@ -126,6 +126,41 @@ class GuardEpisodeEventTest {
   }
 
   @Test
+  void whatTheGuardHeldOfSparksOffHeapMemoryIsNamedAndReplayed() throws Exception {
+    GuardEpisodeEvent e =
+        new GuardEpisodeEvent(
+            "2", 1, 1_700_000_000_000L, 1_700_000_002_000L, 1_400 * MIB, 32 * MIB, 1_380 * MIB,
+            1_390 * MIB, 1_300 * MIB, 1_350 * MIB, 7 * MIB, 900, 2_000_000, 0, 1, true,
+            56 * MIB, 48 * MIB, 1_200L, Map.of(), Map.of("sort (task 3)", 7 * MIB));
+    assertTrue(
+        e.describe()
+            .contains(
+                "; reaction 0.9 ms; held Spark's free off-heap memory, 48.0 MiB at most (56.0"
+                    + " MiB taken, the first after 1.2 ms); recovered in 2000.0 ms"),
+        e.describe());
+    assertTrue(
+        e.describe()
+            .endsWith(
+                "; nothing native was left to give and nothing more free to hold: the kernel"
+                    + " decided"),
+        e.describe());
+    assertTrue(e.summary().contains(", held 48.0 MiB of Spark's off-heap memory"), e.summary());
+    String line = JsonProtocol.sparkEventToJsonString(e);
+    GuardEpisodeEvent back = (GuardEpisodeEvent) JsonProtocol.sparkEventFromJson(line);
+    assertEquals(e, back);
+    assertEquals(1_200L, back.getOffHeapReactionMicros());
+
+    // An event log written before the guard held off-heap memory has no such fields.
+    String old =
+        line.replaceAll(",\\s*\"offHeap(Taken|Peak|ReactionMicros)\":-?\\d+", "");
+    assertFalse(old.contains("offHeap"), old);
+    GuardEpisodeEvent before = (GuardEpisodeEvent) JsonProtocol.sparkEventFromJson(old);
+    assertEquals(0, before.getOffHeapTaken());
+    assertEquals(-1, before.getOffHeapReactionMicros());
+    assertFalse(before.describe().contains("off-heap"), before.describe());
+  }
+
+  @Test
   void anEpisodeWithoutSpillOrLedgerGrowthSaysSo() {
     GuardEpisodeEvent e =
         new GuardEpisodeEvent(

@@ -63,6 +63,9 @@ class GuardEpisodeReportsTest {
         0,
         1,
         nothingLeft,
+        0,
+        0,
+        -1,
         List.of(new GuardEpisode.Spill("sort (task 9)", 64 * MIB)));
   }
 

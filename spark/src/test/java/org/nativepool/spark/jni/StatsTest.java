@@ -53,7 +53,8 @@ class StatsTest {
             + " guardLimit=30, guardUnreclaimable=31, guardHeadroom=32, guardReserve=33,"
             + " guardBallast=34, guardEpisodes=35, guardSpilledBytes=36, guardReleasedBytes=37,"
             + " guardReactionMicros=38, guardWaits=39, guardAdmittedShort=40, guardWakes=41,"
-            + " guardRefusedNow=42)",
+            + " guardRefusedNow=42, guardOffHeapBallast=43,"
+            + " guardOffHeapTakenBytes=44)",
         new ProcessStats(allProcessFigures()).toString());
   }
 

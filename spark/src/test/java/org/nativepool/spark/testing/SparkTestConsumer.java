@@ -1,5 +1,7 @@
 package org.nativepool.spark.testing;
 
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.memory.MemoryConsumer;
@@ -16,6 +18,9 @@ public final class SparkTestConsumer extends MemoryConsumer {
   private final boolean spillable;
   public final AtomicInteger spillCalls = new AtomicInteger();
   public final AtomicLong spilledBytes = new AtomicLong();
+
+  /** The threads {@link #spill} ran on. */
+  public final Set<Thread> spillThreads = ConcurrentHashMap.newKeySet();
 
   public SparkTestConsumer(TaskMemoryManager tmm, String name, boolean spillable) {
     super(tmm, 0L, MemoryMode.OFF_HEAP);
@@ -44,6 +49,7 @@ public final class SparkTestConsumer extends MemoryConsumer {
   @Override
   public long spill(long size, MemoryConsumer trigger) {
     spillCalls.incrementAndGet();
+    spillThreads.add(Thread.currentThread());
     long freed = getUsed();
     if (!spillable || freed == 0) {
       return 0;

@@ -1,0 +1,252 @@
+package guard_test
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/nativepool/nativepool/internal/guard"
+)
+
+// fakeOffHeap is Spark's off-heap memory as a whole: total bytes, what its
+// consumers hold (used: Spark's own, another engine's and the native
+// pools'), and what the guard holds as ballast. Acquire takes what is
+// free, never so much that the consumers are left less than floor.
+type fakeOffHeap struct {
+	mu                          sync.Mutex
+	total, used, ballast, floor int64
+	acquires, releases          int
+	fail                        error
+}
+
+func (o *fakeOffHeap) Acquire(n int64) (int64, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.acquires++
+	if o.fail != nil {
+		return 0, o.fail
+	}
+	free := o.total - o.used - o.ballast
+	room := o.total - o.ballast - o.floor
+	got := max(0, min(n, free, room))
+	o.ballast += got
+	return got, nil
+}
+
+func (o *fakeOffHeap) Release(n int64) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.releases++
+	if o.fail != nil {
+		return o.fail
+	}
+	if n > o.ballast {
+		return errors.New("released more than held")
+	}
+	o.ballast -= n
+	return nil
+}
+
+func (o *fakeOffHeap) Free() (int64, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.fail != nil {
+		return 0, o.fail
+	}
+	return o.total - o.used - o.ballast, nil
+}
+
+func (o *fakeOffHeap) set(f func(o *fakeOffHeap)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	f(o)
+}
+
+func (o *fakeOffHeap) get() (used, ballast int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.used, o.ballast
+}
+
+// An executor with no native engine, beside Spark's own off-heap consumers
+// (or another engine's): a 1 GiB pod with a 32 MiB reserve, the JVM at
+// 700 MiB of which 100 MiB are the consumers' off-heap pages, 256 MiB of
+// off-heap memory with a 16 MiB floor (the pod has room for the consumers
+// to use all of it).
+func newCompanionPod(t *testing.T) (*fakeProcess, *fakeOffHeap, *guard.Guard, *logRecorder, *fakeClock) {
+	t.Helper()
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	off := &fakeOffHeap{total: 256 * mib, used: 100 * mib, floor: 16 * mib}
+	p := &fakeProcess{clock: clock, limit: 1024 * mib, jvm: 700 * mib, off: off}
+	logs := &logRecorder{}
+	rt := p.runtime()
+	rt.OffHeap = off
+	g := guard.New(guard.Config{Reserve: 32 * mib}, p, p, rt, clock, slog.New(logs))
+	return p, off, g, logs, clock
+}
+
+// consumersSpill is what Spark's consumers do at their next borrow when the
+// guard holds what is free: they spill n bytes of off-heap pages, which
+// leave the process.
+func consumersSpill(p *fakeProcess, off *fakeOffHeap, n int64) {
+	off.set(func(o *fakeOffHeap) { o.used -= n })
+	p.set(func(p *fakeProcess) { p.jvm -= n })
+}
+
+// consumersGrow is Spark's consumers borrowing n bytes that are free and
+// touching them.
+func consumersGrow(p *fakeProcess, off *fakeOffHeap, n int64) {
+	off.set(func(o *fakeOffHeap) { o.used += n })
+	p.set(func(p *fakeProcess) { p.jvm += n })
+}
+
+// With no native consumer at all, a burst makes the guard hold every free
+// byte of Spark's off-heap memory above the floor, so that the consumers
+// spill at their next borrow; what they then free is held too while the
+// episode lasts, and the episode lasts until the headroom would stay a
+// reserve and a half even were they to grow into everything free. The
+// ballast goes back only as far as the pod could take them growing into
+// it, and all of it once the burst is gone.
+func TestWithoutNativeMemoryTheGuardHoldsSparksFreeOffHeapMemory(t *testing.T) {
+	p, off, g, logs, clock := newCompanionPod(t)
+	g.Step()
+	assert.Zero(t, off.acquires, "no pressure: nothing held")
+
+	p.set(func(p *fakeProcess) { p.jvm += 300 * mib }) // headroom 24 MiB
+	clock.advance(time.Millisecond)
+	g.Step()
+	_, ballast := off.get()
+	assert.Equal(t, int64(156*mib), ballast, "every free byte (256 − 100) is held")
+	e := g.Episodes()[0]
+	assert.True(t, e.Open())
+	assert.Equal(t, int64(156*mib), e.OffHeapTaken)
+	assert.Equal(t, time.Duration(0), e.OffHeapReaction)
+	assert.False(t, e.NothingLeft, "free off-heap memory was held: something was left")
+	assert.Zero(t, logs.count("WARN pod guard: nothing native left to give and no free off-heap memory to hold; the kernel decides"))
+
+	// The consumers meet no room at their next borrow and spill 80 MiB.
+	consumersSpill(p, off, 80*mib)
+	clock.advance(20 * time.Millisecond)
+	g.Step()
+	_, ballast = off.get()
+	assert.Equal(t, int64(236*mib), ballast, "what they freed is held too: the episode lasts while 80 MiB are free")
+	assert.True(t, g.Episodes()[0].Open())
+	assert.Equal(t, 20*time.Millisecond+0, g.Episodes()[0].Recovery(clock.Now()))
+
+	g.Step()
+	assert.False(t, g.Episodes()[0].Open(), "nothing free left to grow into: the headroom is back")
+	_, ballast = off.get()
+	assert.Equal(t, int64(236*mib-40*mib), ballast, "40 MiB go back: headroom 104 − two reserves")
+	st := g.Stats()
+	assert.Equal(t, int64(196*mib), st.OffHeapBallast)
+	assert.Equal(t, int64(236*mib), st.OffHeapTaken)
+	assert.Equal(t, int64(40*mib), st.OffHeapReleased)
+
+	g.Step()
+	_, ballast = off.get()
+	assert.Equal(t, int64(196*mib), ballast, "nothing more while 40 MiB are free to grow into")
+	consumersGrow(p, off, 40*mib)
+	g.Step()
+	_, ballast = off.get()
+	assert.Equal(t, int64(196*mib), ballast, "headroom 64 MiB: two reserves, nothing more goes back")
+	assert.Equal(t, int64(1), g.Stats().Episodes, "no second episode: nothing went back that the pod could not take")
+
+	p.set(func(p *fakeProcess) { p.jvm -= 300 * mib }) // the burst is over
+	g.Step()
+	_, ballast = off.get()
+	assert.Zero(t, ballast, "all of it went back: the pod has room for the consumers to use it all")
+	assert.Equal(t, int64(1), g.Stats().Episodes)
+}
+
+// Native consumers give way first: what they free goes back to Spark, not
+// into their pools' ballast, and the guard holds it there with everything
+// else free, so that neither the native pools nor Spark's consumers borrow
+// it back before the headroom is.
+func TestNativeMemoryGivesWayFirstAndWhatItGaveIsHeldInSpark(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	// 64 MiB of off-heap memory: the native sort holds 40 of it (30
+	// resident and spillable), Spark's aggregation 20; 4 MiB are free.
+	off := &fakeOffHeap{total: 64 * mib, used: 60 * mib, floor: 8 * mib}
+	p := &fakeProcess{clock: clock, limit: 1024 * mib, jvm: 900 * mib, native: 30 * mib, held: 40 * mib, spillable: 30 * mib, off: off}
+	rt := p.runtime()
+	rt.OffHeap = off
+	g := guard.New(guard.Config{Reserve: 32 * mib}, p, p, rt, clock, slog.New(slog.DiscardHandler))
+	g.Step()
+
+	p.set(func(p *fakeProcess) { p.jvm += 100 * mib }) // headroom −6 MiB: deficit 54 MiB
+	g.Step()
+	require.Equal(t, []int64{54 * mib}, p.targets, "native memory was asked first, for the deficit")
+	used, ballast := off.get()
+	assert.Equal(t, int64(30*mib), used, "the sort gave its 30 MiB back to Spark")
+	assert.Equal(t, int64(34*mib), ballast, "they and the 4 MiB free are held")
+	assert.Zero(t, g.Stats().Ballast, "nothing stays in the pools as ballast")
+	e := g.Episodes()[0]
+	assert.Equal(t, int64(30*mib), e.Spilled)
+	assert.Equal(t, int64(34*mib), e.OffHeapTaken)
+
+	// The aggregation spills 16 MiB at its next borrow: held as well, down
+	// to the floor the consumers keep.
+	consumersSpill(p, off, 16*mib)
+	g.Step()
+	used, ballast = off.get()
+	assert.Equal(t, int64(14*mib), used)
+	assert.Equal(t, int64(50*mib), ballast)
+	consumersSpill(p, off, 10*mib)
+	g.Step()
+	used, ballast = off.get()
+	assert.Equal(t, int64(4*mib), used)
+	assert.Equal(t, int64(56*mib), ballast, "never more than leaves the consumers their 8 MiB floor")
+}
+
+// The guard that stops hands back what it holds of Spark's off-heap memory.
+func TestAGuardThatStopsHandsTheOffHeapBallastBack(t *testing.T) {
+	p, off, g, _, _ := newCompanionPod(t)
+	g.Step()
+	p.set(func(p *fakeProcess) { p.jvm += 300 * mib })
+	g.Step()
+	_, ballast := off.get()
+	require.Equal(t, int64(156*mib), ballast)
+	g.Stop()
+	_, ballast = off.get()
+	assert.Zero(t, ballast)
+	assert.Zero(t, g.Stats().OffHeapBallast)
+	assert.Equal(t, int64(156*mib), g.Stats().OffHeapReleased)
+}
+
+// With nothing native to give and nothing free to hold (the consumers hold
+// everything above the floor and do not borrow), the guard says so once
+// per episode and leaves the decision to the kernel.
+func TestWithNothingToGiveOrHoldTheGuardSaysSoOnce(t *testing.T) {
+	p, off, g, logs, clock := newCompanionPod(t)
+	off.set(func(o *fakeOffHeap) { o.used = o.total })
+	p.set(func(p *fakeProcess) { p.jvm += 300 * mib })
+	for range 3 {
+		clock.advance(time.Millisecond)
+		g.Step()
+	}
+	assert.Equal(t, 1, logs.count("WARN pod guard: nothing native left to give and no free off-heap memory to hold; the kernel decides"))
+	assert.True(t, g.Episodes()[0].NothingLeft)
+	assert.Equal(t, time.Duration(-1), g.Episodes()[0].OffHeapReaction)
+}
+
+// An off-heap side that fails is logged once at WARN and holds nothing;
+// the guard goes on reacting with native memory alone and never gives
+// back what it does not hold.
+func TestAFailingOffHeapSideIsLoggedOnceAndChangesNothing(t *testing.T) {
+	p, off, g, logs, clock := newCompanionPod(t)
+	off.set(func(o *fakeOffHeap) { o.fail = errors.New("java.lang.IllegalStateException: no SparkEnv") })
+	p.set(func(p *fakeProcess) { p.jvm += 300 * mib })
+	for range 3 {
+		clock.advance(time.Millisecond)
+		g.Step()
+	}
+	assert.Equal(t, 1, logs.count("WARN pod guard: cannot take Spark's off-heap ballast")+logs.count("WARN pod guard: cannot read Spark's off-heap ballast"))
+	assert.Zero(t, g.Stats().OffHeapBallast)
+	g.Stop()
+	assert.Zero(t, off.releases, "nothing held: nothing handed back")
+}

@@ -1,0 +1,42 @@
+package org.nativepool.spark.jni;
+
+/**
+ * Spark's off-heap memory as a whole, as the pod guard holds it: the memory manager every consumer
+ * of the executor borrows from (Spark's own sorters, aggregations and joins in off-heap mode,
+ * another engine's pools, nativepool's). While the headroom under the executor's memory limit is
+ * short, the guard (on its own thread, in Go) holds every free byte of it above a floor as
+ * ballast, so that each consumer meets no room at its next borrow and spills then, on its own
+ * thread; it hands the ballast back once the pod could take the consumers growing into it. In
+ * production this is {@code org.nativepool.spark.memory.SparkOffHeap}. The Go side ({@code jni/})
+ * calls these methods through JNI with method IDs cached from this interface (see {@code
+ * jni/API.md}).
+ *
+ * <p>Implementations must be safe for concurrent use, must never block (beyond a short lock of
+ * Spark's memory manager), must never make a consumer spill, and must never call back into native
+ * code.
+ */
+public interface OffHeap {
+
+  /**
+   * Called from native code through JNI. Takes up to {@code n} bytes ({@code n > 0}) of free
+   * off-heap memory as ballast, never so much that the executor's consumers are left less than the
+   * floor.
+   *
+   * @return bytes taken, {@code 0 <= taken <= n}
+   */
+  long take(long n);
+
+  /**
+   * Called from native code through JNI. Hands {@code n} bytes ({@code n > 0}, never more than
+   * taken and not yet handed back) of the ballast back to Spark and wakes the tasks waiting for
+   * memory. An implementation throws only before it has handed anything back.
+   */
+  void giveBack(long n);
+
+  /**
+   * Called from native code through JNI.
+   *
+   * @return bytes of off-heap memory free now, held by no consumer and not by the ballast
+   */
+  long free();
+}

@@ -1,0 +1,161 @@
+package org.nativepool.spark.memory;
+
+import java.util.UUID;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.memory.MemoryManager;
+import org.apache.spark.memory.MemoryMode;
+import org.apache.spark.storage.BlockId;
+import org.apache.spark.storage.TempLocalBlockId;
+import org.nativepool.spark.config.Bytes;
+import org.nativepool.spark.jni.OffHeap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The pod guard's hold on Spark's off-heap memory as a whole ({@link OffHeap}), over the executor's
+ * {@code MemoryManager}: what every consumer of the executor borrows from, whichever engine it
+ * belongs to.
+ *
+ * <p>The ballast is off-heap <em>storage</em> memory acquired for a block id that no store holds
+ * ({@code MemoryManager.acquireStorageMemory}, which any thread may call). Spark's execution takes
+ * storage memory back only by evicting blocks of its memory store, and this block is not in it, so
+ * no acquire can take the ballast back; Spark's consumers meet less room at their next acquire
+ * and spill, each on its own task thread (nothing here calls their {@code spill()}). Only what is
+ * free is taken: the amount asked is capped, under the memory manager's lock, by the memory free of
+ * both pools, so that taking never evicts a cached block, and by the floor, so that Spark's
+ * consumers always keep {@link #floor()} bytes between them: every running task can still get a
+ * page (a Tungsten consumer that cannot get one after spilling fails its task). Handing back
+ * releases the storage memory and wakes the tasks waiting in Spark's 1/2N wait ({@code
+ * notifyAll} on the memory manager, as Spark's own task end does). While it holds, the executor's
+ * off-heap storage memory (the UI's "Storage Memory") shows the ballast.
+ *
+ * <p>Safe for concurrent use: every method runs under the memory manager's lock, and none blocks
+ * on anything else. It works on every Spark line the plugin ships (3.5 to 4.3): the calls it uses
+ * have the same signatures in each.
+ */
+public final class SparkOffHeap implements OffHeap {
+  private static final Logger LOG = LoggerFactory.getLogger(SparkOffHeap.class);
+
+  private final MemoryManager mm;
+  private final long floor;
+  private final BlockId block = new TempLocalBlockId(UUID.randomUUID());
+
+  /** Bytes of storage memory held as ballast. Guarded by {@link #mm}'s monitor. */
+  private long held;
+
+  /**
+   * A hold on {@code mm}'s off-heap memory that leaves its consumers at least {@code floor} bytes.
+   *
+   * @throws IllegalArgumentException for a negative floor
+   */
+  public SparkOffHeap(MemoryManager mm, long floor) {
+    if (floor < 0) {
+      throw new IllegalArgumentException("nativepool: off-heap floor " + floor + ": negative");
+    }
+    this.mm = mm;
+    this.floor = floor;
+  }
+
+  /**
+   * The executor's hold ({@code SparkEnv}'s memory manager), or null when the executor has no
+   * off-heap memory ({@code spark.memory.offHeap.size} 0). {@code floor} null: {@link
+   * #defaultFloor}.
+   */
+  public static SparkOffHeap forExecutor(Long floor, int taskSlots) {
+    SparkEnv env = SparkEnv.get();
+    if (env == null) {
+      return null;
+    }
+    MemoryManager mm = env.memoryManager();
+    long total = total(mm);
+    if (total <= 0) {
+      return null;
+    }
+    long f = floor != null ? floor : defaultFloor(total, mm.pageSizeBytes(), taskSlots);
+    return new SparkOffHeap(mm, Math.min(f, total));
+  }
+
+  /**
+   * The floor by default: two pages for each task slot, at least an eighth of the off-heap memory,
+   * and never more than half of it.
+   */
+  public static long defaultFloor(long total, long pageSize, int taskSlots) {
+    long twoPages = 2 * pageSize * Math.max(1, taskSlots);
+    return Math.min(total / 2, Math.max(total / 8, twoPages));
+  }
+
+  /** Spark's off-heap memory in all: execution and storage, used and free. */
+  private static long total(MemoryManager mm) {
+    synchronized (mm) {
+      return mm.maxOffHeapStorageMemory() + mm.offHeapExecutionMemoryUsed();
+    }
+  }
+
+  /** What Spark's consumers keep in any case. */
+  public long floor() {
+    return floor;
+  }
+
+  /** Bytes held as ballast now. */
+  public long held() {
+    synchronized (mm) {
+      return held;
+    }
+  }
+
+  @Override
+  public long take(long n) {
+    if (n <= 0) {
+      throw new IllegalArgumentException("nativepool: OffHeap.take(" + n + "): not positive");
+    }
+    synchronized (mm) {
+      long execution = mm.offHeapExecutionMemoryUsed();
+      long storage = mm.offHeapStorageMemoryUsed();
+      long total = mm.maxOffHeapStorageMemory() + execution;
+      long free = total - execution - storage;
+      // Spark's consumers may use at most total − storage; keep that at the floor or above.
+      long grant = Math.min(n, Math.min(free, total - storage - floor));
+      if (grant <= 0) {
+        return 0;
+      }
+      if (!mm.acquireStorageMemory(block, grant, MemoryMode.OFF_HEAP)) {
+        // Unmanaged memory (Spark 4.1's) left less than it seemed: nothing is taken.
+        return 0;
+      }
+      held += grant;
+      if (LOG.isTraceEnabled()) {
+        LOG.trace("nativepool: pod guard took {} of free off-heap memory, holds {}", grant, held);
+      }
+      return grant;
+    }
+  }
+
+  @Override
+  public void giveBack(long n) {
+    synchronized (mm) {
+      if (n <= 0 || n > held) {
+        throw new IllegalStateException(
+            "nativepool: OffHeap.giveBack("
+                + n
+                + "): the pod guard holds "
+                + Bytes.format(held)
+                + " of off-heap memory");
+      }
+      mm.releaseStorageMemory(n, MemoryMode.OFF_HEAP);
+      held -= n;
+      mm.notifyAll(); // the tasks in Spark's 1/2N wait
+    }
+  }
+
+  @Override
+  public long free() {
+    synchronized (mm) {
+      return mm.maxOffHeapStorageMemory() - mm.offHeapStorageMemoryUsed();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "SparkOffHeap(floor " + Bytes.format(floor) + ", held " + Bytes.format(held()) + ")";
+  }
+}
