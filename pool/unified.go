@@ -71,6 +71,22 @@ type ImmediateAdmission interface {
 	AdmitNow(n int64) error
 }
 
+// Lender is an Admission that holds memory back from upstream's other
+// consumers (the pod guard holding Spark's free off-heap memory while the
+// process is short of memory) and lends it to this pool's borrows: a borrow
+// the Admission admitted (or Grow, which asks none) that upstream then
+// granted short is asked of upstream again for what Lend handed back for
+// it. Native memory grows where the Admission admits it; what the lender
+// holds back is meant for upstream's other consumers, not to starve the
+// pool's. Lend hands up to n bytes back upstream and returns how many, and
+// a done func the pool calls once it has asked upstream again (until then
+// the lender does not take them back). It must not block or call back
+// into the pool.
+type Lender interface {
+	Admission
+	Lend(n int64) (lent int64, done func())
+}
+
 // WithAdmission sets the pool's Admission (see there). Without one, every
 // borrow goes to upstream.
 func WithAdmission(a Admission) UnifiedOption {
@@ -132,7 +148,10 @@ type UnifiedStats struct {
 	// AdmissionRefusals counts TryGrows the pool's Admission refused.
 	AdmissionRefusals int64
 	// BallastedBytes is every byte ReclaimToBallast moved into ballast.
-	BallastedBytes   int64
+	BallastedBytes int64
+	// Loans counts borrows upstream granted short that were asked again
+	// for what the pool's Lender handed back for them.
+	Loans            int64
 	LateReleases     int64 // shrinks after Close: counted, never forwarded
 	LateReleaseBytes int64 // bytes of those shrinks
 	LateGrows        int64 // grows after Close: recorded nowhere, never forwarded, logged

@@ -79,8 +79,12 @@ type unifiedPool struct {
 	// admitNow is admission when it is an ImmediateAdmission (the check of
 	// an optional borrow, Reservation.WithoutWaiting), else nil. Immutable.
 	admitNow ImmediateAdmission
-	fair     bool  // fair_unified: String shows size and consumers
-	size     int64 // fair_unified's pool size; 0 for greedy_unified
+	// lender is admission when it is a Lender (what it holds back from
+	// upstream is lent to a borrow upstream granted short), else nil.
+	// Immutable.
+	lender Lender
+	fair   bool  // fair_unified: String shows size and consumers
+	size   int64 // fair_unified's pool size; 0 for greedy_unified
 
 	counters unifiedCounters
 	// reentryLogged is set by the first refused re-entry of Reclaim, which
@@ -157,6 +161,7 @@ type unifiedCounters struct {
 	reclaimRequests, reclaimedBytes, spillerFailures, reclaimReentries  atomic.Int64
 	lateReleases, lateReleaseBytes, lateGrows, admissionRefusals        atomic.Int64
 	ballastedBytes                                                      atomic.Int64
+	loans                                                               atomic.Int64
 }
 
 // init prepares a zero pool in place (it holds locks and atomics, so it is
@@ -169,6 +174,7 @@ func (p *unifiedPool) init(kind string, up Upstream, opts []UnifiedOption) {
 	p.up, p.kind, p.label, p.chunk, p.logger = up, kind, kind, cfg.chunk, cfg.logger
 	p.admission = cfg.admission
 	p.admitNow, _ = cfg.admission.(ImmediateAdmission)
+	p.lender, _ = cfg.admission.(Lender)
 	if cfg.name != "" {
 		p.label = kind + "[" + cfg.name + "]"
 	}
@@ -458,6 +464,7 @@ func (p *unifiedPool) Stats() UnifiedStats {
 	s.ReclaimReentries = p.counters.reclaimReentries.Load()
 	s.AdmissionRefusals = p.counters.admissionRefusals.Load()
 	s.BallastedBytes = p.counters.ballastedBytes.Load()
+	s.Loans = p.counters.loans.Load()
 	s.LateReleases = p.counters.lateReleases.Load()
 	s.LateReleaseBytes = p.counters.lateReleaseBytes.Load()
 	s.LateGrows = p.counters.lateGrows.Load()

@@ -92,6 +92,28 @@ func (p *unifiedPool) acquire(ask int64) (int64, error) {
 	return got, nil
 }
 
+// acquireLending is acquire, and, with lend, where upstream grants short
+// and the pool's Admission is a Lender, upstream is asked again for what
+// the lender handed back for this borrow (Lender); growth a consumer can do
+// without (Reservation.WithoutWaiting) is never lent to. Like acquire it is called
+// without p.mu; unlike acquire it may return a grant with an error (the
+// second ask failed after the first granted): the callers book the grant
+// either way.
+func (p *unifiedPool) acquireLending(ask int64, lend bool) (int64, error) {
+	got, err := p.acquire(ask)
+	if !lend || err != nil || got >= ask || p.lender == nil {
+		return got, err
+	}
+	lent, done := p.lender.Lend(ask - got)
+	if lent <= 0 {
+		return got, nil
+	}
+	defer done()
+	p.counters.loans.Add(1)
+	more, err := p.acquire(min(lent, ask-got))
+	return got + more, err
+}
+
 // Grow implements Pool: it records n bytes for r past any limit, borrowing
 // what slack does not cover. A short grant, or an upstream error (logged),
 // becomes overcommit, repaid before anything goes back upstream; it never
@@ -161,7 +183,7 @@ func (p *unifiedPool) growSlow(e *consumerBytes, n, need, now int64) error {
 	// meter sees it now, as Reserved does.
 	p.rise(now)
 	// No lock across Upstream: Acquire may block and may call Reclaim here.
-	got, err := p.acquire(roundUp(need, chunk))
+	got, err := p.acquireLending(roundUp(need, chunk), true)
 	settled = true
 	if err != nil {
 		p.logger.Warn("pool: upstream Acquire failed during Grow; recording overcommit",
@@ -304,7 +326,7 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64, optional bool) erro
 		}
 		p.mu.Unlock()
 		// No lock across Upstream: Acquire may block and may call Reclaim here.
-		got, err = p.acquire(ask)
+		got, err = p.acquireLending(ask, !optional)
 	} else {
 		p.counters.admissionRefusals.Add(1)
 	}

@@ -73,7 +73,7 @@ fi
 if [[ -s $out/samples.csv ]]; then
 	go run ./examples/chart -in "$out/samples.csv" -out "$out/chart.png" \
 		-title "Spark demo: off-heap reserved (Spark's view) vs native allocated vs RSS growth" \
-		-legend "rss=RSS growth (process);reserved=off-heap reserved, Spark's view (native + Spark);held=native pools, held from Spark;allocated=native allocated (Arrow buffers);burst=direct buffers outside any accounting (burst);ballast=ballast: spilled for the pod guard, kept from Spark"
+		-legend "rss=RSS growth (process);reserved=off-heap reserved, Spark's view (native + Spark);held=native pools, held from Spark;allocated=native allocated (Arrow buffers);burst=direct buffers outside any accounting (burst);ballast=ballast: what the pod guard keeps from Spark's consumers"
 	echo "chart: $out/chart.png"
 	if [[ $# -eq 0 && $rc -eq 0 && ${NATIVEPOOL_UPDATE_DOCS:-0} == 1 ]]; then
 		# The README shows a default run's chart; refresh it only when asked,

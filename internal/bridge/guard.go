@@ -84,6 +84,15 @@ func (a guardAdmission) AdmitNow(n int64) error {
 	return nil
 }
 
+// Lend implements pool.Lender: the running guard's Lend, or nothing when
+// none runs.
+func (a guardAdmission) Lend(n int64) (int64, func()) {
+	if rg := a.b.guard.current.Load(); rg != nil {
+		return rg.g.Lend(n)
+	}
+	return 0, func() {}
+}
+
 // ConfigureGuard stops the running guard, if any, and starts one with s
 // (s.Enabled false only stops). A negative reserve or limit wraps
 // ErrInvalidArgument and changes nothing. Where the process is in a memory
@@ -521,7 +530,10 @@ func (b *Bridge) freeOSMemory() int64 {
 	return max(after-before, 0)
 }
 
-var _ pool.ImmediateAdmission = guardAdmission{}
+var (
+	_ pool.ImmediateAdmission = guardAdmission{}
+	_ pool.Lender             = guardAdmission{}
+)
 
 // FormatGuardEpisodes lays episodes out as guardEpisodes0 returns them (one
 // record per line, fields separated by tabs; jni/API.md "Pod guard"):

@@ -64,10 +64,6 @@ type OffHeap interface {
 	Free() (int64, error)
 }
 
-// offHeapAsk is what the guard asks OffHeap for while it holds: every free
-// byte (the grant is what was free above the floor).
-const offHeapAsk = 1 << 50
-
 // Runtime is what else the process can give back after native consumers:
 // the Go runtime's idle heap and the C allocator's free memory, and Spark's
 // off-heap memory as a whole, whose free bytes the guard holds while the
@@ -185,8 +181,9 @@ type Stats struct {
 	RefusedNow int64
 	// OffHeapBallast is what the guard holds of Spark's off-heap memory
 	// now; OffHeapTaken and OffHeapReleased what it took and handed back
-	// since it started.
-	OffHeapBallast, OffHeapTaken, OffHeapReleased int64
+	// since it started, OffHeapLent the part of that handed back to native
+	// borrows Spark granted short (Lend).
+	OffHeapBallast, OffHeapTaken, OffHeapReleased, OffHeapLent int64
 }
 
 // keptEpisodes is how many past episodes the guard keeps for Episodes.
@@ -242,9 +239,23 @@ type Guard struct {
 	waiting atomic.Int64
 	// writing says that a writeback of dirty pages runs.
 	writing atomic.Bool
+	// offHeapMu serialises the calls to Runtime.OffHeap that change what
+	// the guard holds (the driving goroutine's, Stop's and Lend's), so that
+	// offHeapHeld is always what the OffHeap side holds for the guard.
+	offHeapMu sync.Mutex
 	// offHeapHeld is what the guard holds of Spark's off-heap memory
-	// (Runtime.OffHeap); written by the driving goroutine, and by Stop.
-	offHeapHeld     atomic.Int64
+	// (Runtime.OffHeap); written under offHeapMu, read without it.
+	offHeapHeld atomic.Int64
+	offHeapLent atomic.Int64
+	// lending counts loans in flight (Lend until done): the guard takes
+	// nothing meanwhile, so that the borrower finds the bytes free.
+	lending atomic.Int64
+	// offHeapTarget is what the guard means to hold of Spark's off-heap
+	// memory while the episode lasts (0 outside one): set when the episode
+	// opens to what is held and free, plus what is still short once native
+	// consumers gave way, and raised by what is short later beyond what the
+	// consumers still owe of it. The driving goroutine's only.
+	offHeapTarget   int64
 	offHeapTaken    atomic.Int64
 	offHeapReleased atomic.Int64
 	// offHeapLogged says that a failure of Runtime.OffHeap was logged once.
@@ -456,12 +467,15 @@ func (g *Guard) Step() Sample {
 			s = g.makeRoom(s, need)
 		}
 	}
-	if n := g.cfg.Releasable(s); n > 0 && g.waiting.Load() == 0 && !g.episodeOpen() {
+	if g.waiting.Load() == 0 && !g.episodeOpen() {
 		// Spark's off-heap ballast first: it holds every consumer back, the
-		// pools' only their own.
-		released := g.releaseOffHeap(min(n, g.offHeapHeld.Load()))
-		if n > released {
-			released += g.native.ReleaseBallast(n - released)
+		// pools' only their own. What goes back is free for Spark's
+		// consumers to grow into, which the pools' release counts.
+		released := g.releaseOffHeap(g.cfg.OffHeapReleasable(s))
+		s.OffHeapBallast -= released
+		s.OffHeapFree += released
+		if n := g.cfg.Releasable(s); n > 0 {
+			released += g.native.ReleaseBallast(n)
 		}
 		if released > 0 {
 			g.mu.Lock()
@@ -473,23 +487,31 @@ func (g *Guard) Step() Sample {
 	return s
 }
 
-// holdOffHeap takes every free byte of Spark's off-heap memory above the
-// floor as ballast (Runtime.OffHeap; nothing without one) and returns how
-// many it took; the open episode, if any, counts them. A failure is logged
-// (at WARN once) and takes nothing: the guard goes on without the off-heap
-// ballast.
+// holdOffHeap takes what is free of Spark's off-heap memory as ballast, up
+// to the episode's target and never below the floor the OffHeap side
+// keeps (Runtime.OffHeap; nothing without one), and returns how many bytes
+// it took; the open episode counts them. Nothing is taken while a loan is
+// open (Lend). A failure is logged (at WARN once) and takes nothing: the
+// guard goes on without the off-heap ballast.
 func (g *Guard) holdOffHeap() int64 {
-	if g.rt.OffHeap == nil {
+	if g.rt.OffHeap == nil || g.lending.Load() > 0 {
 		return 0
 	}
-	got, err := g.rt.OffHeap.Acquire(offHeapAsk)
+	ask := g.offHeapTarget - g.offHeapHeld.Load()
+	if ask <= 0 {
+		return 0
+	}
+	g.offHeapMu.Lock()
+	got, err := g.rt.OffHeap.Acquire(ask)
 	if err != nil {
 		g.offHeapFailed("take", err)
 	}
 	if got <= 0 {
+		g.offHeapMu.Unlock()
 		return 0
 	}
 	held := g.offHeapHeld.Add(got)
+	g.offHeapMu.Unlock()
 	g.offHeapTaken.Add(got)
 	now := g.clock.Now()
 	g.mu.Lock()
@@ -524,6 +546,12 @@ func (g *Guard) releaseOffHeap(n int64) int64 {
 	if n <= 0 || g.rt.OffHeap == nil {
 		return 0
 	}
+	g.offHeapMu.Lock()
+	defer g.offHeapMu.Unlock()
+	n = min(n, g.offHeapHeld.Load())
+	if n <= 0 {
+		return 0
+	}
 	if err := g.rt.OffHeap.Release(n); err != nil {
 		g.offHeapFailed("hand back", err)
 		return 0
@@ -531,6 +559,31 @@ func (g *Guard) releaseOffHeap(n int64) int64 {
 	g.offHeapHeld.Add(-n)
 	g.offHeapReleased.Add(n)
 	return n
+}
+
+var _ pool.Lender = (*Guard)(nil)
+
+// Lend implements pool.Lender: a native borrow that Spark granted short
+// (the guard admitted it, or it is a Grow) gets up to n bytes of what the
+// guard holds of Spark's off-heap memory handed back to Spark for it, and
+// the guard takes nothing more until done is called, once the pool has
+// asked Spark again. Native memory grows where admission lets it; the
+// off-heap ballast is there to hold Spark's other consumers back, not to
+// starve native ones, whose pools gave their bytes back to Spark when they
+// spilled. Without an off-heap hold it lends nothing.
+func (g *Guard) Lend(n int64) (int64, func()) {
+	if n <= 0 || g.rt.OffHeap == nil || g.offHeapHeld.Load() <= 0 {
+		return 0, func() {}
+	}
+	g.lending.Add(1)
+	lent := g.releaseOffHeap(n)
+	if lent <= 0 {
+		g.lending.Add(-1)
+		return 0, func() {}
+	}
+	g.offHeapLent.Add(lent)
+	var once sync.Once
+	return lent, func() { once.Do(func() { g.lending.Add(-1) }) }
 }
 
 // offHeapFailed logs a failure of Runtime.OffHeap: at WARN the first time,
@@ -636,16 +689,28 @@ func (g *Guard) makeRoom(s Sample, need int64) Sample {
 // react makes native memory give way for deficit bytes during the episode
 // s belongs to (opening it if needed), and returns the sample it took after.
 func (g *Guard) react(s Sample, deficit int64) Sample {
-	g.openOrUpdate(s)
+	opened := g.openOrUpdate(s)
 	after, w := g.giveWay(s, deficit)
 	freed, spills, goFreed, trimmed, wroteBack, now := w.freed, w.spills, w.goFreed, w.trimmed, w.wroteBack, w.at
-	// Native consumers gave way first; now every free byte of Spark's
-	// off-heap memory is held, what they gave back included, so that the
-	// rest of the executor's consumers give way at their next borrow.
-	took := g.holdOffHeap()
-	after.OffHeapBallast = g.offHeapHeld.Load()
+	// Native consumers gave way first. Then Spark's off-heap memory: the
+	// guard holds what is free of it (what native consumers gave back
+	// included), so that no consumer grows while the episode lasts, plus
+	// what is still short, which Spark's other consumers give up at their
+	// next borrow. It is raised later only by what is short beyond what
+	// they still owe, so that they are held down by the shortage, not
+	// starved: a consumer held far below what it needs spills again and
+	// again, and every spill file costs a reader's buffer when it is merged.
+	var took int64
 	if g.rt.OffHeap != nil {
-		after.OffHeapFree = g.offHeapFree()
+		free, held := g.offHeapFree(), g.offHeapHeld.Load()
+		short := g.cfg.Deficit(after)
+		owed := max(0, g.offHeapTarget-held-free)
+		if opened || short > owed {
+			g.offHeapTarget = held + free + short
+		}
+		took = g.holdOffHeap()
+		after.OffHeapBallast = g.offHeapHeld.Load()
+		after.OffHeapFree = max(0, free-took)
 	}
 	g.mu.Lock()
 	e := &g.mu.episodes[len(g.mu.episodes)-1]
@@ -691,8 +756,8 @@ func (g *Guard) react(s Sample, deficit int64) Sample {
 }
 
 // openOrUpdate opens an episode for s unless one is open, and raises the
-// open one's peaks.
-func (g *Guard) openOrUpdate(s Sample) {
+// open one's peaks; it says whether it opened one.
+func (g *Guard) openOrUpdate(s Sample) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := len(g.mu.episodes)
@@ -714,11 +779,12 @@ func (g *Guard) openOrUpdate(s Sample) {
 		}
 		g.logger.Debug("pod guard: headroom under the reserve", "limit", s.Limit,
 			"unreclaimable", s.Unreclaimable, "headroom", s.Headroom(), "reserve", g.cfg.Reserve)
-		return
+		return true
 	}
 	e := &g.mu.episodes[n-1]
 	e.PeakUnreclaimable = max(e.PeakUnreclaimable, s.Unreclaimable)
 	e.PeakNonNative = max(e.PeakNonNative, s.NonNative())
+	return false
 }
 
 // episodeOpen says whether an episode lasts.
@@ -746,6 +812,7 @@ func (g *Guard) updateOpen(s Sample) bool {
 // endEpisode closes the open episode, if any, at s: the headroom is back.
 func (g *Guard) endEpisode(s Sample) {
 	g.exhausted.Store(false)
+	g.offHeapTarget = 0
 	g.mu.Lock()
 	g.mu.calm = s.NonNative()
 	n := len(g.mu.episodes)
@@ -808,7 +875,7 @@ func (g *Guard) Stats() Stats {
 	st.AdmissionWaits, st.AdmittedShort = g.waits.Load(), g.short.Load()
 	st.RefusedNow = g.refusedNow.Load()
 	st.OffHeapBallast, st.OffHeapTaken = g.offHeapHeld.Load(), g.offHeapTaken.Load()
-	st.OffHeapReleased = g.offHeapReleased.Load()
+	st.OffHeapReleased, st.OffHeapLent = g.offHeapReleased.Load(), g.offHeapLent.Load()
 	return st
 }
 

@@ -105,23 +105,24 @@ func consumersGrow(p *fakeProcess, off *fakeOffHeap, n int64) {
 	p.set(func(p *fakeProcess) { p.jvm += n })
 }
 
-// With no native consumer at all, a burst makes the guard hold every free
-// byte of Spark's off-heap memory above the floor, so that the consumers
-// spill at their next borrow; what they then free is held too while the
-// episode lasts, and the episode lasts until the headroom would stay a
-// reserve and a half even were they to grow into everything free. The
-// ballast goes back only as far as the pod could take them growing into
-// it, and all of it once the burst is gone.
-func TestWithoutNativeMemoryTheGuardHoldsSparksFreeOffHeapMemory(t *testing.T) {
+// With no native consumer at all, a burst makes the guard hold what is free
+// of Spark's off-heap memory (no consumer grows while the episode lasts)
+// plus what is still short, above the floor, so that the consumers give
+// that up at their next borrow. What they free beyond it stays theirs, so
+// that they are held down by the shortage, not starved. The episode lasts
+// until the headroom would stay a reserve and a half even were they to grow
+// into everything free; the ballast goes back only as far as the pod could
+// take them growing into it, and all of it once the burst is gone.
+func TestWithoutNativeMemoryTheGuardHoldsSparksOffHeapMemoryByTheShortage(t *testing.T) {
 	p, off, g, logs, clock := newCompanionPod(t)
 	g.Step()
 	assert.Zero(t, off.acquires, "no pressure: nothing held")
 
-	p.set(func(p *fakeProcess) { p.jvm += 300 * mib }) // headroom 24 MiB
+	p.set(func(p *fakeProcess) { p.jvm += 300 * mib }) // headroom 24 MiB: 24 short of a reserve and a half
 	clock.advance(time.Millisecond)
 	g.Step()
 	_, ballast := off.get()
-	assert.Equal(t, int64(156*mib), ballast, "every free byte (256 − 100) is held")
+	assert.Equal(t, int64(156*mib), ballast, "what is free (256 − 100) is held at once")
 	e := g.Episodes()[0]
 	assert.True(t, e.Open())
 	assert.Equal(t, int64(156*mib), e.OffHeapTaken)
@@ -129,44 +130,41 @@ func TestWithoutNativeMemoryTheGuardHoldsSparksFreeOffHeapMemory(t *testing.T) {
 	assert.False(t, e.NothingLeft, "free off-heap memory was held: something was left")
 	assert.Zero(t, logs.count("WARN pod guard: nothing native left to give and no free off-heap memory to hold; the kernel decides"))
 
-	// The consumers meet no room at their next borrow and spill 80 MiB.
+	// The consumers meet no room at their next borrow and spill 80 MiB: the
+	// 24 MiB short are held, the other 56 MiB stay free for them.
 	consumersSpill(p, off, 80*mib)
 	clock.advance(20 * time.Millisecond)
 	g.Step()
 	_, ballast = off.get()
-	assert.Equal(t, int64(236*mib), ballast, "what they freed is held too: the episode lasts while 80 MiB are free")
-	assert.True(t, g.Episodes()[0].Open())
-	assert.Equal(t, 20*time.Millisecond+0, g.Episodes()[0].Recovery(clock.Now()))
+	assert.Equal(t, int64(180*mib), ballast, "the shortage is held too, not all they freed")
+	assert.True(t, g.Episodes()[0].Open(), "headroom 104 MiB, but 80 MiB were free to grow into")
 
 	g.Step()
-	assert.False(t, g.Episodes()[0].Open(), "nothing free left to grow into: the headroom is back")
+	assert.False(t, g.Episodes()[0].Open(), "headroom 104 MiB: a reserve and a half with the 56 MiB free grown into")
 	_, ballast = off.get()
-	assert.Equal(t, int64(236*mib-40*mib), ballast, "40 MiB go back: headroom 104 − two reserves")
-	st := g.Stats()
-	assert.Equal(t, int64(196*mib), st.OffHeapBallast)
-	assert.Equal(t, int64(236*mib), st.OffHeapTaken)
-	assert.Equal(t, int64(40*mib), st.OffHeapReleased)
-
+	assert.Equal(t, int64(180*mib), ballast, "nothing goes back that the pod could not take")
+	consumersGrow(p, off, 56*mib) // they grow back into what is free
 	g.Step()
-	_, ballast = off.get()
-	assert.Equal(t, int64(196*mib), ballast, "nothing more while 40 MiB are free to grow into")
-	consumersGrow(p, off, 40*mib)
-	g.Step()
-	_, ballast = off.get()
-	assert.Equal(t, int64(196*mib), ballast, "headroom 64 MiB: two reserves, nothing more goes back")
-	assert.Equal(t, int64(1), g.Stats().Episodes, "no second episode: nothing went back that the pod could not take")
+	used, ballast := off.get()
+	assert.Equal(t, int64(76*mib), used, "the consumers gave up the 24 MiB the pod lacked")
+	assert.Equal(t, int64(180*mib), ballast)
+	assert.Equal(t, int64(1), g.Stats().Episodes, "no second episode")
 
 	p.set(func(p *fakeProcess) { p.jvm -= 300 * mib }) // the burst is over
 	g.Step()
 	_, ballast = off.get()
 	assert.Zero(t, ballast, "all of it went back: the pod has room for the consumers to use it all")
-	assert.Equal(t, int64(1), g.Stats().Episodes)
+	st := g.Stats()
+	assert.Equal(t, int64(180*mib), st.OffHeapTaken)
+	assert.Equal(t, int64(180*mib), st.OffHeapReleased)
+	assert.Equal(t, int64(1), st.Episodes)
 }
 
 // Native consumers give way first: what they free goes back to Spark, not
-// into their pools' ballast, and the guard holds it there with everything
-// else free, so that neither the native pools nor Spark's consumers borrow
-// it back before the headroom is.
+// into their pools' ballast, and the guard holds it there with what else is
+// free, so that neither the native pools nor Spark's consumers borrow it
+// back before the headroom is back; then Spark's consumers give up what is
+// still short, never below the floor.
 func TestNativeMemoryGivesWayFirstAndWhatItGaveIsHeldInSpark(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
 	// 64 MiB of off-heap memory: the native sort holds 40 of it (30
@@ -189,8 +187,8 @@ func TestNativeMemoryGivesWayFirstAndWhatItGaveIsHeldInSpark(t *testing.T) {
 	assert.Equal(t, int64(30*mib), e.Spilled)
 	assert.Equal(t, int64(34*mib), e.OffHeapTaken)
 
-	// The aggregation spills 16 MiB at its next borrow: held as well, down
-	// to the floor the consumers keep.
+	// Still 24 MiB short: the aggregation spills 16 MiB at its next borrow,
+	// all held; then 10 more, held down to the floor the consumers keep.
 	consumersSpill(p, off, 16*mib)
 	g.Step()
 	used, ballast = off.get()
@@ -249,4 +247,49 @@ func TestAFailingOffHeapSideIsLoggedOnceAndChangesNothing(t *testing.T) {
 	assert.Zero(t, g.Stats().OffHeapBallast)
 	g.Stop()
 	assert.Zero(t, off.releases, "nothing held: nothing handed back")
+}
+
+// A native borrow Spark granted short while the guard holds its off-heap
+// memory is lent what it lacks: the guard hands that much back and takes
+// nothing while the loan is open, so that the borrower finds it free; once
+// the borrower has asked Spark again, the guard holds what is free again.
+func TestANativeBorrowIsLentWhatTheGuardHolds(t *testing.T) {
+	p, off, g, _, clock := newCompanionPod(t)
+	p.set(func(p *fakeProcess) { p.jvm += 300 * mib })
+	g.Step()
+	_, ballast := off.get()
+	require.Equal(t, int64(156*mib), ballast)
+
+	lent, done := g.Lend(4 * mib)
+	assert.Equal(t, int64(4*mib), lent)
+	_, ballast = off.get()
+	assert.Equal(t, int64(152*mib), ballast)
+	clock.advance(time.Millisecond)
+	g.Step()
+	_, ballast = off.get()
+	assert.Equal(t, int64(152*mib), ballast, "nothing taken while the loan is open")
+
+	consumersGrow(p, off, 4*mib) // the native pool borrowed the 4 MiB from Spark
+	done()
+	done() // idempotent
+	consumersSpill(p, off, 8*mib)
+	g.Step()
+	_, ballast = off.get()
+	assert.Equal(t, int64(160*mib), ballast, "after the loan, what is free is held again")
+	st := g.Stats()
+	assert.Equal(t, int64(4*mib), st.OffHeapLent)
+
+	lent, done = g.Lend(1 << 40)
+	assert.Equal(t, int64(160*mib), lent, "never more than held")
+	done()
+	lent, _ = g.Lend(mib)
+	assert.Zero(t, lent, "nothing held: nothing lent")
+}
+
+// Without Spark's off-heap memory the guard lends nothing.
+func TestWithoutAnOffHeapSideTheGuardLendsNothing(t *testing.T) {
+	_, g, _, _ := newPod(t)
+	lent, done := g.Lend(mib)
+	assert.Zero(t, lent)
+	done()
 }

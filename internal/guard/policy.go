@@ -166,18 +166,32 @@ func (c Config) Deficit(s Sample) int64 {
 	return c.Reserve + c.band() - s.Headroom()
 }
 
-// Releasable is how much ballast (the pools' and the guard's own off-heap
-// ballast) may go back to Spark without taking the headroom below two
-// reserves, were Spark's consumers to grow into all of it and into what is
-// free of Spark's off-heap memory besides (OffHeapFree): none while memory
-// is still short.
+// Releasable is how much of the pools' ballast may go back to Spark
+// without taking the headroom below two reserves, were Spark's consumers to
+// grow into all of it and into what is free of Spark's off-heap memory
+// besides (OffHeapFree): none while memory is still short.
 func (c Config) Releasable(s Sample) int64 {
-	ballast := s.Ballast + s.OffHeapBallast
-	if ballast == 0 {
+	if s.Ballast == 0 {
 		return 0
 	}
 	if s.Limit < 0 {
-		return ballast
+		return s.Ballast
 	}
-	return min(ballast, max(0, s.Headroom()-2*c.Reserve-s.OffHeapFree))
+	return min(s.Ballast, max(0, s.Headroom()-2*c.Reserve-s.OffHeapFree))
+}
+
+// OffHeapReleasable is how much of the guard's own off-heap ballast may go
+// back to Spark without taking the headroom below a reserve and a half
+// (where native admission keeps it, and where an episode ends), were
+// Spark's consumers to grow into all of it and into what is free besides
+// (OffHeapFree): none while memory is still short. Spark's consumers are
+// admitted by nobody, so it counts on them taking it all.
+func (c Config) OffHeapReleasable(s Sample) int64 {
+	if s.OffHeapBallast == 0 {
+		return 0
+	}
+	if s.Limit < 0 {
+		return s.OffHeapBallast
+	}
+	return min(s.OffHeapBallast, max(0, s.Headroom()-c.Reserve-c.band()-s.OffHeapFree))
 }

@@ -21,7 +21,9 @@ import org.nativepool.spark.jni.ProcessStats;
  *       guard.admittedShort} (admitted when the wait ran out), {@code guard.refusedNow} (borrows
  *       for growth a consumer can do without, refused at once for want of room), {@code
  *       guard.released}, {@code guard.ballastPeak}, {@code guard.nothingLeft} (episodes that found
- *       nothing native to give).
+ *       nothing native to give), {@code guard.offHeapTaken} (Spark's free off-heap memory the guard
+ *       held as ballast, taken as it became free), {@code guard.offHeapPeak} (the most held at
+ *       once), {@code guard.offHeapReactionMicrosMax} (-1: none taken).
  * </ul>
  */
 final class GuardReport {
@@ -75,8 +77,12 @@ final class GuardReport {
     long released =
         after.get(ProcessStat.GUARD_RELEASED_BYTES) - before.get(ProcessStat.GUARD_RELEASED_BYTES);
     long spilled = 0, reactionMax = -1, recoveryMax = -1, nothingLeft = 0;
+    long offHeapTaken = 0, offHeapPeak = 0, offHeapReactionMax = -1;
     for (GuardEpisode e : episodes) {
       spilled += e.spilled();
+      offHeapTaken += e.offHeapTaken();
+      offHeapPeak = Math.max(offHeapPeak, e.offHeapPeak());
+      offHeapReactionMax = Math.max(offHeapReactionMax, e.offHeapReactionMicros());
       reactionMax = Math.max(reactionMax, e.reactionMicros());
       recoveryMax = Math.max(recoveryMax, e.recoveryMicros());
       nothingLeft += e.nothingLeft() ? 1 : 0;
@@ -93,6 +99,9 @@ final class GuardReport {
     r.put("guard.released", released);
     r.put("guard.ballastPeak", ballastPeak);
     r.put("guard.nothingLeft", nothingLeft);
+    r.put("guard.offHeapTaken", offHeapTaken);
+    r.put("guard.offHeapPeak", offHeapPeak);
+    r.put("guard.offHeapReactionMicrosMax", offHeapReactionMax);
     if (reserve == 0) {
       SortDemo.line(b, "pod guard", "off");
       return;
@@ -106,15 +115,18 @@ final class GuardReport {
         "pod guard",
         String.format(
             Locale.ROOT,
-            "keeps %s free under the %s limit: %d episode%s in the run, %s spilled into ballast"
-                + " (peak %s, %s back to Spark); %d borrow%s waited for room (%d admitted short),"
-                + " %d it could do without refused at once",
+            "keeps %s free under the %s limit: %d episode%s in the run, %s spilled by native"
+                + " consumers (pool ballast peak %s), %s of Spark's free off-heap memory held as"
+                + " ballast (peak %s), %s back to Spark; %d borrow%s waited for room (%d admitted"
+                + " short), %d it could do without refused at once",
             SortDemo.size(reserve),
             SortDemo.mib(limit),
             episodes.size(),
             episodes.size() == 1 ? "" : "s",
             SortDemo.size(spilled),
             SortDemo.size(ballastPeak),
+            SortDemo.size(offHeapTaken),
+            SortDemo.size(offHeapPeak),
             SortDemo.size(released),
             waits,
             waits == 1 ? "" : "s",
@@ -134,7 +146,8 @@ final class GuardReport {
           String.format(
                   Locale.ROOT,
                   "outside native memory grew %s (unreclaimable %s → peak %s); spilled %s%s;"
-                      + " reaction %s, recovered in %s%s",
+                      + " reaction %s; Spark's off-heap memory held %s at most (%s taken, the"
+                      + " first after %s); recovered in %s%s",
                   SortDemo.size(e.grewOutsideNative()),
                   SortDemo.mib(e.startUnreclaimable()),
                   SortDemo.mib(e.peakUnreclaimable()),
@@ -143,6 +156,12 @@ final class GuardReport {
                   e.reactionMicros() < 0
                       ? "none"
                       : String.format(Locale.ROOT, "%.1f ms", e.reactionMicros() / 1000.0),
+                  SortDemo.size(e.offHeapPeak()),
+                  SortDemo.size(e.offHeapTaken()),
+                  e.offHeapReactionMicros() < 0
+                      ? "none"
+                      : String.format(
+                          Locale.ROOT, "%.1f ms", e.offHeapReactionMicros() / 1000.0),
                   String.format(Locale.ROOT, "%.1f ms", e.recoveryMicros() / 1000.0),
                   e.open() ? " (still open at the end)" : "")
               + (e.nothingLeft()

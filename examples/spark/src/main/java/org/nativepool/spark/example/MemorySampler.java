@@ -33,8 +33,9 @@ import org.nativepool.spark.jni.ProcessStats;
  *       (-1 without one); {@code direct}: the JVM's direct buffers in use; {@code malloc_retained}:
  *       free bytes glibc's malloc keeps in its arenas ({@code mallinfo2}, -1 unknown), the part of
  *       {@code untracked} that is memory C code freed but the allocator kept; {@code burst}: the
- *       demo's burst of direct buffers held now ({@link Burst}); {@code ballast}: what native
- *       consumers spilled for the pod guard and the pools keep from Spark.
+ *       demo's burst of direct buffers held now ({@link Burst}); {@code ballast}: what the pod
+ *       guard keeps from Spark's consumers: native consumers' spills the pools keep, and Spark's
+ *       free off-heap memory the guard holds.
  * </ul>
  *
  * <p>Peaks are kept for the report. Started once, stopped once; safe to read after {@link #stop()}.
@@ -176,7 +177,7 @@ final class MemorySampler extends CsvSampler {
     max(peakDirect, directUsed);
     long anon = cgroup == null ? -1 : cgroup.anon();
     max(peakCgroupAnon, anon);
-    long ballast = p.get(ProcessStat.GUARD_BALLAST);
+    long ballast = p.get(ProcessStat.GUARD_BALLAST) + p.get(ProcessStat.GUARD_OFF_HEAP_BALLAST);
     max(peakBallast, ballast);
     samples.incrementAndGet();
     long t = (System.nanoTime() - start) / 1_000_000;

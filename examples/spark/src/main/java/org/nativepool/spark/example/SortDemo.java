@@ -147,6 +147,9 @@ public final class SortDemo {
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.local.dir", Path.of(cfg.tempDir(), "spark").toString())
             .getOrCreate();
+    // The native engines spill under tempDir: the pod guard writes their run files back (and
+    // Spark's, under spark.local.dir, which the plugin adds) during an episode with dirty pages.
+    Natives.addSpillDir(Path.of(cfg.tempDir()).toAbsolutePath().toString());
     // The idle baseline: the JVM with Spark started and the library loaded, before any job.
     long idleRss = MemorySampler.readRss();
     Result r = new Result();
