@@ -91,6 +91,39 @@ func TestUnifiedBallastGoesBackWhenThePoolIsIdleOrClosed(t *testing.T) {
 	assert.Equal(t, int64(0), up.Held(), "Close returns the ballast with everything")
 }
 
+// A Reclaim asked by upstream (Spark spilling the pool for another consumer
+// of the same task) hands the ballast back first, before any consumer
+// spills: it is memory nobody uses, and held back it could leave that
+// consumer with nothing to run on.
+func TestAReclaimAskedByUpstreamHandsTheBallastBackFirst(t *testing.T) {
+	for _, kind := range []string{"greedy", "fair"} {
+		t.Run(kind, func(t *testing.T) {
+			up := fakeupstream.New()
+			p := unified(t, kind, up, 1<<30, pool.WithChunkSize(1<<20))
+			var sorter, agg *pool.Reservation
+			sorter = pool.NewConsumer("sorter").WithSpiller(spillAll(&sorter)).Register(p)
+			agg = pool.NewConsumer("agg").WithSpiller(spillAll(&agg)).Register(p)
+			require.NoError(t, sorter.TryGrow(6<<20))
+			require.NoError(t, agg.TryGrow(2<<20))
+			moved, _, err := p.ReclaimToBallast(6 << 20)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, moved, int64(6<<20))
+			require.Equal(t, int64(2<<20), agg.Size(), "the guard's spill took the largest")
+			held := up.Held()
+
+			freed, err := p.Reclaim(1 << 20)
+			require.NoError(t, err)
+			assert.Equal(t, moved, freed, "the ballast went back, and it was enough")
+			assert.Equal(t, int64(2<<20), agg.Size(), "nobody spilled for it")
+			assert.Equal(t, held-moved, up.Held())
+			assert.Zero(t, p.Stats().Ballast)
+			agg.Close()
+			sorter.Close()
+			require.NoError(t, p.Close())
+		})
+	}
+}
+
 // denyAll is an Admission that refuses every borrow, saying why.
 type denyAll struct{ calls int }
 

@@ -138,7 +138,12 @@
 // hand the bytes to its other consumers while the shortage lasts. Ballast is
 // never slack (a trim never hands it back), but the pool's own consumers
 // spend it on an admitted grow it covers, without asking upstream.
-// ReleaseBallast hands it back; so do the last consumer leaving and Close.
+// ReleaseBallast hands it back; so do the last consumer leaving and Close,
+// and a Reclaim (upstream asking because another of its consumers needs
+// the bytes: it goes first there, being memory nobody uses). A pool whose
+// Admission is a Lender (the pod guard holding Spark's free memory back
+// from its other consumers) asks upstream again, for what the lender
+// hands back, when upstream grants its borrow short.
 //
 // Every pool reports its high-water mark and can notify threshold crossings
 // (Watcher). Errors match ErrResourcesExhausted and ErrInvalidSize with

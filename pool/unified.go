@@ -174,10 +174,6 @@ type Unified interface {
 	// the process, and upstream cannot hand the bytes to its other consumers
 	// meanwhile.
 	ReclaimToBallast(target int64) (int64, []ConsumerSpill, error)
-	// ReclaimNamed is Reclaim (the freed bytes go back upstream) that also
-	// returns what each consumer's spill freed: for a caller that reports
-	// who gave way.
-	ReclaimNamed(target int64) (int64, []ConsumerSpill, error)
 	// ReleaseBallast hands up to n bytes of ballast back upstream (n < 0:
 	// all of it) and returns how many it released.
 	ReleaseBallast(n int64) (int64, error)

@@ -156,7 +156,6 @@ func (roomySource) Read() (guard.Sample, error) {
 type noNative struct{}
 
 func (noNative) SpillToBallast(int64) (int64, []guard.Spill) { return 0, nil }
-func (noNative) Spill(int64) (int64, []guard.Spill)          { return 0, nil }
 func (noNative) ReleaseBallast(int64) int64                  { return 0 }
 
 // roomyGuard is a pod guard that has taken one sample of roomySource.

@@ -395,7 +395,8 @@ func (p *unifiedPool) trimLocked() int64 {
 
 // sweepLocked repays overcommit from slack and books the release of all
 // the remaining slack and of every owed byte (ballast stays: only
-// ReleaseBallast, a pool left with no consumer, and Close return it). The consumers' owed parts go
+// ReleaseBallast, a Reclaim asked by upstream, a pool left with no
+// consumer, and Close return it). The consumers' owed parts go
 // into their returning, listed in parts, so that their shares count them
 // until the release settles. The caller holds p.mu and passes both results
 // to giveBack after unlocking.

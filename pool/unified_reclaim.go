@@ -111,24 +111,8 @@ func (p *unifiedPool) ReclaimToBallast(target int64) (int64, []ConsumerSpill, er
 	return n, spills, err
 }
 
-// ReclaimNamed implements Unified: Reclaim (the freed bytes go back
-// upstream) that also says what each consumer's spill freed, for a caller
-// that reports who gave way (the pod guard, when what native consumers free
-// goes back to Spark and is held there). Spillers that fail are counted,
-// logged and skipped, and their errors returned joined. It is refused, like
-// Reclaim, on a goroutine already running one of this pool's reclaims.
-func (p *unifiedPool) ReclaimNamed(target int64) (int64, []ConsumerSpill, error) {
-	n, spills, err := p.reclaimAs(target, true, false)
-	if errors.Is(err, ErrReclaimReentered) {
-		return 0, nil, nil
-	}
-	return n, spills, err
-}
-
-// ConsumerSpill is what one consumer's spill freed during a
-// ReclaimToBallast (moved into ballast) or a ReclaimNamed (released
-// upstream): what left the pool's spendable bytes after its Spiller
-// returned.
+// ConsumerSpill is what one consumer's spill moved into ballast during a
+// ReclaimToBallast: the pool's slack after its Spiller returned.
 type ConsumerSpill struct {
 	Consumer string // the consumer's name and ID, as Consumer.String
 	Bytes    int64
@@ -176,12 +160,17 @@ func (p *unifiedPool) collectLocked(toBallast bool) (moved, rel int64, parts []r
 		p.mu.ballast += slack
 		return slack, 0, nil
 	}
+	// Upstream asks because another of its consumers needs the bytes (a
+	// Spark consumer of the same task): the ballast goes first, since it is
+	// memory nobody uses, kept from the consumers of other tasks, and held
+	// back it could leave that consumer with nothing to run on.
+	p.mu.ballast = 0 // it is slack now, which the sweep hands back
 	rel, parts = p.sweepLocked()
 	return rel, rel, parts
 }
 
-// reclaimAs is Reclaim and ReclaimNamed (toBallast false) and
-// ReclaimToBallast (true); it also returns what each consumer's spill freed.
+// reclaimAs is Reclaim (toBallast false) and ReclaimToBallast (true); it
+// also returns what each consumer's spill freed.
 func (p *unifiedPool) reclaimAs(target int64, reportSpillers, toBallast bool) (int64, []ConsumerSpill, error) {
 	if target < 0 {
 		return 0, nil, fmt.Errorf("pool: Reclaim(%d): negative size: %w", target, ErrInvalidSize)

@@ -191,6 +191,11 @@ func (tp *taskPool) Close() error {
 	tp.bridge.removeTask(tp) // a spill through the task handle now reclaims nothing
 	tp.calls.closeAndWait()
 	tp.bridge.closeArrowOfPool(tp) // before the pool takes the reservations' bytes back
+	if ballast := tp.unified.Stats().Ballast; ballast > 0 {
+		// The close hands the pool's ballast back to Spark: the guard holds
+		// it from there while its episode lasts.
+		tp.bridge.absorbBallast(ballast)
+	}
 	err := tp.unified.Close()
 	for _, stop := range tp.stops {
 		stop()

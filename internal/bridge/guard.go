@@ -200,6 +200,14 @@ func closeOffHeap(o guard.OffHeap) {
 	}
 }
 
+// absorbBallast tells the running guard, if any, that n bytes of a pool's
+// ballast go back to Spark with the pool (guard.Guard.Absorb).
+func (b *Bridge) absorbBallast(n int64) {
+	if rg := b.guard.current.Load(); rg != nil {
+		rg.g.Absorb(n)
+	}
+}
+
 // StopGuard stops the running guard, if any, and hands its ballast back.
 func (b *Bridge) StopGuard() { _ = b.ConfigureGuard(GuardSettings{}) }
 
@@ -414,20 +422,6 @@ type guardNative struct{ b *Bridge }
 // first), until target bytes are ballast. A pool that is closing is
 // skipped (its close hands everything back anyway).
 func (n guardNative) SpillToBallast(target int64) (int64, []guard.Spill) {
-	return n.spill(target, pool.Unified.ReclaimToBallast, "free slack")
-}
-
-// Spill implements guard.Native: as SpillToBallast, each pool through
-// ReclaimNamed, so that what its consumers free goes back to Spark (where
-// the guard holds it as off-heap ballast).
-func (n guardNative) Spill(target int64) (int64, []guard.Spill) {
-	return n.spill(target, pool.Unified.ReclaimNamed, "slack")
-}
-
-// spill makes the pools that reserve the most give way first, each through
-// reclaim, until target bytes went; slack names what a pool gave without
-// any consumer spilling.
-func (n guardNative) spill(target int64, reclaim func(pool.Unified, int64) (int64, []pool.ConsumerSpill, error), slack string) (int64, []guard.Spill) {
 	type cand struct {
 		tp       *taskPool
 		reserved int64
@@ -446,7 +440,7 @@ func (n guardNative) spill(target int64, reclaim func(pool.Unified, int64) (int6
 		if !c.tp.calls.enterAcquire() {
 			continue
 		}
-		got, who, err := reclaim(c.tp.unified, target-freed)
+		got, who, err := c.tp.unified.ReclaimToBallast(target - freed)
 		c.tp.calls.exit()
 		if err != nil {
 			for _, e := range JavaExceptions(err) {
@@ -463,7 +457,7 @@ func (n guardNative) spill(target int64, reclaim func(pool.Unified, int64) (int6
 		if got > named {
 			// What the pool held free (slack, and what shrinks left after the
 			// spills): moved into ballast without anyone spilling.
-			spills = append(spills, guard.Spill{Consumer: fmt.Sprintf("%s (task %d)", slack, c.tp.taskID), Bytes: got - named})
+			spills = append(spills, guard.Spill{Consumer: fmt.Sprintf("free slack (task %d)", c.tp.taskID), Bytes: got - named})
 		}
 	}
 	return freed, spills

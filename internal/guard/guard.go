@@ -30,15 +30,8 @@ type Native interface {
 	// SpillToBallast makes native consumers spill, across every task pool,
 	// largest first, until target bytes were set aside as ballast (kept
 	// held from Spark, not resident); it returns the bytes and who gave
-	// them up. The guard uses it where it holds no off-heap memory of its
-	// own (Runtime.OffHeap nil).
+	// them up.
 	SpillToBallast(target int64) (freed int64, spills []Spill)
-	// Spill makes native consumers spill, across every task pool, largest
-	// first, until target bytes went back to Spark; it returns the bytes
-	// and who gave them up. The guard uses it where it holds Spark's
-	// off-heap memory itself (Runtime.OffHeap): what the pools give back
-	// is then held as the guard's ballast with everything else free.
-	Spill(target int64) (freed int64, spills []Spill)
 	// ReleaseBallast hands up to n bytes of ballast back to Spark and
 	// returns how many went back.
 	ReleaseBallast(n int64) int64
@@ -81,11 +74,10 @@ type Runtime struct {
 	// runs on a goroutine of its own, one at a time.
 	Writeback func()
 	// OffHeap is Spark's off-heap memory as a whole (nil: none). With it,
-	// what native consumers free goes back to Spark (Native.Spill) and,
-	// during an episode, the guard holds every free byte of it as ballast:
-	// every consumer of the executor, Spark's own and another engine's
-	// included, then spills at its next borrow instead of growing, until
-	// the headroom is back.
+	// once native consumers gave way, the guard holds what is free of it
+	// and what is still short as ballast while the episode lasts: every
+	// consumer of the executor, Spark's own and another engine's included,
+	// meets no room at its next borrow and spills instead of growing.
 	OffHeap OffHeap
 }
 
@@ -253,9 +245,10 @@ type Guard struct {
 	// offHeapTarget is what the guard means to hold of Spark's off-heap
 	// memory while the episode lasts (0 outside one): set when the episode
 	// opens to what is held and free, plus what is still short once native
-	// consumers gave way, and raised by what is short later beyond what the
-	// consumers still owe of it. The driving goroutine's only.
-	offHeapTarget   int64
+	// consumers gave way, raised by what is short later beyond what the
+	// consumers still owe of it, and by the ballast of pools that close
+	// meanwhile (Absorb). Written by the driving goroutine, and by Absorb.
+	offHeapTarget   atomic.Int64
 	offHeapTaken    atomic.Int64
 	offHeapReleased atomic.Int64
 	// offHeapLogged says that a failure of Runtime.OffHeap was logged once.
@@ -497,7 +490,7 @@ func (g *Guard) holdOffHeap() int64 {
 	if g.rt.OffHeap == nil || g.lending.Load() > 0 {
 		return 0
 	}
-	ask := g.offHeapTarget - g.offHeapHeld.Load()
+	ask := g.offHeapTarget.Load() - g.offHeapHeld.Load()
 	if ask <= 0 {
 		return 0
 	}
@@ -559,6 +552,18 @@ func (g *Guard) releaseOffHeap(n int64) int64 {
 	g.offHeapHeld.Add(-n)
 	g.offHeapReleased.Add(n)
 	return n
+}
+
+// Absorb tells the guard that n bytes of its pools' ballast went back to
+// Spark with a pool that closed (a task's end): while an episode lasts, the
+// guard takes them into its own off-heap hold at its next step, so that the
+// memory the pool gave up is not borrowed back by the next task. Outside an
+// episode, or without an off-heap hold, it does nothing.
+func (g *Guard) Absorb(n int64) {
+	if n <= 0 || g.rt.OffHeap == nil || !g.episodeOpen() {
+		return
+	}
+	g.offHeapTarget.Add(n)
 }
 
 var _ pool.Lender = (*Guard)(nil)
@@ -635,13 +640,7 @@ func (g *Guard) giveWay(s Sample, target int64) (Sample, gaveWay) {
 			g.rt.Writeback()
 		}()
 	}
-	if g.rt.OffHeap != nil {
-		// What the pools free goes back to Spark, where the guard holds it
-		// with every other free byte while the episode lasts.
-		w.freed, w.spills = g.native.Spill(target)
-	} else {
-		w.freed, w.spills = g.native.SpillToBallast(target)
-	}
+	w.freed, w.spills = g.native.SpillToBallast(target)
 	w.at = g.clock.Now()
 	// What consumers freed leaves the process only when the runtimes give
 	// it back: the Go heap after a collection, malloc's arenas after a trim.
@@ -704,9 +703,9 @@ func (g *Guard) react(s Sample, deficit int64) Sample {
 	if g.rt.OffHeap != nil {
 		free, held := g.offHeapFree(), g.offHeapHeld.Load()
 		short := g.cfg.Deficit(after)
-		owed := max(0, g.offHeapTarget-held-free)
+		owed := max(0, g.offHeapTarget.Load()-held-free)
 		if opened || short > owed {
-			g.offHeapTarget = held + free + short
+			g.offHeapTarget.Store(held + free + short)
 		}
 		took = g.holdOffHeap()
 		after.OffHeapBallast = g.offHeapHeld.Load()
@@ -812,7 +811,7 @@ func (g *Guard) updateOpen(s Sample) bool {
 // endEpisode closes the open episode, if any, at s: the headroom is back.
 func (g *Guard) endEpisode(s Sample) {
 	g.exhausted.Store(false)
-	g.offHeapTarget = 0
+	g.offHeapTarget.Store(0)
 	g.mu.Lock()
 	g.mu.calm = s.NonNative()
 	n := len(g.mu.episodes)

@@ -111,26 +111,6 @@ func (p *fakeProcess) SpillToBallast(target int64) (int64, []guard.Spill) {
 	return n, []guard.Spill{{Consumer: "sorter", Bytes: n}}
 }
 
-// Spill frees native memory back to Spark: the pools hold less, and so
-// do Spark's books (off, when the process has Spark's off-heap memory).
-func (p *fakeProcess) Spill(target int64) (int64, []guard.Spill) {
-	p.clock.advance(p.spillDelay)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.targets = append(p.targets, target)
-	n := min(target, p.spillable)
-	p.spillable -= n
-	p.native -= n
-	p.held -= n
-	if p.off != nil {
-		p.off.set(func(o *fakeOffHeap) { o.used -= n })
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	return n, []guard.Spill{{Consumer: "sorter", Bytes: n}}
-}
-
 func (p *fakeProcess) ReleaseBallast(n int64) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()

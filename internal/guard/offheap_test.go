@@ -160,12 +160,11 @@ func TestWithoutNativeMemoryTheGuardHoldsSparksOffHeapMemoryByTheShortage(t *tes
 	assert.Equal(t, int64(1), st.Episodes)
 }
 
-// Native consumers give way first: what they free goes back to Spark, not
-// into their pools' ballast, and the guard holds it there with what else is
-// free, so that neither the native pools nor Spark's consumers borrow it
-// back before the headroom is back; then Spark's consumers give up what is
-// still short, never below the floor.
-func TestNativeMemoryGivesWayFirstAndWhatItGaveIsHeldInSpark(t *testing.T) {
+// Native consumers give way first, into their pools' ballast (held from
+// Spark, spent by their own consumers only); then the guard holds what is
+// free of Spark's off-heap memory and what is still short, which Spark's
+// other consumers give up at their next borrow.
+func TestNativeMemoryGivesWayFirstThenSparksConsumersGiveWhatIsStillShort(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
 	// 64 MiB of off-heap memory: the native sort holds 40 of it (30
 	// resident and spillable), Spark's aggregation 20; 4 MiB are free.
@@ -179,26 +178,46 @@ func TestNativeMemoryGivesWayFirstAndWhatItGaveIsHeldInSpark(t *testing.T) {
 	p.set(func(p *fakeProcess) { p.jvm += 100 * mib }) // headroom −6 MiB: deficit 54 MiB
 	g.Step()
 	require.Equal(t, []int64{54 * mib}, p.targets, "native memory was asked first, for the deficit")
+	assert.Equal(t, int64(30*mib), g.Stats().Ballast, "the sort's 30 MiB stay in its pool as ballast")
 	used, ballast := off.get()
-	assert.Equal(t, int64(30*mib), used, "the sort gave its 30 MiB back to Spark")
-	assert.Equal(t, int64(34*mib), ballast, "they and the 4 MiB free are held")
-	assert.Zero(t, g.Stats().Ballast, "nothing stays in the pools as ballast")
+	assert.Equal(t, int64(60*mib), used)
+	assert.Equal(t, int64(4*mib), ballast, "what is free is held; 24 MiB are still short")
 	e := g.Episodes()[0]
 	assert.Equal(t, int64(30*mib), e.Spilled)
-	assert.Equal(t, int64(34*mib), e.OffHeapTaken)
+	assert.Equal(t, int64(4*mib), e.OffHeapTaken)
 
-	// Still 24 MiB short: the aggregation spills 16 MiB at its next borrow,
-	// all held; then 10 more, held down to the floor the consumers keep.
+	// The aggregation spills 16 MiB at its next borrow, all held; then 16
+	// more, of which 8 are held: the 24 MiB short. The rest is theirs.
 	consumersSpill(p, off, 16*mib)
 	g.Step()
 	used, ballast = off.get()
-	assert.Equal(t, int64(14*mib), used)
-	assert.Equal(t, int64(50*mib), ballast)
-	consumersSpill(p, off, 10*mib)
+	assert.Equal(t, int64(44*mib), used)
+	assert.Equal(t, int64(20*mib), ballast)
+	consumersSpill(p, off, 4*mib)
 	g.Step()
 	used, ballast = off.get()
-	assert.Equal(t, int64(4*mib), used)
-	assert.Equal(t, int64(56*mib), ballast, "never more than leaves the consumers their 8 MiB floor")
+	assert.Equal(t, int64(40*mib), used)
+	assert.Equal(t, int64(24*mib), ballast)
+	consumersSpill(p, off, 4*mib)
+	g.Step()
+	_, ballast = off.get()
+	assert.Equal(t, int64(28*mib), ballast, "4 free + 24 short, no more")
+	assert.Equal(t, int64(28*mib), g.Episodes()[0].OffHeapTaken)
+}
+
+// However short the pod is, the guard never holds so much that Spark's
+// consumers are left less than the floor.
+func TestTheOffHeapHoldLeavesTheConsumersTheirFloor(t *testing.T) {
+	p, off, g, _, _ := newCompanionPod(t)
+	p.set(func(p *fakeProcess) { p.jvm += 400 * mib }) // 124 MiB short of a reserve and a half
+	g.Step()
+	_, ballast := off.get()
+	assert.Equal(t, int64(156*mib), ballast)
+	consumersSpill(p, off, 100*mib) // everything they had
+	g.Step()
+	used, ballast := off.get()
+	assert.Zero(t, used)
+	assert.Equal(t, int64(240*mib), ballast, "256 MiB less the 16 MiB floor")
 }
 
 // The guard that stops hands back what it holds of Spark's off-heap memory.
@@ -292,4 +311,28 @@ func TestWithoutAnOffHeapSideTheGuardLendsNothing(t *testing.T) {
 	lent, done := g.Lend(mib)
 	assert.Zero(t, lent)
 	done()
+}
+
+// A pool that closes during an episode hands its ballast back to Spark with
+// everything it holds: the guard holds those bytes in its stead, so that the
+// next task does not borrow back what the pool gave up. Outside an episode
+// nothing is absorbed.
+func TestTheBallastOfAPoolThatClosesDuringAnEpisodeIsHeldByTheGuard(t *testing.T) {
+	p, off, g, _, _ := newCompanionPod(t)
+	g.Absorb(8 * mib)
+	g.Step()
+	assert.Zero(t, off.acquires, "no episode: nothing absorbed")
+
+	p.set(func(p *fakeProcess) { p.jvm += 300 * mib })
+	g.Step()
+	consumersSpill(p, off, 24*mib) // they owe the 24 MiB short
+	g.Step()
+	_, ballast := off.get()
+	require.Equal(t, int64(180*mib), ballast)
+
+	off.set(func(o *fakeOffHeap) { o.used -= 10 * mib }) // a task's pool closes with 10 MiB of ballast
+	g.Absorb(10 * mib)
+	g.Step()
+	_, ballast = off.get()
+	assert.Equal(t, int64(190*mib), ballast)
 }
