@@ -26,6 +26,11 @@
  *   --sample-ms MS      RSS sampling period (default 50)
  *   --warmup-rows N     rows of the warm-up job that loads libcomet.so and JITs (default 2,000,000)
  *   --csv FILE          write every sample (t_ms, rss, rss_anon, offheap_exec, heap_used)
+ *   --nativepool MODE   none (default) | guard: nativepool's plugin beside the engine, with no
+ *                       nativepool engine in the job (spark.plugins also names
+ *                       org.nativepool.spark.NativePoolPlugin; its jar must be on the classpath:
+ *                       run.sh adds $NATIVEPOOL_JAR), its pod guard as configured by default |
+ *                       noguard: the plugin with spark.nativepool.guard.enabled=false
  *   --burst SIZE        direct buffers taken outside any accounting during the measured job, as
  *                       nativepool's demo --burst does (default 0: none): --burst-at S seconds
  *                       into the job once Spark's off-heap execution memory is in use (default 2),
@@ -82,7 +87,7 @@ public final class CometSortBench {
   /** Parsed command line. */
   record Options(long rows, int partitions, String budget, String engine, String pool,
       long sampleMs, long warmupRows, String csv, long burst, double burstAt, double burstRamp,
-      double burstHold) {
+      double burstHold, String nativepool) {
 
     static Options parse(String[] args) {
       long rows = 20_000_000L;
@@ -95,6 +100,7 @@ public final class CometSortBench {
       String csv = null;
       long burst = 0;
       double burstAt = 2, burstRamp = 2, burstHold = 10;
+      String nativepool = "none";
       for (int i = 0; i < args.length; i++) {
         String a = args[i];
         if (i + 1 >= args.length) {
@@ -114,17 +120,23 @@ public final class CometSortBench {
           case "--burst-at" -> burstAt = Double.parseDouble(v);
           case "--burst-ramp" -> burstRamp = Double.parseDouble(v);
           case "--burst-hold" -> burstHold = Double.parseDouble(v);
+          case "--nativepool" -> nativepool = v;
           default -> throw new IllegalArgumentException("unknown option " + a);
         }
       }
       if (!engine.equals("comet") && !engine.equals("spark")) {
         throw new IllegalArgumentException("--engine must be comet or spark, got " + engine);
       }
+      if (!nativepool.equals("none") && !nativepool.equals("guard")
+          && !nativepool.equals("noguard")) {
+        throw new IllegalArgumentException(
+            "--nativepool must be none, guard or noguard, got " + nativepool);
+      }
       if (rows <= 0 || partitions <= 0 || sampleMs <= 0 || warmupRows <= 0) {
         throw new IllegalArgumentException("--rows, --partitions, --sample-ms, --warmup-rows must be > 0");
       }
       return new Options(rows, partitions, budget, engine, pool, sampleMs, warmupRows, csv,
-          burst, burstAt, burstRamp, burstHold);
+          burst, burstAt, burstRamp, burstHold, nativepool);
     }
   }
 
@@ -445,8 +457,21 @@ public final class CometSortBench {
         .config("spark.memory.offHeap.size", o.budget())
         .config("spark.executor.processTreeMetrics.enabled", "true")
         .config("spark.unsafe.exceptionOnMemoryLeak", "true");
+    List<String> plugins = new ArrayList<>();
     if (comet) {
-      b.config("spark.plugins", "org.apache.spark.CometPlugin")
+      plugins.add("org.apache.spark.CometPlugin");
+    }
+    if (!o.nativepool().equals("none")) {
+      plugins.add("org.nativepool.spark.NativePoolPlugin");
+      if (o.nativepool().equals("noguard")) {
+        b.config("spark.nativepool.guard.enabled", "false");
+      }
+    }
+    if (!plugins.isEmpty()) {
+      b.config("spark.plugins", String.join(",", plugins));
+    }
+    if (comet) {
+      b
           .config("spark.sql.extensions", "org.apache.comet.CometSparkSessionExtensions")
           .config("spark.comet.enabled", "true")
           .config("spark.comet.exec.enabled", "true")
@@ -467,8 +492,8 @@ public final class CometSortBench {
     spark.sparkContext().addSparkListener(collector);
 
     System.out.printf(Locale.ROOT,
-        "engine=%s spark=%s budget=%s pool=%s rows=%d partitions=%d (%d rows/partition) java=%s maxHeap=%s%n",
-        o.engine(), spark.version(), o.budget(), comet ? o.pool() : "-", o.rows(), o.partitions(),
+        "engine=%s nativepool=%s spark=%s budget=%s pool=%s rows=%d partitions=%d (%d rows/partition) java=%s maxHeap=%s%n",
+        o.engine(), o.nativepool(), spark.version(), o.budget(), comet ? o.pool() : "-", o.rows(), o.partitions(),
         o.rows() / o.partitions(), System.getProperty("java.version"),
         mib(Runtime.getRuntime().maxMemory()));
     System.out.println("maxOffHeapMemory (Spark) = "
@@ -597,11 +622,11 @@ public final class CometSortBench {
         ratio(growth, peakOff), ratio(growth, sumTaskPeak), ratio(growth, maxTaskPeak),
         ratio(anonGrowth, peakOff));
     System.out.printf(Locale.ROOT,
-        "RESULT engine=%s budget=%s rows=%d elapsed_s=%.1f rss_base_mib=%.1f rss_peak_mib=%.1f "
+        "RESULT engine=%s nativepool=%s budget=%s rows=%d elapsed_s=%.1f rss_base_mib=%.1f rss_peak_mib=%.1f "
             + "rss_growth_mib=%.1f anon_growth_mib=%.1f offheap_exec_peak_mib=%.1f "
             + "task_peak_max_mib=%.1f task_peak_sum_mib=%.1f heap_peak_mib=%.1f "
             + "ratio_exec=%s ratio_tasksum=%s spilled_disk_mib=%.1f ok=%s%n",
-        o.engine(), o.budget(), o.rows(), elapsedNs / 1e9, baseline.rss() / 1048576.0,
+        o.engine(), o.nativepool(), o.budget(), o.rows(), elapsedNs / 1e9, baseline.rss() / 1048576.0,
         peakRss / 1048576.0, growth / 1048576.0, anonGrowth / 1048576.0, peakOff / 1048576.0,
         maxTaskPeak / 1048576.0, sumTaskPeak / 1048576.0, peakHeap / 1048576.0,
         ratio(growth, peakOff), ratio(growth, sumTaskPeak), diskSpilled / 1048576.0, ok);

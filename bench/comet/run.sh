@@ -11,7 +11,9 @@
 # source launcher. The heap is fixed and pre-touched (-Xms=-Xmx=$HEAP, -XX:+AlwaysPreTouch) so
 # heap growth cannot show up as RSS growth. Output: stdout (figures, plan); Spark/Comet log on
 # stderr. Knobs (environment): JAVA (default java on PATH), HEAP (default 1g), NMT (off|summary:
-# -XX:NativeMemoryTracking, so the program prints the JVM's own native growth over the job).
+# -XX:NativeMemoryTracking, so the program prints the JVM's own native growth over the job),
+# NATIVEPOOL_JAR (nativepool's plugin jar for this Spark line, put on the classpath for
+# --nativepool guard|noguard: its plugin beside the engine, as an operator deploys it).
 set -euo pipefail
 
 DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -28,10 +30,14 @@ fi
 # Spark's Java 17 module options: the one copy is spark/spark-jvm.args (a java @argfile).
 SPARK_JAVA_OPTS=("@$DIR/../../spark/spark-jvm.args")
 
-echo "+ $JAVA ${SPARK_JAVA_OPTS[*]} -Xms$HEAP -Xmx$HEAP -XX:+AlwaysPreTouch -XX:NativeMemoryTracking=$NMT -cp \$(cat $OUT/classpath.txt) $DIR/CometSortBench.java $*" >&2
+echo "+ $JAVA ${SPARK_JAVA_OPTS[*]} -Xms$HEAP -Xmx$HEAP -XX:+AlwaysPreTouch -XX:NativeMemoryTracking=$NMT -cp ${NATIVEPOOL_JAR:+$NATIVEPOOL_JAR:}\$(cat $OUT/classpath.txt) $DIR/CometSortBench.java $*" >&2
+CP=$(cat "$OUT/classpath.txt")
+if [[ -n ${NATIVEPOOL_JAR:-} ]]; then
+  CP="$NATIVEPOOL_JAR:$CP"
+fi
 exec "$JAVA" "${SPARK_JAVA_OPTS[@]}" \
   -Xms"$HEAP" -Xmx"$HEAP" -XX:+AlwaysPreTouch -XX:NativeMemoryTracking="$NMT" \
   -Dlog4j2.configurationFile="$DIR/log4j2.properties" \
   -Djava.io.tmpdir="${TMPDIR:-/tmp}" \
-  -cp "$(cat "$OUT/classpath.txt")" \
+  -cp "$CP" \
   "$DIR/CometSortBench.java" "$@"

@@ -436,7 +436,7 @@ func (g *Guard) Step() Sample {
 	if !ok {
 		return Sample{Limit: -1}
 	}
-	if g.rt.OffHeap != nil && (g.offHeapHeld.Load() > 0 || g.episodeOpen()) {
+	if g.rt.OffHeap != nil && g.offHeapHeld.Load() > 0 {
 		s.OffHeapFree = g.offHeapFree()
 	}
 	if deficit := g.cfg.Deficit(s); deficit > 0 {
@@ -688,23 +688,21 @@ func (g *Guard) makeRoom(s Sample, need int64) Sample {
 // react makes native memory give way for deficit bytes during the episode
 // s belongs to (opening it if needed), and returns the sample it took after.
 func (g *Guard) react(s Sample, deficit int64) Sample {
-	opened := g.openOrUpdate(s)
+	g.openOrUpdate(s)
 	after, w := g.giveWay(s, deficit)
 	freed, spills, goFreed, trimmed, wroteBack, now := w.freed, w.spills, w.goFreed, w.trimmed, w.wroteBack, w.at
-	// Native consumers gave way first. Then Spark's off-heap memory: the
-	// guard holds what is free of it (what native consumers gave back
-	// included), so that no consumer grows while the episode lasts, plus
-	// what is still short, which Spark's other consumers give up at their
-	// next borrow. It is raised later only by what is short beyond what
-	// they still owe, so that they are held down by the shortage, not
-	// starved: a consumer held far below what it needs spills again and
-	// again, and every spill file costs a reader's buffer when it is merged.
+	// Native consumers gave way first. Where that was not enough, Spark's
+	// off-heap memory: the guard holds what is free of it, so that no
+	// consumer grows while the episode lasts, plus what is still short,
+	// which Spark's other consumers give up at their next borrow. It is
+	// raised later only by what is short beyond what they still owe, so
+	// that they are held down by the shortage, not starved: a consumer held
+	// far below what it needs spills again and again, and every spill writes
+	// pages the memory group holds until they are on disk.
 	var took int64
-	if g.rt.OffHeap != nil {
+	if short := g.cfg.Deficit(after); g.rt.OffHeap != nil && (short > 0 || g.offHeapTarget.Load() > 0) {
 		free, held := g.offHeapFree(), g.offHeapHeld.Load()
-		short := g.cfg.Deficit(after)
-		owed := max(0, g.offHeapTarget.Load()-held-free)
-		if opened || short > owed {
+		if owed := max(0, g.offHeapTarget.Load()-held-free); short > owed {
 			g.offHeapTarget.Store(held + free + short)
 		}
 		took = g.holdOffHeap()
@@ -755,8 +753,8 @@ func (g *Guard) react(s Sample, deficit int64) Sample {
 }
 
 // openOrUpdate opens an episode for s unless one is open, and raises the
-// open one's peaks; it says whether it opened one.
-func (g *Guard) openOrUpdate(s Sample) bool {
+// open one's peaks.
+func (g *Guard) openOrUpdate(s Sample) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := len(g.mu.episodes)
@@ -778,12 +776,11 @@ func (g *Guard) openOrUpdate(s Sample) bool {
 		}
 		g.logger.Debug("pod guard: headroom under the reserve", "limit", s.Limit,
 			"unreclaimable", s.Unreclaimable, "headroom", s.Headroom(), "reserve", g.cfg.Reserve)
-		return true
+		return
 	}
 	e := &g.mu.episodes[n-1]
 	e.PeakUnreclaimable = max(e.PeakUnreclaimable, s.Unreclaimable)
 	e.PeakNonNative = max(e.PeakNonNative, s.NonNative())
-	return false
 }
 
 // episodeOpen says whether an episode lasts.

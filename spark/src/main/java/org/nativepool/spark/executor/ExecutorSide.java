@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskContext;
 import org.apache.spark.TaskFailedReason;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
@@ -143,6 +144,17 @@ public final class ExecutorSide implements ExecutorPlugin {
           NativePoolConf.MONITORING.key());
     }
     LOG.info("nativepool: executor {} uses {}; {} ({})", ctx.executorID(), s, guard, source);
+  }
+
+  /**
+   * Tracks the task's {@code TaskMemoryManager} until it ends, so that the ledger can say what each
+   * engine's consumers hold of Spark's off-heap memory ({@link ExecutorState#sparkConsumers()}).
+   */
+  @Override
+  public void onTaskStart() {
+    if (reporter != null) {
+      ExecutorState.sparkConsumers().track(TaskContext.get());
+    }
   }
 
   /** Sends a sample early, so that the driver's stage peaks see the task (see the reporter). */

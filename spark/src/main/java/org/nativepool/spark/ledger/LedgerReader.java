@@ -31,6 +31,7 @@ import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.jni.ProcessStat;
 import org.nativepool.spark.jni.ProcessStats;
 import org.nativepool.spark.ledger.LedgerSnapshot.Kind;
+import org.nativepool.spark.memory.ExecutorState;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -70,6 +71,15 @@ import org.slf4j.LoggerFactory;
  *   <li>the Go runtime: {@value #GO_HEAP_IN_USE}, {@value #GO_HEAP_IDLE} (free heap not yet
  *       returned to the OS), {@value #GO_STACKS}, {@value #GO_GC_META}, {@value #GO_OTHER};
  *   <li>{@value #MALLOC_RETAINED}: free bytes glibc's malloc keeps in its arenas;
+ *   <li>{@code offHeap.<engine>} (resident): what the running tasks' consumers of another engine
+ *       hold of Spark's off-heap memory ({@code offHeap.comet}, {@code offHeap.gluten}, {@code
+ *       offHeap.other}; and {@code offHeap.spark}, Spark's own Tungsten pages, where Native Memory
+ *       Tracking is off: with it they are in {@value #JVM_UNSAFE}), read from Spark's task memory
+ *       managers ({@code SparkConsumers}). An engine's part counts only what the rest of the
+ *       resident set leaves unexplained (a reservation not touched yet is not resident), so the
+ *       unexplained remainder is then the resident memory beyond every reservation: what nobody
+ *       reserved. {@value #GUARD_OFF_HEAP_BALLAST} (accounting): what the pod guard holds of
+ *       Spark's off-heap memory;
  *   <li>{@value #RSS} and {@value #UNEXPLAINED}: the total, and RSS less the resident parts.
  * </ul>
  *
@@ -167,6 +177,12 @@ public final class LedgerReader {
   /** Free bytes in glibc's malloc arenas. */
   public static final String MALLOC_RETAINED = "malloc.retained";
 
+  /** Prefix of the parts of Spark's off-heap memory held by another engine's consumers. */
+  public static final String OFF_HEAP_PREFIX = "offHeap.";
+
+  /** What the pod guard holds of Spark's off-heap memory (accounting). */
+  public static final String GUARD_OFF_HEAP_BALLAST = "guard.offHeapBallast";
+
   /** Prefix of the netty allocator parts: {@code netty.<pool>.direct|heap|used}. */
   public static final String NETTY_PREFIX = "netty.";
 
@@ -245,7 +261,13 @@ public final class LedgerReader {
    */
   public static boolean adds(String part, boolean heapResident) {
     switch (part) {
-      case RSS, NATIVE_RESERVED, NATIVE_HELD, NATIVE_SLACK, LEAKED_RESIDENT, JVM_HEAP_USED:
+      case RSS,
+          NATIVE_RESERVED,
+          NATIVE_HELD,
+          NATIVE_SLACK,
+          LEAKED_RESIDENT,
+          JVM_HEAP_USED,
+          GUARD_OFF_HEAP_BALLAST:
         return false;
       case JVM_HEAP_COMMITTED:
         return !heapResident;
@@ -341,6 +363,21 @@ public final class LedgerReader {
     parts.put(GO_GC_META, p[ProcessStat.GO_GC_META.ordinal()], Kind.RESIDENT);
     parts.put(GO_OTHER, p[ProcessStat.GO_OTHER.ordinal()], Kind.RESIDENT);
     parts.put(MALLOC_RETAINED, p[ProcessStat.MALLOC_RETAINED.ordinal()], Kind.RESIDENT);
+    long rss = a[ArrowProcessStat.RSS.ordinal()];
+    long left = rss < 0 ? Long.MAX_VALUE : rss - parts.residentSum();
+    for (Map.Entry<String, Long> e :
+        ExecutorState.sparkConsumers().offHeapByEngine().entrySet()) {
+      if (e.getKey().equals("spark") && nmt != null) {
+        continue; // Tungsten's pages: in jvm.unsafe, which Native Memory Tracking counts
+      }
+      long resident = Math.max(0, Math.min(e.getValue(), left));
+      parts.put(OFF_HEAP_PREFIX + e.getKey(), resident, Kind.RESIDENT);
+      left -= resident;
+    }
+    long offHeapBallast = p[ProcessStat.GUARD_OFF_HEAP_BALLAST.ordinal()];
+    if (offHeapBallast > 0 || ExecutorState.sparkConsumers().tasks() > 0) {
+      parts.put(GUARD_OFF_HEAP_BALLAST, offHeapBallast, Kind.ACCOUNTING);
+    }
     return new LedgerSnapshot(
         System.currentTimeMillis(), a[ArrowProcessStat.RSS.ordinal()], parts.bytes, parts.kinds);
   }
@@ -371,6 +408,17 @@ public final class LedgerReader {
     void putAll(Parts other) {
       bytes.putAll(other.bytes);
       kinds.putAll(other.kinds);
+    }
+
+    /** The sum of the resident parts so far. */
+    long residentSum() {
+      long sum = 0;
+      for (Map.Entry<String, Long> e : bytes.entrySet()) {
+        if (kinds.get(e.getKey()) == Kind.RESIDENT) {
+          sum += e.getValue();
+        }
+      }
+      return sum;
     }
   }
 

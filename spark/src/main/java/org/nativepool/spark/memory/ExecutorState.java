@@ -20,6 +20,8 @@ import org.nativepool.spark.jni.Natives;
  *       TaskPoolObserver} told of every closing task pool (the executor memory ledger);
  *   <li>whether Java allocation sites are captured ({@link CallerSites});
  *   <li>each running task's {@link TaskResources}, closed in order at its end;
+ *   <li>the running tasks' {@code TaskMemoryManager}s, whose consumers the ledger splits by engine
+ *       ({@link SparkConsumers});
  *   <li>what outlived its task and is kept until it is freed (Java Arrow allocators whose buffers
  *       leaked).
  * </ul>
@@ -40,7 +42,14 @@ public final class ExecutorState {
 
   private static final Set<Object> LINGERING = ConcurrentHashMap.newKeySet();
 
+  private static final SparkConsumers SPARK_CONSUMERS = new SparkConsumers();
+
   private ExecutorState() {}
+
+  /** The running tasks' memory managers, for the ledger's split of Spark's memory by engine. */
+  public static SparkConsumers sparkConsumers() {
+    return SPARK_CONSUMERS;
+  }
 
   /**
    * The executor plugin started: tasks open their pools with {@code settings}, and closing pools

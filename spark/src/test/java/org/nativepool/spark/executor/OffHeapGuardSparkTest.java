@@ -49,6 +49,7 @@ import org.nativepool.spark.events.GuardEpisodeEvent;
 import org.nativepool.spark.jni.GuardEpisode;
 import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.jni.ProcessStat;
+import org.nativepool.spark.memory.ExecutorState;
 import org.nativepool.spark.memory.SparkOffHeap;
 import org.nativepool.spark.testing.SparkTestConsumer;
 
@@ -232,6 +233,12 @@ class OffHeapGuardSparkTest {
       assertTrue(halfway.await(120, TimeUnit.SECONDS), "both tasks halfway");
       long used = mm.offHeapExecutionMemoryUsed();
       assertTrue(used >= 16 * MIB, "the sorters hold their pages: " + used);
+      // The ledger's split of Spark's off-heap memory: Spark's own sorters hold it (the side
+      // consumers are the test's, in nativepool's package, and left out).
+      Map<String, Long> byEngine = ExecutorState.sparkConsumers().offHeapByEngine();
+      assertTrue(
+          byEngine.getOrDefault("spark", 0L) >= 16 * MIB && !byEngine.containsKey("comet"),
+          byEngine::toString);
 
       long limit = residentAnonAndShmem() + LIMIT_ABOVE_MIB * MIB;
       Natives.configureGuard(true, RESERVE, limit, true, offHeap);
