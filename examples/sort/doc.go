@@ -4,7 +4,7 @@
 //
 // A Sorter registers one spillable pool.Consumer with any pool.Pool (a task
 // pool bridged to Spark, a fair pool, a unified pool over the in-process
-// arbiter.ExecutorArbiter) and charges every Arrow buffer it builds to that
+// arbiter.Arbiter) and charges every Arrow buffer it builds to that
 // consumer through accounted allocators, so the bytes the pool is told
 // about are the bytes the sorter holds, plus a bounded slack.
 //

@@ -254,7 +254,7 @@ func TestARefusedTableIsSpilledToARunAndTheMergeIsStillExact(t *testing.T) {
 
 func TestSparksSpillRequestReachesTheAggregatorThroughTheTaskPoolsReclaim(t *testing.T) {
 	returnGoHeap(t)
-	arb := arbiter.NewExecutorArbiter(64 << 20)
+	arb := arbiter.New(64 << 20)
 	defer arb.Close()
 	task := arb.NewTask(context.Background(), "task 7")
 	defer task.Close()
@@ -322,7 +322,7 @@ func drain(t *testing.T, a *aggregator) map[int64]entry {
 // spills the full table and carries on in the table it was growing into.
 func TestSparkSpillsTheRequesterWhileItGrowsItsTable(t *testing.T) {
 	returnGoHeap(t)
-	arb := arbiter.NewExecutorArbiter(1 << 20)
+	arb := arbiter.New(1 << 20)
 	defer arb.Close()
 	task := arb.NewTask(context.Background(), "task 9")
 	defer task.Close()

@@ -158,7 +158,7 @@ func TestSortRoundTripThroughTheCDataInterfaceIsSortedCompleteAndWithinItsBooks(
 }
 
 func TestSparkSpillReachesTheSorterThroughTheTaskPoolsReclaim(t *testing.T) {
-	arb := arbiter.NewExecutorArbiter(64 << 20)
+	arb := arbiter.New(64 << 20)
 	defer arb.Close()
 	task := arb.NewTask(context.Background(), "task 3")
 	defer task.Close()
