@@ -170,9 +170,9 @@ func TestSpillHeldLockReturnsZeroInsteadOfDeadlocking(t *testing.T) {
 	require.NoError(t, s.Push(b))
 	b.Release()
 	within(t, 5*time.Second, func() {
-		s.lock()
+		s.mu.Lock()
 		freed, err := s.Spill(1)
-		s.unlock()
+		s.mu.Unlock()
 		assert.NoError(t, err)
 		assert.Zero(t, freed)
 	})
