@@ -905,6 +905,17 @@ func (a *aggregator) Stats() aggStats {
 	}
 }
 
+// spilled returns the memory the aggregator's self-initiated spills freed
+// and the bytes of the run files it wrote, so far (the engine's
+// operator).
+func (a *aggregator) spilled() (memory, disk int64) {
+	return a.spills.Counts().SelfBytes, a.spilledBytes.Load()
+}
+
+// retained is the bytes the planted leak keeps (RetainBytes after a
+// commit, else 0). Safe to call after Close.
+func (a *aggregator) retained() int64 { return a.retainedBytes.Load() }
+
 // Close releases every buffer the aggregator holds, removes its run files
 // (and the new version's file, if it was not committed), closes the
 // allocator and the reservation. Output batches the caller has not released,
