@@ -233,7 +233,7 @@ class DriverSideTest {
     for (String figure : ExecutorGauges.GAUGES.keySet()) {
       assertTrue(g.containsKey("executor.driver." + figure), figure + " in " + g.keySet());
     }
-    for (String figure : DriverSide.TOTALS) {
+    for (String figure : ExecutorRegistry.TOTALS) {
       assertTrue(g.containsKey("total." + figure), "total." + figure);
     }
     assertEquals(1L, g.get("total.executors"));
