@@ -20,15 +20,15 @@ func newDir(t *testing.T, ext string) *spillfile.Dir {
 	return d
 }
 
+// names lists the files in dir, sorted.
 func names(t *testing.T, dir string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(dir)
+	paths, err := filepath.Glob(filepath.Join(dir, "*"))
 	require.NoError(t, err)
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
+	for i, p := range paths {
+		paths[i] = filepath.Base(p)
 	}
-	return out
+	return paths
 }
 
 func TestCreateNamesFilesInTheOrderTheyAreMadeAndCountsTheirBytes(t *testing.T) {

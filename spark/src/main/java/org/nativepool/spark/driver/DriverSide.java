@@ -13,7 +13,6 @@ import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
-import org.nativepool.spark.config.ContainerSize;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.ReportingSettings;
 import org.nativepool.spark.events.ExecutorSample;
@@ -128,15 +127,7 @@ public final class DriverSide implements DriverPlugin {
     MetricRegistry registry = ctx.metricRegistry();
     executors = new ExecutorRegistry(registry, thresholds.length);
     stagePeaks = new StagePeakTracker(settings.heartbeatMillis(), this::post);
-    ExecutorDiagnosis.ContainerLimit container = ExecutorDiagnosis.ContainerLimit.NONE;
-    String master = ctx.conf().get("spark.master", "");
-    if (master.startsWith("yarn") || master.startsWith("k8s")) {
-      container =
-          new ExecutorDiagnosis.ContainerLimit(
-              ContainerSize.bytes(ctx.conf()), ContainerSize.describe(ctx.conf()));
-    }
-    ends =
-        new ExecutorEnds(container, settings.heartbeatMillis(), executors::isRemoved, this::post);
+    ends = new ExecutorEnds(ctx.conf(), settings, executors::isRemoved, this::post);
     executors.registerTotals();
     stagePeaks.registerTotals(registry);
     guard.register(registry);

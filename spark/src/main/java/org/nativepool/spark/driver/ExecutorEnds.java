@@ -11,10 +11,12 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 import org.apache.spark.ExceptionFailure;
+import org.apache.spark.SparkConf;
 import org.apache.spark.TaskEndReason;
 import org.apache.spark.scheduler.SparkListenerEvent;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.apache.spark.scheduler.TaskInfo;
+import org.nativepool.spark.config.ReportingSettings;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
 import org.slf4j.Logger;
@@ -75,19 +77,19 @@ final class ExecutorEnds {
   private volatile boolean applicationEnded;
 
   /**
-   * @param container the container size Spark computed, the limit of executors without a pod guard
-   *     reading ({@link ExecutorDiagnosis.ContainerLimit#NONE} outside YARN and Kubernetes)
-   * @param heartbeatMillis the executors' heartbeat interval
+   * @param conf the application's configuration: the container size Spark computed is the limit of
+   *     executors without a pod guard reading ({@link ExecutorDiagnosis.ContainerLimit#of})
+   * @param settings the plugin's reporting settings: the executors' heartbeat interval
    * @param removed whether Spark removed an executor: nothing more is kept of it
    * @param post posts an event to Spark's listener bus
    */
   ExecutorEnds(
-      ExecutorDiagnosis.ContainerLimit container,
-      long heartbeatMillis,
+      SparkConf conf,
+      ReportingSettings settings,
       Predicate<String> removed,
       Consumer<SparkListenerEvent> post) {
-    this.container = container;
-    this.heartbeatMillis = heartbeatMillis;
+    this.container = ExecutorDiagnosis.ContainerLimit.of(conf);
+    this.heartbeatMillis = settings.heartbeatMillis();
     this.removed = removed;
     this.post = post;
     for (Cause c : Cause.values()) {
