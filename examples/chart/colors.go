@@ -25,8 +25,8 @@ var partColors = []ledgerPart{
 	{"jvm.heap.committed", "#a0cbe8"},
 	{"jvm.metaspace", "#499894"},
 	{"jvm.codeCache", "#86bcb6"},
-	{"jvm.threads", "#79706e"},
-	{"jvm.gc", "#bab0ac"},
+	{"jvm.threads", "#9467bd"},
+	{"jvm.gc", "#c5b0d5"},
 	{"jvm.native", "#9d7660"},
 	{"jvm.unsafe", "#d7b5a6"},
 	{"jvm.direct", "#b07aa1"},
@@ -38,7 +38,7 @@ var partColors = []ledgerPart{
 	{"go.stacks", "#637939"},
 	{"go.gcMeta", "#b5cf6b"},
 	{"go.other", "#cedb9c"},
-	{"malloc.retained", "#ff9d9a"},
+	{"malloc.retained", "#edc948"},
 }
 
 const (
