@@ -84,6 +84,8 @@ type sortOp struct {
 	checks, violations atomic.Int64
 }
 
+// spilled is what the sorter has spilled so far (the engine's operator):
+// the memory its self-initiated spills freed, the bytes of its run files.
 func (o *sortOp) spilled() (memory, disk int64) {
 	st := o.Stats()
 	return st.SelfSpilledBytes, st.SpilledBytes
