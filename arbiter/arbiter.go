@@ -10,7 +10,7 @@ import (
 	"github.com/nativepool/nativepool/pool"
 )
 
-// ExecutorArbiter is one executor-wide memory budget shared by concurrently
+// Arbiter is one executor-wide memory budget shared by concurrently
 // running tasks, with the rules of Spark's TaskMemoryManager and
 // ExecutionMemoryPool. It is the embedded default Upstream for Go engines
 // that run without a JVM, and the in-process stand-in for Spark in tests.
@@ -29,7 +29,7 @@ import (
 //
 // # Threads and locks
 //
-// Each ArbiterTask has a monitor, like the TaskMemoryManager's: one Acquire
+// Each Task has a monitor, like the TaskMemoryManager's: one Acquire
 // per task at a time, held across the spill callbacks and the wait. Release
 // never takes the monitor (Spark's releaseExecutionMemory is not synchronized
 // on the TMM), so a spill callback may release re-entrantly and other
@@ -56,8 +56,8 @@ import (
 //
 // # Where it differs from Spark
 //
-//   - Waiting is cancellable: the task's context, ArbiterTask.Close and
-//     ExecutorArbiter.Close wake a waiter (and a goroutine queued on the
+//   - Waiting is cancellable: the task's context, Task.Close and
+//     Arbiter.Close wake a waiter (and a goroutine queued on the
 //     monitor) with an error, and nothing stays granted. Spark's wait can
 //     only be interrupted.
 //   - A spill counts as positive only by the bytes the task really released
@@ -71,9 +71,9 @@ import (
 //     so far and is returned, since the Upstream contract says an error
 //     grants nothing; a panic releases it too, and propagates.
 //
-// An ExecutorArbiter is safe for concurrent use by multiple goroutines. Build
-// one with NewExecutorArbiter; the zero value is not usable.
-type ExecutorArbiter struct {
+// An Arbiter is safe for concurrent use by multiple goroutines. Build
+// one with New; the zero value is not usable.
+type Arbiter struct {
 	size   int64
 	logger *slog.Logger
 	// done is closed by Close; waiters and monitor queues select on it.
@@ -92,7 +92,7 @@ type ExecutorArbiter struct {
 		sync.Mutex
 		used   int64 // bytes granted to all tasks and not released
 		peak   int64 // high-water mark of used
-		active int   // active tasks: N (each one's balance is ArbiterTask.balance)
+		active int   // active tasks: N (each one's balance is Task.balance)
 		open   int   // tasks made by NewTask and not yet closed
 		closed bool  // set once by Close
 		// wake is closed (and replaced) to wake every waiter: Spark's
@@ -109,27 +109,27 @@ type ExecutorArbiter struct {
 	}
 }
 
-// ArbiterOption configures NewExecutorArbiter.
-type ArbiterOption func(*ExecutorArbiter)
+// Option configures New.
+type Option func(*Arbiter)
 
-// WithArbiterLogger sets where the arbiter logs waits, clamped releases and
+// WithLogger sets where the arbiter logs waits, clamped releases and
 // leaks at task Close. The default is slog.Default().
-func WithArbiterLogger(l *slog.Logger) ArbiterOption {
-	return func(a *ExecutorArbiter) {
+func WithLogger(l *slog.Logger) Option {
+	return func(a *Arbiter) {
 		if l != nil {
 			a.logger = l
 		}
 	}
 }
 
-// NewExecutorArbiter returns an arbiter over a budget of size bytes. It
+// New returns an arbiter over a budget of size bytes. It
 // panics on a negative size. A size of 0 grants nothing and never blocks,
 // like Spark with spark.memory.offHeap.size=0.
-func NewExecutorArbiter(size int64, opts ...ArbiterOption) *ExecutorArbiter {
+func New(size int64, opts ...Option) *Arbiter {
 	if size < 0 {
-		panic(fmt.Sprintf("arbiter: NewExecutorArbiter(%d): negative size", size))
+		panic(fmt.Sprintf("arbiter: New(%d): negative size", size))
 	}
-	a := &ExecutorArbiter{size: size, logger: slog.Default(), done: make(chan struct{})}
+	a := &Arbiter{size: size, logger: slog.Default(), done: make(chan struct{})}
 	a.mu.wake = make(chan struct{})
 	for _, o := range opts {
 		o(a)
@@ -142,11 +142,11 @@ func NewExecutorArbiter(size int64, opts ...ArbiterOption) *ExecutorArbiter {
 // returns an error wrapping ctx.Err(), and later acquires fail the same way.
 // A nil ctx means context.Background(). name appears in logs and errors.
 // Close the task when it ends.
-func (a *ExecutorArbiter) NewTask(ctx context.Context, name string) *ArbiterTask {
+func (a *Arbiter) NewTask(ctx context.Context, name string) *Task {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	t := &ArbiterTask{arb: a, ctx: ctx, name: name, done: make(chan struct{})}
+	t := &Task{arb: a, ctx: ctx, name: name, done: make(chan struct{})}
 	a.mu.Lock()
 	a.mu.open++
 	a.mu.Unlock()
@@ -154,17 +154,17 @@ func (a *ExecutorArbiter) NewTask(ctx context.Context, name string) *ArbiterTask
 }
 
 // Size is the arbiter's budget in bytes.
-func (a *ExecutorArbiter) Size() int64 { return a.size }
+func (a *Arbiter) Size() int64 { return a.size }
 
 // Used is the number of bytes granted to tasks and not yet released.
-func (a *ExecutorArbiter) Used() int64 {
+func (a *Arbiter) Used() int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.mu.used
 }
 
-// ArbiterStats is a snapshot of an arbiter's accounting.
-type ArbiterStats struct {
+// Stats is a snapshot of an arbiter's accounting.
+type Stats struct {
 	Size         int64 // the budget
 	Used         int64 // bytes granted and not released
 	Peak         int64 // high-water mark of Used
@@ -177,9 +177,9 @@ type ArbiterStats struct {
 }
 
 // Stats returns a snapshot of the arbiter's accounting.
-func (a *ExecutorArbiter) Stats() ArbiterStats {
+func (a *Arbiter) Stats() Stats {
 	a.mu.Lock()
-	s := ArbiterStats{Size: a.size, Used: a.mu.used, Peak: a.mu.peak, OpenTasks: a.mu.open, ActiveTasks: a.mu.active}
+	s := Stats{Size: a.size, Used: a.mu.used, Peak: a.mu.peak, OpenTasks: a.mu.open, ActiveTasks: a.mu.active}
 	a.mu.Unlock()
 	s.Waits = a.waits.Load()
 	s.Spills = a.spills.Load()
@@ -191,7 +191,7 @@ func (a *ExecutorArbiter) Stats() ArbiterStats {
 // Close shuts the arbiter: blocked acquires wake with an error wrapping
 // ErrClosed, later acquires fail the same way, and releases keep working so
 // tasks can still return what they hold. Close is idempotent.
-func (a *ExecutorArbiter) Close() {
+func (a *Arbiter) Close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.mu.closed {
@@ -203,14 +203,14 @@ func (a *ExecutorArbiter) Close() {
 }
 
 // String describes the arbiter, e.g. "executor_arbiter(used: 1.0 KiB, pool_size: 1.0 MiB, active_tasks: 2)".
-func (a *ExecutorArbiter) String() string {
+func (a *Arbiter) String() string {
 	s := a.Stats()
 	return fmt.Sprintf("executor_arbiter(used: %s, pool_size: %s, active_tasks: %d)",
 		pool.HumanReadableSize(s.Used), pool.HumanReadableSize(s.Size), s.ActiveTasks)
 }
 
 // notifyAllLocked wakes every waiter. a.mu must be held.
-func (a *ExecutorArbiter) notifyAllLocked() {
+func (a *Arbiter) notifyAllLocked() {
 	if a.mu.waiters > 0 {
 		close(a.mu.wake)
 		a.mu.wake = make(chan struct{})
@@ -218,7 +218,7 @@ func (a *ExecutorArbiter) notifyAllLocked() {
 }
 
 // grantLocked adds n bytes to t's balance. a.mu must be held.
-func (a *ExecutorArbiter) grantLocked(t *ArbiterTask, n int64) {
+func (a *Arbiter) grantLocked(t *Task, n int64) {
 	t.balance += n
 	a.mu.used += n
 	a.mu.peak = max(a.mu.peak, a.mu.used)
@@ -227,7 +227,7 @@ func (a *ExecutorArbiter) grantLocked(t *ArbiterTask, n int64) {
 
 // takeLocked removes n ≤ balance bytes from t's balance, drops t from the
 // active set when it reaches 0 and wakes waiters. a.mu must be held.
-func (a *ExecutorArbiter) takeLocked(t *ArbiterTask, n int64) {
+func (a *Arbiter) takeLocked(t *Task, n int64) {
 	t.balance -= n
 	a.mu.used -= n
 	if t.balance <= 0 {
@@ -240,7 +240,7 @@ func (a *ExecutorArbiter) takeLocked(t *ArbiterTask, n int64) {
 // sharesLocked returns Spark's 1/N cap and 1/2N floor for the current N,
 // from a cache keyed by N: a run of acquires pays a compare instead of two
 // 64-bit divisions. a.mu must be held and N must be positive.
-func (a *ExecutorArbiter) sharesLocked() (maxPerTask, minPerTask int64) {
+func (a *Arbiter) sharesLocked() (maxPerTask, minPerTask int64) {
 	c := &a.mu.shares
 	if c.n != a.mu.active {
 		n := int64(a.mu.active)
@@ -251,7 +251,7 @@ func (a *ExecutorArbiter) sharesLocked() (maxPerTask, minPerTask int64) {
 
 // enterLocked counts t among the active tasks (N), if it is not yet.
 // a.mu must be held. It reports whether t was not active.
-func (a *ExecutorArbiter) enterLocked(t *ArbiterTask) bool {
+func (a *Arbiter) enterLocked(t *Task) bool {
 	if t.active {
 		return false
 	}
@@ -262,7 +262,7 @@ func (a *ExecutorArbiter) enterLocked(t *ArbiterTask) bool {
 
 // leaveLocked removes t from the active tasks, if it is one. a.mu must be
 // held.
-func (a *ExecutorArbiter) leaveLocked(t *ArbiterTask) {
+func (a *Arbiter) leaveLocked(t *Task) {
 	if t.active {
 		t.active = false
 		a.mu.active--
@@ -270,7 +270,7 @@ func (a *ExecutorArbiter) leaveLocked(t *ArbiterTask) {
 }
 
 // openErrLocked returns why t may not acquire, or nil. a.mu must be held.
-func (a *ExecutorArbiter) openErrLocked(t *ArbiterTask) error {
+func (a *Arbiter) openErrLocked(t *Task) error {
 	switch {
 	case t.closed:
 		return fmt.Errorf("arbiter: task %q: acquire after task Close: %w", t.name, pool.ErrClosed)
@@ -289,7 +289,7 @@ func (a *ExecutorArbiter) openErrLocked(t *ArbiterTask) error {
 // is all of n and c is not nil, it also books the bytes to c under the same
 // lock (the common case of an acquire, which then needs no second lock) and
 // reports done.
-func (a *ExecutorArbiter) acquireMemory(t *ArbiterTask, c *ArbiterConsumer, n int64) (got int64, done bool, err error) {
+func (a *Arbiter) acquireMemory(t *Task, c *Consumer, n int64) (got int64, done bool, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	waited := false

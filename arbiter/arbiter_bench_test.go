@@ -42,7 +42,7 @@ func BenchmarkArbiterAcquireRelease(b *testing.B) {
 			up   func(i int) pool.Upstream
 		}{
 			{"impl=arbiter", func() func(int) pool.Upstream {
-				a := arbiter.NewExecutorArbiter(1<<40, arbQuiet)
+				a := arbiter.New(1<<40, arbQuiet)
 				return func(i int) pool.Upstream {
 					return a.NewTask(context.Background(), strconv.Itoa(i)).NewConsumer("c", nil)
 				}

@@ -33,7 +33,7 @@ import (
 const arbTimeout = 10 * time.Second
 
 // arbQuiet is a logger that drops everything.
-var arbQuiet = arbiter.WithArbiterLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+var arbQuiet = arbiter.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 
 // arbLogRecorder is a slog.Handler that keeps every record's message.
 type arbLogRecorder struct {
@@ -63,7 +63,7 @@ type acquireResult struct {
 }
 
 // acquireAsync starts c.Acquire(n) on its own goroutine.
-func acquireAsync(c *arbiter.ArbiterConsumer, n int64) <-chan acquireResult {
+func acquireAsync(c *arbiter.Consumer, n int64) <-chan acquireResult {
 	ch := make(chan acquireResult, 1)
 	go func() {
 		g, err := c.Acquire(n)
@@ -92,7 +92,7 @@ func awaitResultWithin(t *testing.T, d time.Duration, ch <-chan acquireResult) a
 
 // requireBlocked asserts that a background Acquire is still waiting once the
 // arbiter has counted wantWaits waits.
-func requireBlocked(t *testing.T, a *arbiter.ExecutorArbiter, ch <-chan acquireResult, wantWaits int64) {
+func requireBlocked(t *testing.T, a *arbiter.Arbiter, ch <-chan acquireResult, wantWaits int64) {
 	t.Helper()
 	require.Eventually(t, func() bool { return a.Stats().Waits == wantWaits }, arbTimeout, time.Millisecond)
 	select {
@@ -102,7 +102,7 @@ func requireBlocked(t *testing.T, a *arbiter.ExecutorArbiter, ch <-chan acquireR
 	}
 }
 
-func mustAcquire(t *testing.T, c *arbiter.ArbiterConsumer, n, want int64) {
+func mustAcquire(t *testing.T, c *arbiter.Consumer, n, want int64) {
 	t.Helper()
 	got, err := c.Acquire(n)
 	require.NoError(t, err)
@@ -110,7 +110,7 @@ func mustAcquire(t *testing.T, c *arbiter.ArbiterConsumer, n, want int64) {
 }
 
 func TestArbiterCapsEachTaskAtOneNthOfThePool(t *testing.T) {
-	a := arbiter.NewExecutorArbiter(1000, arbQuiet)
+	a := arbiter.New(1000, arbQuiet)
 	ca := a.NewTask(context.Background(), "A").NewConsumer("a", nil)
 	cb := a.NewTask(context.Background(), "B").NewConsumer("b", nil)
 
@@ -128,7 +128,7 @@ func TestArbiterCapsEachTaskAtOneNthOfThePool(t *testing.T) {
 }
 
 func TestArbiterOfSizeZeroGrantsNothingWithoutBlocking(t *testing.T) {
-	a := arbiter.NewExecutorArbiter(0, arbQuiet)
+	a := arbiter.New(0, arbQuiet)
 	c := a.NewTask(context.Background(), "T").NewConsumer("c", nil)
 	r := awaitResult(t, acquireAsync(c, 10))
 	require.NoError(t, r.err)
@@ -136,14 +136,14 @@ func TestArbiterOfSizeZeroGrantsNothingWithoutBlocking(t *testing.T) {
 	assert.Equal(t, 0, a.Stats().ActiveTasks)
 }
 
-func TestNewExecutorArbiterPanicsOnNegativeSize(t *testing.T) {
-	assert.PanicsWithValue(t, "arbiter: NewExecutorArbiter(-1): negative size", func() { arbiter.NewExecutorArbiter(-1) })
+func TestNewPanicsOnNegativeSize(t *testing.T) {
+	assert.PanicsWithValue(t, "arbiter: New(-1): negative size", func() { arbiter.New(-1) })
 }
 
 // fullPoolWithWaiter fills a 1000-byte pool with task A and starts task B
 // asking for 300 bytes, which must wait (B holds 0 < 1/2N = 250).
-func fullPoolWithWaiter(t *testing.T, ctx context.Context) (a *arbiter.ExecutorArbiter, ca *arbiter.ArbiterConsumer, tb *arbiter.ArbiterTask, cb *arbiter.ArbiterConsumer, ch <-chan acquireResult) {
-	a = arbiter.NewExecutorArbiter(1000, arbQuiet)
+func fullPoolWithWaiter(t *testing.T, ctx context.Context) (a *arbiter.Arbiter, ca *arbiter.Consumer, tb *arbiter.Task, cb *arbiter.Consumer, ch <-chan acquireResult) {
+	a = arbiter.New(1000, arbQuiet)
 	ca = a.NewTask(context.Background(), "A").NewConsumer("a", nil)
 	mustAcquire(t, ca, 1000, 1000)
 	tb = a.NewTask(ctx, "B")
@@ -175,7 +175,7 @@ func TestArbiterWaitsForHalfShareUntilAnotherTaskReleases(t *testing.T) {
 // entering the pool lowers 1/2N, which lets a waiter take a partial grant;
 // returning at all means the entry woke it (nothing was released).
 func TestArbiterWaiterRecomputesItsShareWhenAnotherTaskEnters(t *testing.T) {
-	a := arbiter.NewExecutorArbiter(1000, arbQuiet)
+	a := arbiter.New(1000, arbQuiet)
 	mustAcquire(t, a.NewTask(context.Background(), "A").NewConsumer("a", nil), 800, 800)
 	cb := a.NewTask(context.Background(), "B").NewConsumer("b", nil)
 	ch := acquireAsync(cb, 300) // N=2: 200 free < 250 = 1/2N, so B waits
@@ -204,7 +204,7 @@ func TestArbiterWaitEndsWithContextErrorWhenTaskIsCancelled(t *testing.T) {
 	assert.Equal(t, 1, a.Stats().ActiveTasks, "a cancelled waiter leaves N")
 }
 
-func awaitErr(t *testing.T, c *arbiter.ArbiterConsumer, n int64) error {
+func awaitErr(t *testing.T, c *arbiter.Consumer, n int64) error {
 	t.Helper()
 	r := awaitResult(t, acquireAsync(c, n))
 	require.Error(t, r.err)
@@ -223,7 +223,7 @@ func TestArbiterWaitEndsWithErrClosedWhenTaskIsClosed(t *testing.T) {
 	}
 	assert.Equal(t, `arbiter: task "B": acquire after task Close: closed`, awaitErr(t, cb, 1).Error())
 	assert.Equal(t, int64(1000), a.Used())
-	assert.Equal(t, arbiter.ArbiterStats{Size: 1000, Used: 1000, Peak: 1000, OpenTasks: 1, ActiveTasks: 1, Waits: 1}, a.Stats())
+	assert.Equal(t, arbiter.Stats{Size: 1000, Used: 1000, Peak: 1000, OpenTasks: 1, ActiveTasks: 1, Waits: 1}, a.Stats())
 }
 
 func TestArbiterWaitEndsWithErrClosedWhenArbiterIsClosed(t *testing.T) {
@@ -238,9 +238,9 @@ func TestArbiterWaitEndsWithErrClosedWhenArbiterIsClosed(t *testing.T) {
 	assert.Equal(t, int64(0), a.Used())
 }
 
-func TestArbiterTaskCloseReleasesEverythingAndRefusesLaterCalls(t *testing.T) {
+func TestTaskCloseReleasesEverythingAndRefusesLaterCalls(t *testing.T) {
 	rec := &arbLogRecorder{}
-	a := arbiter.NewExecutorArbiter(1000, arbiter.WithArbiterLogger(slog.New(rec)))
+	a := arbiter.New(1000, arbiter.WithLogger(slog.New(rec)))
 	task := a.NewTask(context.Background(), "T")
 	c1, c2 := task.NewConsumer("c1", nil), task.NewConsumer("c2", nil)
 	mustAcquire(t, c1, 100, 100)
@@ -262,7 +262,7 @@ func TestArbiterTaskCloseReleasesEverythingAndRefusesLaterCalls(t *testing.T) {
 
 func TestArbiterReleaseOfMoreThanHeldIsClampedLoggedAndReported(t *testing.T) {
 	rec := &arbLogRecorder{}
-	a := arbiter.NewExecutorArbiter(1000, arbiter.WithArbiterLogger(slog.New(rec)))
+	a := arbiter.New(1000, arbiter.WithLogger(slog.New(rec)))
 	task := a.NewTask(context.Background(), "T")
 	c1, c2 := task.NewConsumer("c1", nil), task.NewConsumer("c2", nil)
 	mustAcquire(t, c1, 100, 100)
@@ -305,7 +305,7 @@ func (l *spillLog) get() []string {
 // through the consumer's own Release, what free(held, target) says.
 type recordingSpiller struct {
 	log  *spillLog
-	c    *arbiter.ArbiterConsumer
+	c    *arbiter.Consumer
 	free func(held, target int64) int64
 }
 
@@ -325,11 +325,11 @@ func freeNone(_, _ int64) int64   { return 0 }
 
 // spillTask builds one task in a pool of size with consumers holding the
 // given bytes and spilling per free (nil free: no reclaimer at all).
-func spillTask(t *testing.T, size int64, names []string, held []int64, free []func(int64, int64) int64) (*arbiter.ExecutorArbiter, []*arbiter.ArbiterConsumer, *spillLog) {
-	a := arbiter.NewExecutorArbiter(size, arbQuiet)
+func spillTask(t *testing.T, size int64, names []string, held []int64, free []func(int64, int64) int64) (*arbiter.Arbiter, []*arbiter.Consumer, *spillLog) {
+	a := arbiter.New(size, arbQuiet)
 	task := a.NewTask(context.Background(), "T")
 	log := &spillLog{}
-	cs := make([]*arbiter.ArbiterConsumer, len(names))
+	cs := make([]*arbiter.Consumer, len(names))
 	for i, name := range names {
 		cs[i] = task.NewConsumer(name, nil)
 		if free[i] != nil {
@@ -396,7 +396,7 @@ func TestArbiterAsksAConsumerAgainAfterAPositiveSpill(t *testing.T) {
 // TestArbiterSpillCallbackMayReleaseReentrantly: returning at all means
 // Release did not need the monitor the acquire holds.
 func TestArbiterSpillCallbackMayReleaseReentrantly(t *testing.T) {
-	a := arbiter.NewExecutorArbiter(100, arbQuiet)
+	a := arbiter.New(100, arbQuiet)
 	task := a.NewTask(context.Background(), "T")
 	req := task.NewConsumer("req", nil)
 	other := task.NewConsumer("other", nil)
@@ -424,7 +424,7 @@ func (f reclaimFunc) Reclaim(n int64) (int64, error) { return f(n) }
 // TestArbiterSpillThatClaimsBytesItDidNotReleaseIsNotAskedAgain: returning
 // means the claim did not spin the spill loop (as it can in Spark).
 func TestArbiterSpillThatClaimsBytesItDidNotReleaseIsNotAskedAgain(t *testing.T) {
-	a := arbiter.NewExecutorArbiter(100, arbQuiet)
+	a := arbiter.New(100, arbQuiet)
 	task := a.NewTask(context.Background(), "T")
 	req := task.NewConsumer("req", nil)
 	liar := task.NewConsumer("liar", nil)
@@ -438,7 +438,7 @@ func TestArbiterSpillThatClaimsBytesItDidNotReleaseIsNotAskedAgain(t *testing.T)
 }
 
 func TestArbiterSpillErrorFailsTheAcquireAndKeepsNothing(t *testing.T) {
-	a := arbiter.NewExecutorArbiter(100, arbQuiet)
+	a := arbiter.New(100, arbQuiet)
 	task := a.NewTask(context.Background(), "T")
 	req := task.NewConsumer("req", nil)
 	other := task.NewConsumer("other", nil)
@@ -455,7 +455,7 @@ func TestArbiterSpillErrorFailsTheAcquireAndKeepsNothing(t *testing.T) {
 }
 
 func TestArbiterSpillPanicKeepsNothingAndFreesTheMonitor(t *testing.T) {
-	a := arbiter.NewExecutorArbiter(100, arbQuiet)
+	a := arbiter.New(100, arbQuiet)
 	task := a.NewTask(context.Background(), "T")
 	req := task.NewConsumer("req", nil)
 	other := task.NewConsumer("other", nil)
@@ -476,7 +476,7 @@ func TestArbiterSpillPanicKeepsNothingAndFreesTheMonitor(t *testing.T) {
 // the arbiter never hands out more than its size.
 func TestArbiterConcurrentTasksEndWithNothingUsed(t *testing.T) {
 	const size, tasks, steps = 1 << 20, 8, 2000
-	a := arbiter.NewExecutorArbiter(size, arbQuiet)
+	a := arbiter.New(size, arbQuiet)
 	ctx, cancel := context.WithTimeout(context.Background(), arbTimeout)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
@@ -485,7 +485,7 @@ func TestArbiterConcurrentTasksEndWithNothingUsed(t *testing.T) {
 			task := a.NewTask(gctx, "task-"+strconv.Itoa(i))
 			defer task.Close()
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
-			cs := []*arbiter.ArbiterConsumer{task.NewConsumer("x", nil), task.NewConsumer("y", nil)}
+			cs := []*arbiter.Consumer{task.NewConsumer("x", nil), task.NewConsumer("y", nil)}
 			for _, c := range cs {
 				c.SetReclaimer(reclaimFunc(func(target int64) (int64, error) {
 					n := min(c.Used(), target)
@@ -632,10 +632,10 @@ func TestArbiterSingleTaskMatchesModel(t *testing.T) {
 	var spills, clamps int64 // across all runs: the model must reach both paths
 	props := gopter.NewProperties(params)
 	props.Property("grants and balances follow Spark's rules", prop.ForAll(func(ops []arbOp) string {
-		a := arbiter.NewExecutorArbiter(size, arbQuiet)
+		a := arbiter.New(size, arbQuiet)
 		task := a.NewTask(context.Background(), "T")
 		m := &arbModel{size: size, used: make([]int64, 4), spill: spillKinds}
-		cs := make([]*arbiter.ArbiterConsumer, 4)
+		cs := make([]*arbiter.Consumer, 4)
 		for i := range cs {
 			cs[i] = task.NewConsumer("c"+strconv.Itoa(i), nil)
 			c := cs[i]
@@ -681,7 +681,7 @@ func TestArbiterSingleTaskMatchesModel(t *testing.T) {
 // arbCheckInvariants checks: every consumer's used equals the model's and
 // is ≥ 0; the consumers sum to the task's used; the task's used equals the
 // arbiter's (it is alone); the arbiter's used is ≤ its size.
-func arbCheckInvariants(a *arbiter.ExecutorArbiter, task *arbiter.ArbiterTask, cs []*arbiter.ArbiterConsumer, m *arbModel) string {
+func arbCheckInvariants(a *arbiter.Arbiter, task *arbiter.Task, cs []*arbiter.Consumer, m *arbModel) string {
 	var sum int64
 	for i, c := range cs {
 		u := c.Used()
@@ -707,9 +707,9 @@ func arbCheckInvariants(a *arbiter.ExecutorArbiter, task *arbiter.ArbiterTask, c
 // same pool (which needs the arbiter: a nested Acquire on the task, on the
 // goroutine that holds its monitor inside the spill callback), then frees
 // its 200. The arbiter is then full.
-func selfGrowingTask(t *testing.T, kind string) (a *arbiter.ExecutorArbiter, task *arbiter.ArbiterTask, native *arbiter.ArbiterConsumer, p pool.Unified, rs map[string]*pool.Reservation, bufErr *error) {
+func selfGrowingTask(t *testing.T, kind string) (a *arbiter.Arbiter, task *arbiter.Task, native *arbiter.Consumer, p pool.Unified, rs map[string]*pool.Reservation, bufErr *error) {
 	t.Helper()
-	a = arbiter.NewExecutorArbiter(1000, arbQuiet)
+	a = arbiter.New(1000, arbQuiet)
 	task = a.NewTask(context.Background(), "T")
 	native = task.NewConsumer("native", nil)
 	opts := []pool.UnifiedOption{pool.WithChunkSize(0), pool.WithLogger(slog.New(slog.DiscardHandler))}
@@ -796,7 +796,7 @@ func TestArbiterSpillerMayGrowItsOwnTasksPoolDuringAnAcquire(t *testing.T) {
 // blocks on the TaskMemoryManager) while the callback's own goroutine
 // re-enters. It runs once the outer acquire returned.
 func TestArbiterSpillCallbackReentryIsOnlyForTheMonitorHoldersGoroutine(t *testing.T) {
-	a := arbiter.NewExecutorArbiter(100, arbQuiet)
+	a := arbiter.New(100, arbQuiet)
 	task := a.NewTask(context.Background(), "T")
 	req, victim, third := task.NewConsumer("req", nil), task.NewConsumer("victim", nil), task.NewConsumer("third", nil)
 	mustAcquire(t, victim, 100, 100)
@@ -837,7 +837,7 @@ func TestArbiterSpillCallbackReentryIsOnlyForTheMonitorHoldersGoroutine(t *testi
 // (Spark, trusting the claim, would spin: each re-acquire after the spill
 // finds nothing free). Returning is the claim.
 func TestArbiterSpillThatGrowsBackWhatItFreedIsNotAskedAgain(t *testing.T) {
-	a := arbiter.NewExecutorArbiter(100, arbQuiet)
+	a := arbiter.New(100, arbQuiet)
 	task := a.NewTask(context.Background(), "T")
 	req, churn := task.NewConsumer("req", nil), task.NewConsumer("churn", nil)
 	mustAcquire(t, churn, 100, 100)
@@ -867,7 +867,7 @@ func TestArbiterSpillThatGrowsBackWhatItFreedIsNotAskedAgain(t *testing.T) {
 // req gets the 20 free; the outer loop then goes on with its old candidate
 // list (third, now empty, then victim, which frees nothing) and returns 20.
 func TestArbiterNestedAcquireRunsItsOwnSpillLoopAndTheOuterLoopGoesOn(t *testing.T) {
-	a := arbiter.NewExecutorArbiter(100, arbQuiet)
+	a := arbiter.New(100, arbQuiet)
 	task := a.NewTask(context.Background(), "T")
 	log := &spillLog{}
 	req, victim, third := task.NewConsumer("req", nil), task.NewConsumer("victim", nil), task.NewConsumer("third", nil)
@@ -908,7 +908,7 @@ func TestArbiterNestedAcquireRunsItsOwnSpillLoopAndTheOuterLoopGoesOn(t *testing
 // through the wait count: only the holder waited; the queued Acquire ends
 // with the task's context.
 func TestArbiterSpillPanicLeavesNoReentryBehind(t *testing.T) {
-	a := arbiter.NewExecutorArbiter(1000, arbQuiet)
+	a := arbiter.New(1000, arbQuiet)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	task := a.NewTask(ctx, "T")
@@ -952,7 +952,7 @@ func TestArbiterSpillerGrowingItsOwnPoolIsNotSpilledAgainOnItsGoroutine(t *testi
 		t.Run(kind, func(t *testing.T) {
 			logs := &arbLogRecorder{}
 			logger := slog.New(logs)
-			a := arbiter.NewExecutorArbiter(16*mib, arbQuiet)
+			a := arbiter.New(16*mib, arbQuiet)
 			task := a.NewTask(context.Background(), "T")
 			native := task.NewConsumer("native", nil)
 			opts := []pool.UnifiedOption{pool.WithChunkSize(1 * mib), pool.WithLogger(logger)}

@@ -7,15 +7,15 @@ import (
 	"github.com/nativepool/nativepool/pool"
 )
 
-// ArbiterConsumer is one memory consumer of an ArbiterTask (Spark's
+// Consumer is one memory consumer of a Task (Spark's
 // MemoryConsumer) and the Upstream a unified pool borrows from. Its Acquire
-// follows Spark's rules (see ExecutorArbiter) and may block and run spill
+// follows Spark's rules (see Arbiter) and may block and run spill
 // callbacks of the task's consumers, this one last, on the calling
 // goroutine; such a callback may Acquire again on that goroutine. It is
 // safe for concurrent use by multiple goroutines; build it with
-// ArbiterTask.NewConsumer, the zero value is not usable.
-type ArbiterConsumer struct {
-	task  *ArbiterTask
+// Task.NewConsumer, the zero value is not usable.
+type Consumer struct {
+	task  *Task
 	name  string
 	spill atomic.Pointer[reclaimerBox]
 	used  int64 // guarded by task.arb.mu
@@ -24,12 +24,12 @@ type ArbiterConsumer struct {
 type reclaimerBox struct{ r pool.Reclaimer }
 
 // Name is the name given to NewConsumer.
-func (c *ArbiterConsumer) Name() string { return c.name }
+func (c *Consumer) Name() string { return c.name }
 
 // SetReclaimer sets (or, with nil, clears) the spill callback. A unified
 // pool needs its Upstream before it exists, so build the consumer first and
 // set the pool as its reclaimer afterwards. Safe to call at any time.
-func (c *ArbiterConsumer) SetReclaimer(r pool.Reclaimer) {
+func (c *Consumer) SetReclaimer(r pool.Reclaimer) {
 	if r == nil {
 		c.spill.Store(nil)
 		return
@@ -37,7 +37,7 @@ func (c *ArbiterConsumer) SetReclaimer(r pool.Reclaimer) {
 	c.spill.Store(&reclaimerBox{r: r})
 }
 
-func (c *ArbiterConsumer) reclaimer() pool.Reclaimer {
+func (c *Consumer) reclaimer() pool.Reclaimer {
 	if b := c.spill.Load(); b != nil {
 		return b.r
 	}
@@ -45,7 +45,7 @@ func (c *ArbiterConsumer) reclaimer() pool.Reclaimer {
 }
 
 // Used is the number of bytes this consumer holds.
-func (c *ArbiterConsumer) Used() int64 {
+func (c *Consumer) Used() int64 {
 	c.task.arb.mu.Lock()
 	defer c.task.arb.mu.Unlock()
 	return c.used
@@ -54,14 +54,14 @@ func (c *ArbiterConsumer) Used() int64 {
 // Acquire asks the executor for n bytes on behalf of this consumer and
 // returns how many were granted (0 ≤ granted ≤ n). It may block until the
 // task holds 1/2N of the pool, and may call the spill callbacks of the
-// task's consumers on this goroutine first; see ExecutorArbiter. Called
+// task's consumers on this goroutine first; see Arbiter. Called
 // from such a callback on the same goroutine, it re-enters the task's
 // monitor instead of waiting for it. It fails, granting nothing, with an
 // error wrapping the context's error when the task's context ends,
 // ErrClosed when the task or the arbiter is closed (also while waiting),
 // ErrInvalidSize when n < 0, or the error of a spill callback. n == 0
 // grants 0 without error.
-func (c *ArbiterConsumer) Acquire(n int64) (int64, error) {
+func (c *Consumer) Acquire(n int64) (int64, error) {
 	if n < 0 {
 		return 0, fmt.Errorf("arbiter: Acquire(%d): negative size: %w", n, pool.ErrInvalidSize)
 	}
@@ -77,7 +77,7 @@ func (c *ArbiterConsumer) Acquire(n int64) (int64, error) {
 // consumer holds and reported with an error wrapping ErrInvalidSize. After
 // the task's Close, Release changes nothing and returns an error wrapping
 // ErrClosed (Close already released everything).
-func (c *ArbiterConsumer) Release(n int64) error {
+func (c *Consumer) Release(n int64) error {
 	if n < 0 {
 		return fmt.Errorf("arbiter: Release(%d): negative size: %w", n, pool.ErrInvalidSize)
 	}
@@ -112,4 +112,4 @@ func (c *ArbiterConsumer) Release(n int64) error {
 	return err
 }
 
-var _ pool.Upstream = (*ArbiterConsumer)(nil)
+var _ pool.Upstream = (*Consumer)(nil)

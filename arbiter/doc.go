@@ -10,7 +10,7 @@
 // It serves Go engines that run without a JVM (the embedded default
 // upstream) and every test that needs Spark's behaviour without Spark:
 //
-//	a := arbiter.NewExecutorArbiter(512 << 20)
+//	a := arbiter.New(512 << 20)
 //	task := a.NewTask(ctx, "task 7")
 //	defer task.Close()
 //	c := task.NewConsumer("native", nil)
@@ -18,17 +18,17 @@
 //	u, _ := pool.As[pool.Unified](p)
 //	c.SetReclaimer(u) // the task's spill loop reaches the pool's Reclaim
 //
-// ExecutorArbiter's documentation states the rules, the locks and where the
+// Arbiter's documentation states the rules, the locks and where the
 // arbiter differs from Spark.
 //
 // # Where each job lives
 //
-//	arbiter.go    ExecutorArbiter: the executor budget, N and the 1/N, 1/2N
+//	arbiter.go    Arbiter: the executor budget, N and the 1/N, 1/2N
 //	              shares, the wait for memory, stats, Close
-//	task.go       ArbiterTask: one task's memory manager, its re-entrant
+//	task.go       Task: one task's memory manager, its re-entrant
 //	              monitor, the acquire and Spark's spill loop over the task's
 //	              consumers, task Close
-//	consumer.go   ArbiterConsumer: one memory consumer of a task, the
+//	consumer.go   Consumer: one memory consumer of a task, the
 //	              pool.Upstream a unified pool borrows from (Acquire, Release)
 //
 // The package imports pool and never the reverse.

@@ -13,12 +13,12 @@ import (
 	"github.com/nativepool/nativepool/pool"
 )
 
-// ArbiterTask is one task's memory manager inside an ExecutorArbiter
+// Task is one task's memory manager inside an Arbiter
 // (Spark's TaskMemoryManager): it owns the task's consumers and its monitor.
 // It is safe for concurrent use by multiple goroutines; build it with
-// ExecutorArbiter.NewTask, the zero value is not usable.
-type ArbiterTask struct {
-	arb  *ExecutorArbiter
+// Arbiter.NewTask, the zero value is not usable.
+type Task struct {
+	arb  *Arbiter
 	ctx  context.Context
 	name string
 	// monitor is the TMM monitor, a lock whose queue is cancellable
@@ -52,22 +52,22 @@ type ArbiterTask struct {
 	// counts among the N active tasks; both guarded by arb.mu.
 	balance   int64
 	active    bool
-	consumers []*ArbiterConsumer
+	consumers []*Consumer
 }
 
 // Name is the name given to NewTask.
-func (t *ArbiterTask) Name() string { return t.name }
+func (t *Task) Name() string { return t.name }
 
 // Used is the number of bytes the task holds (its consumers' total, plus
 // bytes an acquire in progress has gathered).
-func (t *ArbiterTask) Used() int64 {
+func (t *Task) Used() int64 {
 	t.arb.mu.Lock()
 	defer t.arb.mu.Unlock()
 	return t.balance
 }
 
-// ArbiterTaskStats is a snapshot of one task's accounting.
-type ArbiterTaskStats struct {
+// TaskStats is a snapshot of one task's accounting.
+type TaskStats struct {
 	Used   int64 // bytes held
 	Peak   int64 // high-water mark of Used
 	Waits  int64 // acquires that blocked for 1/2N
@@ -75,9 +75,9 @@ type ArbiterTaskStats struct {
 }
 
 // Stats returns a snapshot of the task's accounting.
-func (t *ArbiterTask) Stats() ArbiterTaskStats {
+func (t *Task) Stats() TaskStats {
 	t.arb.mu.Lock()
-	s := ArbiterTaskStats{Used: t.balance, Peak: t.peak}
+	s := TaskStats{Used: t.balance, Peak: t.peak}
 	t.arb.mu.Unlock()
 	s.Waits = t.waits.Load()
 	s.Spills = t.spills.Load()
@@ -88,8 +88,8 @@ func (t *ArbiterTask) Stats() ArbiterTaskStats {
 // Acquire and Release make it an Upstream. spill is called when another
 // acquire of the task runs short; it may be nil and may be set later with
 // SetReclaimer. A consumer of a closed task refuses every acquire.
-func (t *ArbiterTask) NewConsumer(name string, spill pool.Reclaimer) *ArbiterConsumer {
-	c := &ArbiterConsumer{task: t, name: name}
+func (t *Task) NewConsumer(name string, spill pool.Reclaimer) *Consumer {
+	c := &Consumer{task: t, name: name}
 	c.SetReclaimer(spill)
 	t.arb.mu.Lock()
 	t.consumers = append(t.consumers, c)
@@ -103,7 +103,7 @@ func (t *ArbiterTask) NewConsumer(name string, spill pool.Reclaimer) *ArbiterCon
 // nothing) and makes later acquires fail. It returns the bytes it released
 // and logs a warning naming the consumers when that is not 0. Releases after
 // Close return an error and change nothing. Close is idempotent.
-func (t *ArbiterTask) Close() int64 {
+func (t *Task) Close() int64 {
 	a := t.arb
 	a.mu.Lock()
 	if t.closed {
@@ -135,14 +135,14 @@ func (t *ArbiterTask) Close() int64 {
 }
 
 // lockMonitor enters the task's monitor, or returns why it may not.
-func (t *ArbiterTask) lockMonitor() error {
+func (t *Task) lockMonitor() error {
 	if t.monitor.tryLock() {
 		return nil
 	}
 	return t.monitor.lockSlow(t)
 }
 
-func (t *ArbiterTask) unlockMonitor() { t.monitor.unlock() }
+func (t *Task) unlockMonitor() { t.monitor.unlock() }
 
 // taskMonitor is a task's monitor (TaskMemoryManager's synchronized): an
 // uncontended lock and unlock are one atomic each; a goroutine that finds
@@ -177,7 +177,7 @@ func (m *taskMonitor) unlock() {
 // wake channel is taken and the lock tried again, so an unlock between the
 // failed fast path and the wait either is seen by the retry or closes the
 // channel this goroutine waits on: no wake-up is lost.
-func (m *taskMonitor) lockSlow(t *ArbiterTask) error {
+func (m *taskMonitor) lockSlow(t *Task) error {
 	m.waiters.Add(1)
 	defer m.waiters.Add(-1)
 	for {
@@ -205,7 +205,7 @@ func (m *taskMonitor) lockSlow(t *ArbiterTask) error {
 // holdsMonitorInSpill reports whether the calling goroutine holds t's
 // monitor and is running a spill callback of it: then an acquire on t is
 // re-entrant and must not take the monitor again.
-func (t *ArbiterTask) holdsMonitorInSpill() bool {
+func (t *Task) holdsMonitorInSpill() bool {
 	owner := t.spillOwner.Load()
 	return owner != 0 && owner == routine.Goid()
 }
@@ -213,7 +213,7 @@ func (t *ArbiterTask) holdsMonitorInSpill() bool {
 // acquire is TaskMemoryManager.acquireExecutionMemory for requester c. On
 // the goroutine that holds the monitor (in a spill callback) it re-enters
 // without taking the monitor, like Java's synchronized.
-func (t *ArbiterTask) acquire(c *ArbiterConsumer, n int64) (int64, error) {
+func (t *Task) acquire(c *Consumer, n int64) (int64, error) {
 	if !t.holdsMonitorInSpill() {
 		if err := t.lockMonitor(); err != nil {
 			return 0, err
@@ -249,13 +249,13 @@ func (t *ArbiterTask) acquire(c *ArbiterConsumer, n int64) (int64, error) {
 // TreeMap keys; stale after a spill, as in Spark).
 type candidate struct {
 	key int64
-	c   *ArbiterConsumer
+	c   *Consumer
 }
 
 // spillAndAcquire runs Spark's spill loop after a short grant of got < n.
 // On error (or a panic in a spill callback) everything gathered is released
 // and 0 is returned.
-func (t *ArbiterTask) spillAndAcquire(requester *ArbiterConsumer, n, got int64) (_ int64, err error) {
+func (t *Task) spillAndAcquire(requester *Consumer, n, got int64) (_ int64, err error) {
 	a := t.arb
 	ok := false
 	defer func() {
@@ -328,7 +328,7 @@ func cmpInt64(x, y int64) int {
 // released during the callback, net of what acquires nested in it took,
 // capped at what the callback claimed. The caller holds the monitor; the
 // callback runs with re-entry allowed for this goroutine.
-func (t *ArbiterTask) spill(victim *ArbiterConsumer, need int64) (int64, error) {
+func (t *Task) spill(victim *Consumer, need int64) (int64, error) {
 	r := victim.reclaimer()
 	if r == nil {
 		return 0, nil
@@ -357,7 +357,7 @@ func (t *ArbiterTask) spill(victim *ArbiterConsumer, need int64) (int64, error) 
 }
 
 // rollback gives back bytes an acquire gathered before failing.
-func (t *ArbiterTask) rollback(got int64) {
+func (t *Task) rollback(got int64) {
 	if got == 0 {
 		return
 	}

@@ -83,7 +83,9 @@
 // slack, the gap between reserved and allocated, exports and imports in
 // flight, peak, refusals. Drift and MeasureDrift compare them with the
 // process's resident set (/proc/self/statm) and the Go runtime's share
-// (runtime/metrics) — a trend to watch, never a gate (Comet #5983).
+// (runtime/metrics, read through internal/gomem, the one package of the
+// project besides pool that ffi imports) — a trend to watch, never a gate
+// (Comet #5983).
 //
 // Close ends the allocator's task: it reports what is still held (live
 // buffers with their consumer; with WithAllocationSites(true) their

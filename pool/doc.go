@@ -26,7 +26,7 @@
 //	                                  Pool  ◀── decorators: TrackConsumers, Logging
 //	                                    │
 //	         unified pools only ──────▶ Upstream (Spark's TaskMemoryManager over JNI,
-//	                                    │          or arbiter.ExecutorArbiter in process)
+//	                                    │          or arbiter.Arbiter in process)
 //	                                    └─ Reclaimer ◀── Spark's spill(size): slack first,
 //	                                                     then Spillers, largest first
 //

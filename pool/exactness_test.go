@@ -274,7 +274,7 @@ func TestPanickingReleaseKeepsTheBytesHeldAsOwed(t *testing.T) {
 func TestPanickingSpillerInsideAReentrantReclaimLeavesTheBooksAsBefore(t *testing.T) {
 	for _, kind := range []string{"greedy", "fair"} {
 		t.Run(kind, func(t *testing.T) {
-			arb := arbiter.NewExecutorArbiter(1000, arbiter.WithArbiterLogger(quietLogger()))
+			arb := arbiter.New(1000, arbiter.WithLogger(quietLogger()))
 			task := arb.NewTask(t.Context(), "task")
 			upc := task.NewConsumer("native", nil)
 			p := unified(t, kind, upc, 2000, pool.WithChunkSize(0))

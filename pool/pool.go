@@ -68,7 +68,7 @@ func (l Limit) String() string {
 }
 
 // Upstream is where the unified pools borrow bytes from: Spark's
-// TaskMemoryManager over JNI, or the in-process arbiter.ExecutorArbiter.
+// TaskMemoryManager over JNI, or the in-process arbiter.Arbiter.
 //
 // Acquire may block (Spark waits until the task holds 1/2N of the pool) and
 // may call Reclaim on the calling goroutine before returning (Spark spills

@@ -187,7 +187,7 @@ type Unified interface {
 
 // NewGreedyUnified returns Comet's greedy_unified (CometUnifiedMemoryPool):
 // a pool that borrows every reserved byte from up (Spark's TaskMemoryManager
-// over JNI, or an arbiter.ExecutorArbiter) and refuses TryGrow only when up
+// over JNI, or an arbiter.Arbiter) and refuses TryGrow only when up
 // refuses; it has no ceiling of its own. The result implements Unified; reach it
 // through decorators with As[Unified]. It panics if up is nil.
 //

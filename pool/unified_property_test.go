@@ -367,7 +367,7 @@ func TestFairUnifiedMatchesModel(t *testing.T) {
 // (Spark's self-spill), which the model tests then exercise re-entrantly.
 func arbiterUpstream(size int64) func() uniUpstream {
 	return func() uniUpstream {
-		a := arbiter.NewExecutorArbiter(size, arbiter.WithArbiterLogger(quietLogger()))
+		a := arbiter.New(size, arbiter.WithLogger(quietLogger()))
 		task := a.NewTask(context.Background(), "T")
 		c := task.NewConsumer("native", nil)
 		return uniUpstream{up: c, held: c.Used, wire: c.SetReclaimer}
@@ -376,7 +376,7 @@ func arbiterUpstream(size int64) func() uniUpstream {
 
 // TestGreedyUnifiedOverArbiterMatchesModel and
 // TestFairUnifiedOverArbiterMatchesModel run the same property over the
-// in-process ExecutorArbiter (Spark's rules), where Reclaim is re-entered
+// in-process arbiter.Arbiter (Spark's rules), where Reclaim is re-entered
 // from inside Acquire whenever the arbiter runs short.
 func TestGreedyUnifiedOverArbiterMatchesModel(t *testing.T) {
 	for _, chunk := range []int64{0, 1024} {
@@ -404,7 +404,7 @@ func TestFairUnifiedOverArbiterMatchesModel(t *testing.T) {
 func TestUnifiedPoolsOverTheArbiterHandBackExactlyWhatWasGranted(t *testing.T) {
 	const budget = 512 << 10
 	arbLogs := &uniLogs{}
-	a := arbiter.NewExecutorArbiter(budget, arbiter.WithArbiterLogger(arbLogs.logger()))
+	a := arbiter.New(budget, arbiter.WithLogger(arbLogs.logger()))
 	defer func() {
 		if t.Failed() {
 			t.Log(arbLogs.String())
@@ -413,7 +413,7 @@ func TestUnifiedPoolsOverTheArbiterHandBackExactlyWhatWasGranted(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	type taskPool struct {
-		task  *arbiter.ArbiterTask
+		task  *arbiter.Task
 		p     pool.Unified
 		audit *fakeupstream.Spark
 	}

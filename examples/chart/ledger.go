@@ -15,7 +15,8 @@ import (
 )
 
 // Column names of a ledger CSV. Every other column is a resident part,
-// stacked in header order, except those that start with accountingPrefix.
+// stacked in the order every chart of the ledger uses (compareParts), except
+// those that start with accountingPrefix.
 const (
 	colTime        = "t_ms"
 	colRSS         = "rss"
@@ -27,7 +28,7 @@ const (
 )
 
 // ledger is a parsed ledger CSV: sample times in seconds, RSS, the resident
-// parts (bytes, header order), the unexplained remainder (RSS less the
+// parts (bytes, in stacking order: compareParts), the unexplained remainder (RSS less the
 // parts' sum; may be negative) and the accounting columns.
 type ledger struct {
 	t           []float64
@@ -68,7 +69,7 @@ func readLedger(r io.Reader) (*ledger, error) {
 		case strings.HasPrefix(h, accountingPrefix):
 			l.accounting = append(l.accounting, series{name: strings.TrimPrefix(h, accountingPrefix)})
 		default:
-			l.parts = append(l.parts, series{name: h})
+			l.parts = append(l.parts, series{name: h, part: h})
 		}
 	}
 	np, na := 0, 0
@@ -110,6 +111,7 @@ func readLedger(r io.Reader) (*ledger, error) {
 	if len(l.t) == 0 {
 		return nil, errors.New("no samples after the header")
 	}
+	slices.SortStableFunc(l.parts, func(a, b series) int { return compareParts(a.part, b.part) })
 	return l, nil
 }
 
@@ -159,7 +161,7 @@ func (l *ledger) mergeSmall(frac, floor float64) {
 			continue
 		}
 		if slices.Max(p.values) >= limit {
-			out = append(out, &series{name: p.name, values: p.values})
+			out = append(out, &series{name: p.name, values: p.values, part: p.part})
 			continue
 		}
 		owner, _, _ := strings.Cut(p.name, ".")
@@ -184,7 +186,7 @@ func (l *ledger) mergeSmall(frac, floor float64) {
 		if len(g.names) > 1 {
 			name = fmt.Sprintf("%s.* (%d parts)", g.owner, len(g.names))
 		}
-		out[slot[g]] = &series{name: name, values: g.values}
+		out[slot[g]] = &series{name: name, values: g.values, part: g.names[0]}
 	}
 	var kept []series
 	for _, p := range out {
@@ -193,7 +195,7 @@ func (l *ledger) mergeSmall(frac, floor float64) {
 		}
 	}
 	if hasOther || len(l.merged) > 0 {
-		kept = append(kept, series{name: colOther, values: other})
+		kept = append(kept, series{name: colOther, values: other, part: colOther})
 	}
 	l.parts = kept
 }

@@ -8,7 +8,8 @@
 //
 //   - a stacked area chart of the executor memory ledger, from a CSV with
 //     an unexplained column (the Spark demo's ledger.csv): t_ms, rss, one
-//     column per resident part (stacked bottom up in header order), other,
+//     column per resident part (stacked bottom up in the order, and filled
+//     with the colours, of the Native Memory page: colors.go), other,
 //     unexplained (RSS less the parts, the top band), and accounting columns
 //     named acct:<part>, drawn as dashed lines and not stacked. Parts that
 //     never reach -merge × the chart's height are grouped by owner (go.*,
@@ -87,6 +88,9 @@ func drawChart(in, out, title, legend string, merge float64) error {
 type series struct {
 	name   string
 	values []float64
+	// part is the ledger part whose colour the series takes (a band of
+	// several parts takes its first part's); "" outside the ledger chart.
+	part string
 }
 
 // samples is a parsed CSV: sample times in seconds and the byte series.

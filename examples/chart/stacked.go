@@ -5,6 +5,7 @@ package main
 // the RSS line over them.
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"os"
@@ -17,31 +18,54 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// bandColors are the resident parts' fills, bottom up; the unexplained
-// band is grey.
-var bandColors = []color.RGBA{
-	{R: 66, G: 114, B: 196, A: 255},
-	{R: 120, G: 170, B: 230, A: 255},
-	{R: 237, G: 125, B: 49, A: 255},
-	{R: 250, G: 190, B: 120, A: 255},
-	{R: 84, G: 160, B: 84, A: 255},
-	{R: 160, G: 215, B: 140, A: 255},
-	{R: 150, G: 100, B: 190, A: 255},
-	{R: 205, G: 170, B: 225, A: 255},
-	{R: 190, G: 160, B: 60, A: 255},
-	{R: 120, G: 200, B: 200, A: 255},
-	{R: 200, G: 110, B: 140, A: 255},
-	{R: 140, G: 110, B: 90, A: 255},
+// A stackBand is one band of the ledger chart: its legend label, its
+// values (bytes) and its fill.
+type stackBand struct {
+	label  string
+	values []float64
+	color  color.RGBA
+}
+
+// stackBands are the ledger chart's bands, bottom first: the resident parts
+// in the ledger's order, each filled with its part's colour (partColor, as
+// on the Native Memory page), then the unexplained remainder on top. The
+// bottom band's label says when the axis is cut at floor bytes, other's how
+// many small parts it sums, and unexplained's in how many samples it was
+// negative (drawn as 0).
+func stackBands(l *ledger, floor float64) []stackBand {
+	const mib = 1 << 20
+	var bands []stackBand
+	for i, part := range l.parts {
+		name := part.name
+		if name == colOther && len(l.merged) > 0 {
+			name = fmt.Sprintf("other (%d small parts)", len(l.merged))
+		}
+		if i == 0 && floor > 0 {
+			name += fmt.Sprintf(" (cut: the axis starts at %g MiB)", floor/mib)
+		}
+		bands = append(bands, stackBand{name, part.values, rgba(partColor(cmp.Or(part.part, part.name)))})
+	}
+	negative := 0
+	for _, v := range l.unexplained {
+		if v < 0 {
+			negative++
+		}
+	}
+	name := "unexplained (RSS − parts)"
+	if negative > 0 {
+		name = fmt.Sprintf("unexplained (< 0, drawn as 0, in %d/%d samples)", negative, len(l.unexplained))
+	}
+	return append(bands, stackBand{name, l.unexplained, rgba(unexplainedColor)})
 }
 
 // renderStacked draws the ledger as stacked areas (MiB over seconds, the
-// axis starting at floor bytes, see axisFloor): the resident parts bottom
-// up in header order, the unexplained remainder as the top band (a
-// negative remainder is drawn as 0, and the legend says in how many
-// samples), the RSS line over them, and the accounting columns as dashed
-// lines that are not stacked (one that stays below the floor is named in
-// the legend with its peak instead). The legend sits right of the plot, top
-// band first. It saves a PNG of 10×5.5 inches.
+// axis starting at floor bytes, see axisFloor): stackBands, bottom up (a
+// negative remainder is drawn as 0), the RSS line over them, and the
+// accounting columns as dashed lines that are not stacked (one that stays
+// below the floor is named in the legend with its peak instead). The legend
+// sits right of the plot: RSS, then the bands top first (as the Native
+// Memory page lists them), then the accounting lines. It saves a PNG of
+// 10×5.5 inches.
 func renderStacked(l *ledger, floor float64, title, out string) error {
 	p := plot.New()
 	p.Title.Text = title
@@ -80,30 +104,10 @@ func renderStacked(l *ledger, floor float64, title, out string) error {
 		lower = upper
 		return nil
 	}
-	for i, part := range l.parts {
-		name := part.name
-		if name == colOther && len(l.merged) > 0 {
-			name = fmt.Sprintf("other (%d small parts)", len(l.merged))
-		}
-		if i == 0 && floor > 0 {
-			name += fmt.Sprintf(" (cut: the axis starts at %g MiB)", floor/mib)
-		}
-		if err := band(name, part.values, bandColors[i%len(bandColors)]); err != nil {
+	for _, b := range stackBands(l, floor) {
+		if err := band(b.label, b.values, b.color); err != nil {
 			return err
 		}
-	}
-	negative := 0
-	for _, v := range l.unexplained {
-		if v < 0 {
-			negative++
-		}
-	}
-	name := "unexplained (RSS − parts)"
-	if negative > 0 {
-		name = fmt.Sprintf("unexplained (< 0, drawn as 0, in %d/%d samples)", negative, n)
-	}
-	if err := band(name, l.unexplained, color.RGBA{R: 200, G: 200, B: 200, A: 255}); err != nil {
-		return err
 	}
 	p.Add(plotter.NewGrid())
 

@@ -4,7 +4,7 @@
 //
 // A Sorter registers one spillable pool.Consumer with any pool.Pool (a task
 // pool bridged to Spark, a fair pool, a unified pool over the in-process
-// arbiter.ExecutorArbiter) and charges every Arrow buffer it builds to that
+// arbiter.Arbiter) and charges every Arrow buffer it builds to that
 // consumer through accounted allocators, so the bytes the pool is told
 // about are the bytes the sorter holds, plus a bounded slack.
 //
@@ -61,7 +61,10 @@
 // re-entrant Spill just takes the mutex. Under the mutex the sorter only frees (Shrink, which reaches at
 // most Upstream.Release, which never spills). As a last guard, Spill
 // recognises a call from the goroutine that already holds the mutex and
-// answers 0 instead of deadlocking.
+// answers 0 instead of deadlocking. The mutex, the guard against concurrent
+// driver methods and the spill counters are examples/internal/spillable's,
+// which the Spark demo's streaming aggregation shares; run files are made,
+// counted and removed by examples/internal/spillfile.
 //
 // Spill itself never allocates through the pool: it writes runs through a
 // scratch buffer charged once when the sorter is made (the counterpart of

@@ -93,8 +93,8 @@ func checkClosed(t testing.TB, s *Sorter, p pool.Pool, inner *memory.CheckedAllo
 	require.Zero(t, s.Stats().Allocated, "allocated")
 	require.Zero(t, p.Reserved(), "pool reserved")
 	inner.AssertSize(t, 0)
-	_, err := os.Stat(s.dir)
-	require.True(t, os.IsNotExist(err), "run directory %s still exists: %v", s.dir, err)
+	_, err := os.Stat(s.spillDir.Path())
+	require.True(t, os.IsNotExist(err), "run directory %s still exists: %v", s.spillDir.Path(), err)
 }
 
 // within runs fn on another goroutine and fails the test if it has not

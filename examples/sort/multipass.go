@@ -48,9 +48,9 @@ func (s *Sorter) openRuns(m *merger, queue []*fileSource) error {
 		}
 		head, err := load(f)
 		if err == nil {
-			s.lock()
+			s.mu.Lock()
 			m.add(head, f)
-			s.unlock()
+			s.mu.Unlock()
 			queue = queue[1:]
 			continue
 		}
@@ -66,20 +66,20 @@ func (s *Sorter) openRuns(m *merger, queue []*fileSource) error {
 		}
 	}
 	// The final merge, done by Next: every run still queued is loaded.
-	s.lock()
+	s.mu.Lock()
 	storeMax(&s.maxFanIn, int64(len(m.h)))
 	storeMax(&s.levels, mergeLevel(m))
-	s.unlock()
+	s.mu.Unlock()
 	return nil
 }
 
 // passLoaded merges the runs loaded in m's heap (at least two) into one
 // new run, appends it to queue and returns the queue.
 func (s *Sorter) passLoaded(m *merger, queue []*fileSource) ([]*fileSource, error) {
-	s.lock()
+	s.mu.Lock()
 	sub := &merger{h: m.h}
 	m.h = nil
-	s.unlock()
+	s.mu.Unlock()
 	for _, e := range sub.h {
 		// Nothing has been read past the head of a run opened here.
 		sub.rows += e.src.(*fileSource).run.rows
@@ -92,9 +92,9 @@ func (s *Sorter) passLoaded(m *merger, queue []*fileSource) ([]*fileSource, erro
 		return queue, err
 	}
 	nf := &fileSource{run: run, level: level}
-	s.lock()
+	s.mu.Lock()
 	m.all = append(m.all, nf)
-	s.unlock()
+	s.mu.Unlock()
 	s.mergePasses.Add(1)
 	s.log.Debug("extsort: merge pass", "consumer", s.consumer, "runs", passRuns, "level", level, "rows", run.rows)
 	return append(queue, nf), nil
@@ -116,9 +116,9 @@ func mergeLevel(m *merger) int64 {
 // buffer, loading the sources' next batches as they run out, and releases
 // the sources. The caller does not hold the lock (see openRuns).
 func (s *Sorter) mergePass(sub *merger) (*runFile, error) {
-	s.lock()
+	s.mu.Lock()
 	rw, err := s.createRunLocked()
-	s.unlock()
+	s.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}

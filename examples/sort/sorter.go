@@ -6,15 +6,14 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"os"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/timandy/routine"
 
+	"github.com/nativepool/nativepool/examples/internal/spillable"
+	"github.com/nativepool/nativepool/examples/internal/spillfile"
 	"github.com/nativepool/nativepool/ffi"
 	"github.com/nativepool/nativepool/pool"
 )
@@ -131,14 +130,14 @@ type Sorter struct {
 	// reach Spill.
 	acct       *pool.Account
 	chunkAlloc *ffi.Allocator
-	dir        string // private run directory, removed by Close
+	spillDir   *spillfile.Dir // private run directory, removed by Close
 	log        *slog.Logger
 
-	// driving is set while a driver method runs; it catches concurrent use.
-	driving atomic.Bool
-	// owner is the goroutine id holding mu (0 when free); Spill compares it
-	// with its own to refuse a re-entrant call instead of deadlocking.
-	owner atomic.Uint64
+	// driver catches concurrent driver methods.
+	driver spillable.Driver
+	// spills runs Spill and the sorter's own spills under mu, and counts
+	// them.
+	spills *spillable.Spills
 
 	// mu guards the sort state; every field below is read and written
 	// under it only. It is never held across a call that can reach
@@ -148,13 +147,13 @@ type Sorter struct {
 	// Under mu the sorter writes run files and frees memory (Shrink, which
 	// reaches at most Upstream.Release, which never spills). Lock order: mu,
 	// then the pool's locks; pools call Spill with none of theirs held.
+	// mu also keeps the sticky failure (mu.Fail), which Next returns, and
+	// knows its holder, so that Spill can refuse a re-entrant call.
 	mu struct {
-		sync.Mutex
+		spillable.Mutex
 		phase  phase
-		err    error      // sticky failure, set by fail; returned by Next
 		chunks []*chunk   // sorted in-memory chunks: appended by Push, taken by spills and Finish
 		runs   []*runFile // run files before Finish: appended by spills, taken by Finish
-		seq    int        // number of the last run file created
 		// scratch is the spill buffer: charged by New, freed by Finish
 		// after its merge passes, by the merge-phase spill that empties
 		// memory, or by Close (nil after).
@@ -163,19 +162,11 @@ type Sorter struct {
 	}
 
 	rowsIn, rowsOut                 atomic.Int64
-	selfSpills, requested, requests atomic.Int64
-	selfSpilledBytes                atomic.Int64
 	spilledRows, spilledBytes, runs atomic.Int64
 	mergePasses, maxFanIn, levels   atomic.Int64
 	peakReserved, peakAllocated     atomic.Int64
 	peakSlack                       atomic.Int64
 }
-
-// sorterLock is the sorter's mutex as a sync.Locker, for its account.
-type sorterLock struct{ s *Sorter }
-
-func (l sorterLock) Lock()   { l.s.lock() }
-func (l sorterLock) Unlock() { l.s.unlock() }
 
 var _ pool.Spiller = (*Sorter)(nil)
 
@@ -197,16 +188,17 @@ func New(p pool.Pool, opts Options) (*Sorter, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	dir, err := os.MkdirTemp(opts.TempDir, "extsort-*")
+	dir, err := spillfile.New(opts.TempDir, "extsort-*", ".arrow")
 	if err != nil {
 		return nil, fmt.Errorf("extsort: New: %w", err)
 	}
-	s := &Sorter{opts: opts, dir: dir, log: opts.Logger}
+	s := &Sorter{opts: opts, spillDir: dir, log: opts.Logger}
 	s.consumer = pool.NewConsumer(opts.Name).WithSpiller(s)
+	s.spills = spillable.NewSpills(&s.mu.Mutex, opts.Logger.With("consumer", s.consumer), "extsort")
 	s.res = s.consumer.Register(p)
 	allocOpts := append([]ffi.Option{ffi.WithLogger(opts.Logger)}, opts.AllocatorOptions...)
 	s.alloc = ffi.NewAllocator(opts.Inner, s.res, allocOpts...)
-	s.acct = pool.NewAccount(s.res.NewEmpty(), opts.AccountQuantum).WithLock(sorterLock{s})
+	s.acct = pool.NewAccount(s.res.NewEmpty(), opts.AccountQuantum).WithLock(&s.mu.Mutex)
 	s.chunkAlloc = ffi.NewAccountAllocator(opts.Inner, s.acct, allocOpts...)
 	var sc *scratch
 	if err := recoverRefusal(func() { sc = newScratch(s.alloc, opts.BatchRows) }); err != nil {
@@ -214,7 +206,7 @@ func New(p pool.Pool, opts Options) (*Sorter, error) {
 		s.acct.Close()
 		s.alloc.Close()
 		s.res.Close()
-		os.RemoveAll(dir)
+		dir.RemoveAll()
 		return nil, fmt.Errorf("extsort: New: spill buffer of %d rows: %w", opts.BatchRows, err)
 	}
 	s.mu.scratch = sc
@@ -248,15 +240,15 @@ func (s *Sorter) Allocators() []*ffi.Allocator { return []*ffi.Allocator{s.alloc
 // even with nothing buffered (as DataFusion's ExternalSorter does), and
 // then nothing was added. Push after Finish returns an error.
 func (s *Sorter) Push(b arrow.RecordBatch) error {
-	s.beginDriver("Push")
-	defer s.endDriver()
+	s.driver.Begin("extsort: Push")
+	defer s.driver.End()
 	keys, payloads, err := columns(b)
 	if err != nil {
 		return err
 	}
-	s.lock()
+	s.mu.Lock()
 	ph := s.mu.phase
-	s.unlock()
+	s.mu.Unlock()
 	if ph != accepting {
 		return fmt.Errorf("extsort: Push after %s", ph)
 	}
@@ -270,8 +262,8 @@ func (s *Sorter) Push(b arrow.RecordBatch) error {
 	// published until it is sorted.
 	var c *chunk
 	err = s.retryAfterSpill(fmt.Sprintf("Push(%d rows)", len(keys)), func() error {
-		s.lock()
-		defer s.unlock()
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		return recoverRefusal(func() { c = newChunk(s.chunkAlloc, len(keys)) })
 	})
 	if err != nil {
@@ -284,9 +276,9 @@ func (s *Sorter) Push(b arrow.RecordBatch) error {
 	// pdqsort in place: no memory beyond the chunk itself.
 	slices.SortFunc(c.pairs, comparePairs)
 
-	s.lock()
+	s.mu.Lock()
 	s.mu.chunks = append(s.mu.chunks, c)
-	s.unlock()
+	s.mu.Unlock()
 	s.rowsIn.Add(int64(len(keys)))
 	return nil
 }
@@ -302,21 +294,19 @@ func (s *Sorter) Push(b arrow.RecordBatch) error {
 // Calling it twice is an error. On error the sorter is failed: later Next
 // calls return the error and Close still releases everything.
 func (s *Sorter) Finish() error {
-	s.beginDriver("Finish")
-	defer s.endDriver()
-	s.lock()
+	s.driver.Begin("extsort: Finish")
+	defer s.driver.End()
+	s.mu.Lock()
 	if s.mu.phase != accepting {
-		s.unlock()
+		s.mu.Unlock()
 		return fmt.Errorf("extsort: Finish after %s", s.mu.phase)
 	}
 	spilled := len(s.mu.runs) > 0
 	var err error
 	if spilled {
 		var freed int64
-		if freed, err = s.spillSlackFirstLocked(math.MaxInt64); freed > 0 {
-			s.selfSpills.Add(1)
-			s.selfSpilledBytes.Add(freed)
-		}
+		freed, err = s.spillSlackFirstLocked(math.MaxInt64)
+		s.spills.NoteSelf(freed)
 	}
 	m := &merger{}
 	for _, c := range s.mu.chunks {
@@ -335,7 +325,7 @@ func (s *Sorter) Finish() error {
 	s.mu.chunks, s.mu.runs = nil, nil
 	s.mu.merge = m
 	s.mu.phase = merging
-	s.unlock()
+	s.mu.Unlock()
 	if err != nil {
 		return err // spillChunksLocked has failed the sorter
 	}
@@ -343,12 +333,12 @@ func (s *Sorter) Finish() error {
 		return nil
 	}
 	if err := s.openRuns(m, queue); err != nil {
-		return s.fail(err)
+		return s.mu.Fail(err)
 	}
-	s.lock()
+	s.mu.Lock()
 	s.mu.scratch.release()
 	s.mu.scratch = nil
-	s.unlock()
+	s.mu.Unlock()
 	s.samplePeaks()
 	return nil
 }
@@ -361,15 +351,15 @@ func (s *Sorter) Finish() error {
 // pool.ErrResourcesExhausted, and the sorter stays failed (every later Next
 // returns the same error; Close still releases everything).
 func (s *Sorter) Next() (arrow.RecordBatch, error) {
-	s.beginDriver("Next")
-	defer s.endDriver()
-	s.lock()
-	ph, err, m := s.mu.phase, s.mu.err, s.mu.merge
+	s.driver.Begin("extsort: Next")
+	defer s.driver.End()
+	s.mu.Lock()
+	ph, err, m := s.mu.phase, s.mu.ErrLocked(), s.mu.merge
 	var remaining int64
 	if m != nil {
 		remaining = m.rows
 	}
-	s.unlock()
+	s.mu.Unlock()
 	switch {
 	case ph != merging:
 		return nil, fmt.Errorf("extsort: Next %s", map[phase]string{accepting: "before Finish", closed: "after Close"}[ph])
@@ -394,7 +384,7 @@ func (s *Sorter) Next() (arrow.RecordBatch, error) {
 		if keyBuf != nil {
 			keyBuf.Release()
 		}
-		return nil, s.fail(err)
+		return nil, s.mu.Fail(err)
 	}
 	s.samplePeaks()
 	keys := arrow.Int64Traits.CastFromBytes(keyBuf.Bytes())[:rows]
@@ -402,21 +392,21 @@ func (s *Sorter) Next() (arrow.RecordBatch, error) {
 
 	filled := 0
 	for {
-		s.lock()
+		s.mu.Lock()
 		filled += m.emit(keys[filled:], payloads[filled:])
 		if filled == rows {
 			// A source that ran out on the last row stays pending for the
 			// next call.
-			s.unlock()
+			s.mu.Unlock()
 			break
 		}
 		pending := m.pending
 		m.pending = nil
-		s.unlock()
+		s.mu.Unlock()
 		if len(pending) == 0 {
 			keyBuf.Release()
 			payloadBuf.Release()
-			return nil, s.fail(fmt.Errorf("extsort: internal error: merge ran dry after %d of %d rows", filled, rows))
+			return nil, s.mu.Fail(fmt.Errorf("extsort: internal error: merge ran dry after %d of %d rows", filled, rows))
 		}
 		// Load the next batch of each waiting run, unlocked: reading
 		// allocates through the pool. A source whose load fails is kept in
@@ -426,11 +416,11 @@ func (s *Sorter) Next() (arrow.RecordBatch, error) {
 			if err != nil {
 				keyBuf.Release()
 				payloadBuf.Release()
-				return nil, s.fail(err)
+				return nil, s.mu.Fail(err)
 			}
-			s.lock()
+			s.mu.Lock()
 			m.add(head, f)
-			s.unlock()
+			s.mu.Unlock()
 		}
 	}
 	s.rowsOut.Add(int64(rows))
@@ -454,33 +444,13 @@ func (s *Sorter) Next() (arrow.RecordBatch, error) {
 // it freed so far and the error; the rows stay correct (a chunk is freed
 // only after its rows are on disk).
 func (s *Sorter) Spill(target int64) (int64, error) {
-	s.requests.Add(1)
-	if s.owner.Load() == routine.Goid() {
-		s.log.Warn("extsort: re-entrant Spill while the sorter holds its lock; nothing spilled", "consumer", s.consumer, "target", target)
-		return 0, nil
-	}
-	s.lock()
-	freed, err := s.spillSlackFirstLocked(target)
-	s.unlock()
-	if freed > 0 {
-		s.requested.Add(1)
-	}
-	s.log.Debug("extsort: requested spill", "consumer", s.consumer, "target", target, "freed", freed, "err", err)
-	return freed, err
+	return s.spills.Requested(target, func() (int64, error) { return s.spillSlackFirstLocked(target) })
 }
 
 // spillSelf is the spill the sorter starts when the pool refuses a buffer:
 // the account's slack, and every in-memory chunk.
 func (s *Sorter) spillSelf() (int64, error) {
-	s.lock()
-	freed, err := s.spillSlackFirstLocked(math.MaxInt64)
-	s.unlock()
-	if freed > 0 {
-		s.selfSpills.Add(1)
-		s.selfSpilledBytes.Add(freed)
-	}
-	s.log.Debug("extsort: self-initiated spill", "consumer", s.consumer, "freed", freed, "err", err)
-	return freed, err
+	return s.spills.Self(func() (int64, error) { return s.spillSlackFirstLocked(math.MaxInt64) })
 }
 
 // spillSlackFirstLocked gives the account's slack back and, if that falls
@@ -536,13 +506,13 @@ func (s *Sorter) spillChunksLocked() error {
 			rw.abort()
 			m.releaseAll()
 			s.mu.chunks = nil
-			return s.failLocked(err)
+			return s.mu.FailLocked(err)
 		}
 	}
 	run, err := rw.finish()
 	s.mu.chunks = nil
 	if err != nil {
-		return s.failLocked(err)
+		return s.mu.FailLocked(err)
 	}
 	s.mu.runs = append(s.mu.runs, run)
 	s.countRun(run)
@@ -609,8 +579,7 @@ func (s *Sorter) spillMergeLocked() (int64, error) {
 }
 
 func (s *Sorter) createRunLocked() (*runWriter, error) {
-	s.mu.seq++
-	return createRun(s.dir, s.mu.seq, s.mu.scratch)
+	return createRun(s.spillDir, s.mu.scratch)
 }
 
 func (s *Sorter) countRun(r *runFile) {
@@ -638,20 +607,6 @@ func (s *Sorter) retryAfterSpill(op string, alloc func() error) error {
 	}
 }
 
-// fail records a merge failure; later Next calls return it.
-func (s *Sorter) fail(err error) error {
-	s.lock()
-	defer s.unlock()
-	return s.failLocked(err)
-}
-
-func (s *Sorter) failLocked(err error) error {
-	if s.mu.err == nil {
-		s.mu.err = err
-	}
-	return err
-}
-
 // Close releases every buffer the sorter holds, removes its run files,
 // closes the allocator and the reservation (unregistering the consumer).
 // Output batches from Next that the caller has not released yet are leaks:
@@ -660,11 +615,11 @@ func (s *Sorter) failLocked(err error) error {
 // free that does not touch the pool: the closed allocator keeps them on its
 // books until they are freed). A second Close returns nil.
 func (s *Sorter) Close() error {
-	s.beginDriver("Close")
-	defer s.endDriver()
-	s.lock()
+	s.driver.Begin("extsort: Close")
+	defer s.driver.End()
+	s.mu.Lock()
 	if s.mu.phase == closed {
-		s.unlock()
+		s.mu.Unlock()
 		return nil
 	}
 	s.mu.phase = closed
@@ -682,10 +637,10 @@ func (s *Sorter) Close() error {
 	s.mu.scratch = nil
 	err := s.chunkAlloc.Close()
 	s.acct.Close()
-	s.unlock()
+	s.mu.Unlock()
 	err = errors.Join(err, s.alloc.Close())
 	s.res.Close()
-	if rmErr := os.RemoveAll(s.dir); rmErr != nil {
+	if rmErr := s.spillDir.RemoveAll(); rmErr != nil {
 		err = errors.Join(err, fmt.Errorf("extsort: Close: %w", rmErr))
 	}
 	return err
@@ -693,13 +648,14 @@ func (s *Sorter) Close() error {
 
 // Stats returns a snapshot of the sorter's counters.
 func (s *Sorter) Stats() Stats {
+	spills := s.spills.Counts()
 	return Stats{
 		RowsIn:           s.rowsIn.Load(),
 		RowsOut:          s.rowsOut.Load(),
-		SelfSpills:       s.selfSpills.Load(),
-		SelfSpilledBytes: s.selfSpilledBytes.Load(),
-		RequestedSpills:  s.requested.Load(),
-		SpillRequests:    s.requests.Load(),
+		SelfSpills:       spills.Self,
+		SelfSpilledBytes: spills.SelfBytes,
+		RequestedSpills:  spills.Requested,
+		SpillRequests:    spills.Requests,
 		SpilledRows:      s.spilledRows.Load(),
 		SpilledBytes:     s.spilledBytes.Load(),
 		Runs:             s.runs.Load(),
@@ -744,24 +700,6 @@ func storeMax(a *atomic.Int64, v int64) {
 		}
 	}
 }
-
-func (s *Sorter) lock() {
-	s.mu.Lock()
-	s.owner.Store(routine.Goid())
-}
-
-func (s *Sorter) unlock() {
-	s.owner.Store(0)
-	s.mu.Unlock()
-}
-
-func (s *Sorter) beginDriver(op string) {
-	if !s.driving.CompareAndSwap(false, true) {
-		panic(fmt.Sprintf("extsort: %s: called concurrently with another Push, Finish, Next or Close", op))
-	}
-}
-
-func (s *Sorter) endDriver() { s.driving.Store(false) }
 
 func (p phase) String() string {
 	switch p {

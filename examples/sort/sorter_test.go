@@ -68,18 +68,18 @@ func TestSortSpillsUnderFairPoolShare(t *testing.T) {
 	assert.LessOrEqual(t, r.stats.PeakReserved, int64(budget/2))
 }
 
-// arbiterSetup is a unified pool over one task of an ExecutorArbiter, the
+// arbiterSetup is a unified pool over one task of an arbiter.Arbiter, the
 // in-process stand-in for Spark: the pool borrows through the task's
 // "nativepool" consumer, whose spill callback is the pool's Reclaim.
 type arbiterSetup struct {
-	arb  *arbiter.ExecutorArbiter
-	task *arbiter.ArbiterTask
-	up   *arbiter.ArbiterConsumer
+	arb  *arbiter.Arbiter
+	task *arbiter.Task
+	up   *arbiter.Consumer
 	pool pool.Pool
 }
 
 func newArbiterSetup(t *testing.T, budget int64, fair bool, chunk int64, opts ...pool.UnifiedOption) *arbiterSetup {
-	arb := arbiter.NewExecutorArbiter(budget)
+	arb := arbiter.New(budget)
 	task := arb.NewTask(context.Background(), "task 1")
 	up := task.NewConsumer("nativepool", nil)
 	opts = append([]pool.UnifiedOption{pool.WithChunkSize(chunk)}, opts...)
@@ -170,9 +170,9 @@ func TestSpillHeldLockReturnsZeroInsteadOfDeadlocking(t *testing.T) {
 	require.NoError(t, s.Push(b))
 	b.Release()
 	within(t, 5*time.Second, func() {
-		s.lock()
+		s.mu.Lock()
 		freed, err := s.Spill(1)
-		s.unlock()
+		s.mu.Unlock()
 		assert.NoError(t, err)
 		assert.Zero(t, freed)
 	})

@@ -3,11 +3,12 @@ package extsort
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/nativepool/nativepool/examples/internal/spillfile"
 )
 
 // runFile is a sorted run on disk: an Arrow IPC file of Schema batches of
@@ -20,7 +21,8 @@ type runFile struct {
 }
 
 // remove deletes the file; a missing file is not an error (Close may
-// remove the directory first).
+// remove the directory first). The run's reader calls it when it is done
+// with the file.
 func (r *runFile) remove() {
 	if r.path != "" {
 		os.Remove(r.path)
@@ -60,27 +62,25 @@ func (s *scratch) release() {
 // runWriter writes one run file through the scratch buffer.
 type runWriter struct {
 	run  *runFile
-	file *os.File
+	file *spillfile.File
 	w    *ipc.FileWriter
 	sc   *scratch
 }
 
-// createRun opens a new run file named seq in dir. The IPC writer's own
-// small allocations (flatbuffer metadata) use the Go heap, not the pool:
-// a spill must not ask the pool for memory.
-func createRun(dir string, seq int, sc *scratch) (*runWriter, error) {
-	path := filepath.Join(dir, fmt.Sprintf("run-%06d.arrow", seq))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+// createRun opens the next run file of dir. The IPC writer's own small
+// allocations (flatbuffer metadata) use the Go heap, not the pool: a spill
+// must not ask the pool for memory.
+func createRun(dir *spillfile.Dir, sc *scratch) (*runWriter, error) {
+	f, err := dir.Create()
 	if err != nil {
 		return nil, fmt.Errorf("extsort: create run: %w", err)
 	}
 	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("extsort: create run %s: %w", path, err)
+		f.Abort()
+		return nil, fmt.Errorf("extsort: create run %s: %w", f.Name(), err)
 	}
-	return &runWriter{run: &runFile{path: path}, file: f, w: w, sc: sc}, nil
+	return &runWriter{run: &runFile{path: f.Name()}, file: f, w: w, sc: sc}, nil
 }
 
 // write writes the first n rows of the scratch buffer as one batch.
@@ -105,23 +105,20 @@ func (rw *runWriter) write(n int) error {
 
 // finish closes the file and returns the run.
 func (rw *runWriter) finish() (*runFile, error) {
-	err := rw.w.Close()
-	if cerr := rw.file.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := rw.w.Close(); err != nil {
 		rw.abort()
 		return nil, fmt.Errorf("extsort: close run: %w", err)
 	}
-	if fi, err := os.Stat(rw.run.path); err == nil {
-		rw.run.bytes = fi.Size()
+	if err := rw.file.Close(); err != nil {
+		return nil, fmt.Errorf("extsort: close run: %w", err) // the file removed it
 	}
+	rw.run.bytes = rw.file.Bytes()
 	return rw.run, nil
 }
 
 // abort closes and deletes a run that could not be completed.
 func (rw *runWriter) abort() {
 	rw.w.Close()
-	rw.file.Close()
-	rw.run.remove()
+	rw.file.Abort()
+	rw.run.path = ""
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -11,14 +12,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/timandy/routine"
 
+	"github.com/nativepool/nativepool/examples/internal/spillable"
+	"github.com/nativepool/nativepool/examples/internal/spillfile"
 	"github.com/nativepool/nativepool/ffi"
 	"github.com/nativepool/nativepool/pool"
 )
@@ -70,6 +71,11 @@ import (
 // holds the lock and answers 0. After Finish a Spill frees nothing: the
 // merge holds working memory only (and the table, which the merge writes
 // out itself when the pool refuses it a buffer).
+//
+// The lock, the driver guard and the spill counters are extsort's too
+// (examples/internal/spillable), and so is the spill-file writer
+// (examples/internal/spillfile): runs are written straight from the
+// table's memory, merge passes through the state writer's buffer.
 
 // aggOptions configure newAggregator.
 type aggOptions struct {
@@ -153,29 +159,28 @@ type aggregator struct {
 	consumer *pool.Consumer
 	res      *pool.Reservation
 	alloc    *ffi.Allocator
-	runDir   string
+	spillDir *spillfile.Dir // private run directory, removed by Close
 	log      *slog.Logger
-	driving  atomic.Bool
-	owner    atomic.Uint64 // goroutine holding mu, for Spill's re-entrancy check
+	driver   spillable.Driver  // catches concurrent driver methods
+	spills   *spillable.Spills // runs Spill and the aggregator's own spills under mu, counts them
 
+	// mu guards the aggregation's state, keeps its sticky failure
+	// (mu.Fail) and knows its holder, so that Spill can refuse a re-entrant
+	// call. It is never held across an allocation (see the top of agg.go).
 	mu struct {
-		sync.Mutex
+		spillable.Mutex
 		phase    aggPhase
-		err      error
 		table    *table
 		runs     []*fileSource // spill runs, not yet opened
 		merge    *merger
 		mem      *memSource // the table as a merge source, while in the merge
 		writer   *groupWriter
 		out      [3]*memory.Buffer // the first output batch's buffers, from openMerge
-		seq      int
 		retained [][]byte
 	}
 
 	rowsIn, batchesIn, sumIn, minValue, maxValue atomic.Int64
 	rowsOut, batchesOut                          atomic.Int64
-	selfSpills, selfSpilledBytes                 atomic.Int64
-	requested, requests                          atomic.Int64
 	spilledGroups, spilledBytes, runs, passes    atomic.Int64
 	stateGroups, stateCount, stateSum, stateSize atomic.Int64
 	peakReserved, retainedBytes                  atomic.Int64
@@ -186,9 +191,10 @@ type aggregator struct {
 // Version-1 must exist when Version > 0: a missing one means the state was
 // lost, which the aggregator reports instead of starting over.
 func newAggregator(p pool.Pool, opts aggOptions) (*aggregator, error) {
-	if opts.Name == "" {
-		opts.Name = "StreamingAgg"
+	if opts.Version < 0 || opts.StateDir == "" || opts.RetainBytes < 0 {
+		return nil, fmt.Errorf("aggregate: version %d, state directory %q, retained bytes %d: need a version ≥ 0, a directory and retained bytes ≥ 0", opts.Version, opts.StateDir, opts.RetainBytes)
 	}
+	opts.Name = cmp.Or(opts.Name, "StreamingAgg")
 	if opts.BatchRows <= 0 {
 		opts.BatchRows = defaultAggBatchRows
 	}
@@ -201,9 +207,6 @@ func newAggregator(p pool.Pool, opts aggOptions) (*aggregator, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.Version < 0 || opts.StateDir == "" || opts.RetainBytes < 0 {
-		return nil, fmt.Errorf("aggregate: version %d, state directory %q, retained bytes %d: need a version ≥ 0, a directory and retained bytes ≥ 0", opts.Version, opts.StateDir, opts.RetainBytes)
-	}
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("aggregate: %w", err)
 	}
@@ -212,14 +215,15 @@ func newAggregator(p pool.Pool, opts aggOptions) (*aggregator, error) {
 			return nil, fmt.Errorf("aggregate: state version %d of %s: %w", opts.Version-1, opts.StateDir, err)
 		}
 	}
-	dir, err := os.MkdirTemp(opts.TempDir, "agg-*")
+	dir, err := spillfile.New(opts.TempDir, "agg-*", ".groups")
 	if err != nil {
 		return nil, fmt.Errorf("aggregate: %w", err)
 	}
-	a := &aggregator{opts: opts, runDir: dir, log: opts.Logger}
+	a := &aggregator{opts: opts, spillDir: dir, log: opts.Logger}
 	a.minValue.Store(math.MaxInt64)
 	a.maxValue.Store(math.MinInt64)
 	a.consumer = pool.NewConsumer(opts.Name).WithSpiller(a)
+	a.spills = spillable.NewSpills(&a.mu.Mutex, opts.Logger.With("consumer", a.consumer), "aggregate")
 	a.res = a.consumer.Register(p)
 	a.alloc = ffi.NewAllocator(nil, a.res, append([]ffi.Option{ffi.WithLogger(opts.Logger)}, opts.AllocatorOptions...)...)
 	return a, nil
@@ -262,31 +266,31 @@ func aggColumns(b arrow.RecordBatch) (keys, values []int64, err error) {
 // spills the table and goes on in a new one; it returns an error wrapping
 // pool.ErrResourcesExhausted only when not even an empty table fits.
 func (a *aggregator) Push(b arrow.RecordBatch) error {
-	a.beginDriver("Push")
-	defer a.endDriver()
-	keys, values, err := aggColumns(b)
-	if err != nil {
-		return err
-	}
-	a.lock()
-	ph, ferr := a.mu.phase, a.mu.err
-	a.unlock()
+	a.driver.Begin("aggregate: Push")
+	defer a.driver.End()
+	a.mu.Lock()
+	ph, ferr := a.mu.phase, a.mu.ErrLocked()
+	a.mu.Unlock()
 	if ph != aggAccepting {
 		return fmt.Errorf("aggregate: Push after %s", ph)
 	}
 	if ferr != nil {
 		return ferr
 	}
+	keys, values, err := aggColumns(b)
+	if err != nil {
+		return err
+	}
 	a.noteInput(values)
 	for i := 0; i < len(keys); {
-		a.lock()
+		a.mu.Lock()
 		if t := a.mu.table; t != nil {
 			for i < len(keys) && !t.full() {
 				t.add(keys[i], 1, values[i])
 				i++
 			}
 		}
-		a.unlock()
+		a.mu.Unlock()
 		if i < len(keys) {
 			if err := a.grow(); err != nil {
 				return err
@@ -320,9 +324,9 @@ func (a *aggregator) noteInput(values []int64) {
 // the size of the full one, into which the groups move. If the pool refuses
 // it, grow spills the table instead (the next row starts a new one).
 func (a *aggregator) grow() error {
-	a.lock()
+	a.mu.Lock()
 	old := a.mu.table
-	a.unlock()
+	a.mu.Unlock()
 	slots := a.opts.InitialSlots
 	if old != nil {
 		slots = 2 * len(old.slots)
@@ -332,23 +336,23 @@ func (a *aggregator) grow() error {
 	err := ffi.Catch(func() error { nt = newTable(a.alloc, slots); return nil })
 	if err != nil {
 		if !errors.Is(err, pool.ErrResourcesExhausted) {
-			return a.fail(fmt.Errorf("aggregate: %s: table of %d slots: %w", a.opts.Name, slots, err))
+			return a.mu.Fail(fmt.Errorf("aggregate: %s: table of %d slots: %w", a.opts.Name, slots, err))
 		}
 		freed, serr := a.spillSelf()
 		if serr != nil {
 			return serr
 		}
-		a.lock()
+		a.mu.Lock()
 		cur := a.mu.table
-		a.unlock()
+		a.mu.Unlock()
 		if freed == 0 && old == nil && cur == nil {
 			return fmt.Errorf("aggregate: %s: a table of %d slots does not fit even with nothing in memory: %w", a.opts.Name, slots, err)
 		}
 		return nil // spilled (by us, or by Spark while we asked): the next row starts a new table
 	}
 	a.samplePeaks()
-	a.lock()
-	defer a.unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	switch cur := a.mu.table; {
 	case cur == nil:
 		// First table, or Spark spilled the old one while we asked for this
@@ -374,36 +378,12 @@ func (a *aggregator) grow() error {
 // lock. On an I/O error the aggregator fails (the groups are lost) and Spill
 // returns what it freed and the error.
 func (a *aggregator) Spill(target int64) (int64, error) {
-	a.requests.Add(1)
-	if a.owner.Load() == routine.Goid() {
-		a.log.Warn("aggregate: re-entrant Spill while the aggregator holds its lock; nothing spilled", "consumer", a.consumer, "target", target)
-		return 0, nil
-	}
-	a.lock()
-	freed, err := a.spillLocked()
-	a.unlock()
-	if freed > 0 {
-		a.requested.Add(1)
-	}
-	a.log.Debug("aggregate: requested spill", "consumer", a.consumer, "target", target, "freed", freed, "err", err)
-	return freed, err
+	return a.spills.Requested(target, a.spillLocked)
 }
 
 // spillSelf is the spill the aggregator starts when the pool refuses it.
 func (a *aggregator) spillSelf() (int64, error) {
-	a.lock()
-	freed, err := a.spillLocked()
-	a.unlock()
-	a.noteSelfSpill(freed)
-	a.log.Debug("aggregate: self-initiated spill", "consumer", a.consumer, "freed", freed, "err", err)
-	return freed, err
-}
-
-func (a *aggregator) noteSelfSpill(freed int64) {
-	if freed > 0 {
-		a.selfSpills.Add(1)
-		a.selfSpilledBytes.Add(freed)
-	}
+	return a.spills.Self(a.spillLocked)
 }
 
 // spillLocked writes the table to a run file and frees it. The caller holds
@@ -420,7 +400,7 @@ func (a *aggregator) spillLocked() (int64, error) {
 	run, err := a.writeRunLocked(t.sorted())
 	freed := t.free()
 	if err != nil {
-		return freed, a.failLocked(err) // the groups exist nowhere else
+		return freed, a.mu.FailLocked(err) // the groups exist nowhere else
 	}
 	a.mu.runs = append(a.mu.runs, run)
 	return freed, nil
@@ -429,16 +409,14 @@ func (a *aggregator) spillLocked() (int64, error) {
 // writeRunLocked writes sorted groups to a new run file. The caller holds
 // the lock.
 func (a *aggregator) writeRunLocked(groups []entry) (*fileSource, error) {
-	a.mu.seq++
-	path := filepath.Join(a.runDir, "run-"+strconv.Itoa(a.mu.seq))
-	n, err := writeGroups(path, groups)
+	run, err := a.spillDir.WriteFile(bytesOf(groups)) // straight from the table's memory
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("aggregate: %w", err)
 	}
 	a.runs.Add(1)
 	a.spilledGroups.Add(int64(len(groups)))
-	a.spilledBytes.Add(n)
-	return &fileSource{path: path, isRun: true}, nil
+	a.spilledBytes.Add(run.Bytes)
+	return &fileSource{path: run.Path, isRun: true}, nil
 }
 
 // Finish ends the input and opens the merge of the previous state version,
@@ -447,23 +425,23 @@ func (a *aggregator) writeRunLocked(groups []entry) (*fileSource, error) {
 // error; on error the aggregator is failed and Close still releases
 // everything.
 func (a *aggregator) Finish() error {
-	a.beginDriver("Finish")
-	defer a.endDriver()
-	a.lock()
+	a.driver.Begin("aggregate: Finish")
+	defer a.driver.End()
+	a.mu.Lock()
 	if a.mu.phase != aggAccepting {
 		ph := a.mu.phase
-		a.unlock()
+		a.mu.Unlock()
 		return fmt.Errorf("aggregate: Finish after %s", ph)
 	}
-	if err := a.mu.err; err != nil {
-		a.unlock()
+	if err := a.mu.ErrLocked(); err != nil {
+		a.mu.Unlock()
 		return err
 	}
 	var err error
 	if len(a.mu.runs) > 0 {
 		var freed int64
 		freed, err = a.spillLocked()
-		a.noteSelfSpill(freed)
+		a.spills.NoteSelf(freed)
 	}
 	var mem *memSource
 	if t := a.mu.table; t != nil {
@@ -485,12 +463,12 @@ func (a *aggregator) Finish() error {
 	a.mu.mem = mem
 	a.mu.merge = &merger{}
 	a.mu.writer = &groupWriter{}
-	a.unlock()
+	a.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	if err := a.openMerge(files); err != nil {
-		return a.fail(err)
+		return a.mu.Fail(err)
 	}
 	return nil
 }
@@ -508,14 +486,14 @@ func (a *aggregator) openMerge(pending []*fileSource) error {
 		a.release(pending)
 		return err
 	}
-	a.lock()
+	a.mu.Lock()
 	a.mu.writer.buf, a.mu.writer.groups = wbuf, entriesOf(wbuf)
-	a.unlock()
+	a.mu.Unlock()
 	var out [3]*memory.Buffer
 	err := a.allocateInMerge("an output batch", func() { a.allocateOutput(&out) })
-	a.lock()
+	a.mu.Lock()
 	a.mu.out = out
-	a.unlock()
+	a.mu.Unlock()
 	if err != nil {
 		a.release(pending)
 		return err
@@ -574,8 +552,8 @@ func (a *aggregator) openMerge(pending []*fileSource) error {
 		opened = rest
 		pending = beforeBase(pending, run)
 	}
-	a.lock()
-	defer a.unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	m := a.mu.merge
 	for _, o := range opened {
 		m.add(o)
@@ -587,8 +565,8 @@ func (a *aggregator) openMerge(pending []*fileSource) error {
 	if err != nil {
 		return fmt.Errorf("aggregate: %w", err)
 	}
-	tmp.Close()
-	return a.mu.writer.create(tmp.Name())
+	a.mu.writer.start(stateFile{tmp})
+	return nil
 }
 
 // beforeBase puts run into pending ahead of the previous state version,
@@ -628,19 +606,19 @@ func (a *aggregator) allocateInMerge(what string, alloc func()) error {
 // Before the merge has started the run is opened like any other file; once
 // the table is in the merge, swapIn puts the run in its place.
 func (a *aggregator) writeMemOut() (run *fileSource, old *memSource, err error) {
-	a.lock()
-	defer a.unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	m := a.mu.mem
 	if m == nil {
 		return nil, nil, nil
 	}
 	run, err = a.writeRunLocked(m.groups[m.pos:])
 	if err != nil {
-		return nil, nil, a.failLocked(err)
+		return nil, nil, a.mu.FailLocked(err)
 	}
 	a.mu.mem = nil
 	m.groups = nil
-	a.noteSelfSpill(m.t.free())
+	a.spills.NoteSelf(m.t.free())
 	return run, m, nil
 }
 
@@ -659,8 +637,8 @@ func (a *aggregator) swapIn(run *fileSource, old *memSource) error {
 		run.release()
 		return fmt.Errorf("aggregate: %s: reopening the table written out: %w", a.opts.Name, err)
 	}
-	a.lock()
-	defer a.unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	h := a.mu.merge.h
 	for i := range h {
 		if h[i] == source(old) {
@@ -685,15 +663,15 @@ func (a *aggregator) swapIn(run *fileSource, old *memSource) error {
 // mergePass merges open runs into one new run through the state writer's
 // buffer (not in use yet) and releases them.
 func (a *aggregator) mergePass(runs []*fileSource) (*fileSource, error) {
-	a.lock()
-	defer a.unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	w := a.mu.writer
-	a.mu.seq++
-	path := filepath.Join(a.runDir, "run-"+strconv.Itoa(a.mu.seq))
-	if err := w.create(path); err != nil {
+	f, err := a.spillDir.Create()
+	if err != nil {
 		a.release(runs)
-		return nil, err
+		return nil, fmt.Errorf("aggregate: %w", err)
 	}
+	w.start(f)
 	m := &merger{}
 	for _, r := range runs {
 		m.add(r)
@@ -710,11 +688,10 @@ func (a *aggregator) mergePass(runs []*fileSource) (*fileSource, error) {
 		}
 	}
 	if _, err := w.finish(); err != nil {
-		os.Remove(path)
 		return nil, err
 	}
 	a.passes.Add(1)
-	return &fileSource{path: path, isRun: true}, nil
+	return &fileSource{path: f.Name(), isRun: true}, nil
 }
 
 // Next returns the next batch of the groups this micro-batch updated
@@ -724,11 +701,11 @@ func (a *aggregator) mergePass(runs []*fileSource) (*fileSource, error) {
 // call that reaches its end commits the version. The batch's buffers are
 // charged to the aggregator's reservation until the caller releases it.
 func (a *aggregator) Next() (arrow.RecordBatch, error) {
-	a.beginDriver("Next")
-	defer a.endDriver()
-	a.lock()
-	ph, ferr := a.mu.phase, a.mu.err
-	a.unlock()
+	a.driver.Begin("aggregate: Next")
+	defer a.driver.End()
+	a.mu.Lock()
+	ph, ferr := a.mu.phase, a.mu.ErrLocked()
+	a.mu.Unlock()
 	switch {
 	case ferr != nil:
 		return nil, ferr
@@ -738,10 +715,10 @@ func (a *aggregator) Next() (arrow.RecordBatch, error) {
 		return nil, fmt.Errorf("aggregate: Next %s", map[aggPhase]string{aggAccepting: "before Finish", aggClosed: "after Close"}[ph])
 	}
 	rows := a.opts.BatchRows
-	a.lock()
+	a.mu.Lock()
 	bufs := a.mu.out
 	a.mu.out = [3]*memory.Buffer{}
-	a.unlock()
+	a.mu.Unlock()
 	err := a.allocateInMerge("an output batch", func() { a.allocateOutput(&bufs) })
 	releaseBufs := func() {
 		for _, b := range bufs {
@@ -752,7 +729,7 @@ func (a *aggregator) Next() (arrow.RecordBatch, error) {
 	}
 	if err != nil {
 		releaseBufs()
-		return nil, a.fail(err)
+		return nil, a.mu.Fail(err)
 	}
 	a.samplePeaks()
 	keys := arrow.Int64Traits.CastFromBytes(bufs[0].Bytes())[:rows]
@@ -760,7 +737,7 @@ func (a *aggregator) Next() (arrow.RecordBatch, error) {
 	sums := arrow.Int64Traits.CastFromBytes(bufs[2].Bytes())[:rows]
 
 	k := 0
-	a.lock()
+	a.mu.Lock()
 	m, w := a.mu.merge, a.mu.writer
 	for k < rows && !m.done() && err == nil {
 		var e entry
@@ -780,13 +757,13 @@ func (a *aggregator) Next() (arrow.RecordBatch, error) {
 		}
 	}
 	done := m.done()
-	a.unlock()
+	a.mu.Unlock()
 	if err == nil && done {
 		err = a.commit()
 	}
 	if err != nil {
 		releaseBufs()
-		return nil, a.fail(err)
+		return nil, a.mu.Fail(err)
 	}
 	if k == 0 {
 		releaseBufs()
@@ -839,7 +816,7 @@ func groupsRecord(bufs [3]*memory.Buffer, rows int) arrow.RecordBatch {
 // it replaces (below Version-1) and frees the writer's buffer; with
 // RetainBytes set it then keeps a batch (the planted leak).
 func (a *aggregator) commit() error {
-	a.lock()
+	a.mu.Lock()
 	w := a.mu.writer
 	n, err := w.finish()
 	if err == nil {
@@ -847,13 +824,13 @@ func (a *aggregator) commit() error {
 	}
 	if err != nil {
 		os.Remove(w.path)
-		a.unlock()
+		a.mu.Unlock()
 		return fmt.Errorf("aggregate: commit of version %d: %w", a.opts.Version, err)
 	}
 	a.alloc.Free(w.buf)
 	w.buf, w.groups = nil, nil
 	a.mu.phase = aggCommitted
-	a.unlock()
+	a.mu.Unlock()
 	a.stateSize.Store(n)
 	a.removeOldVersions()
 	if a.opts.RetainBytes > 0 {
@@ -902,21 +879,22 @@ func (a *aggregator) retainReplayBatch() {
 	for i := range g {
 		g[i] = entry{key: int64(i), count: 1, sum: a.opts.Version}
 	}
-	a.lock()
+	a.mu.Lock()
 	a.mu.retained = append(a.mu.retained, b)
-	a.unlock()
+	a.mu.Unlock()
 	a.retainedBytes.Add(int64(len(b)))
 	a.samplePeaks()
 }
 
 // Stats returns a snapshot of the aggregator's counters.
 func (a *aggregator) Stats() aggStats {
+	spills := a.spills.Counts()
 	return aggStats{
 		RowsIn: a.rowsIn.Load(), BatchesIn: a.batchesIn.Load(),
 		MinValue: a.minValue.Load(), MaxValue: a.maxValue.Load(), SumIn: a.sumIn.Load(),
 		RowsOut: a.rowsOut.Load(), BatchesOut: a.batchesOut.Load(),
-		SelfSpills: a.selfSpills.Load(), SelfSpilledBytes: a.selfSpilledBytes.Load(),
-		RequestedSpills: a.requested.Load(), SpillRequests: a.requests.Load(),
+		SelfSpills: spills.Self, SelfSpilledBytes: spills.SelfBytes,
+		RequestedSpills: spills.Requested, SpillRequests: spills.Requests,
 		SpilledGroups: a.spilledGroups.Load(), SpilledBytes: a.spilledBytes.Load(),
 		Runs: a.runs.Load(), MergePasses: a.passes.Load(),
 		StateGroups: a.stateGroups.Load(), StateCount: a.stateCount.Load(),
@@ -927,6 +905,17 @@ func (a *aggregator) Stats() aggStats {
 	}
 }
 
+// spilled returns the memory the aggregator's self-initiated spills freed
+// and the bytes of the run files it wrote, so far (the engine's
+// operator).
+func (a *aggregator) spilled() (memory, disk int64) {
+	return a.spills.Counts().SelfBytes, a.spilledBytes.Load()
+}
+
+// retained is the bytes the planted leak keeps (RetainBytes after a
+// commit, else 0). Safe to call after Close.
+func (a *aggregator) retained() int64 { return a.retainedBytes.Load() }
+
 // Close releases every buffer the aggregator holds, removes its run files
 // (and the new version's file, if it was not committed), closes the
 // allocator and the reservation. Output batches the caller has not released,
@@ -935,12 +924,28 @@ func (a *aggregator) Stats() aggStats {
 // release frees the memory without touching the pool). A second Close
 // returns nil.
 func (a *aggregator) Close() error {
-	a.beginDriver("Close")
-	defer a.endDriver()
-	a.lock()
+	a.driver.Begin("aggregate: Close")
+	defer a.driver.End()
+	if !a.releaseAll() {
+		return nil // closed already
+	}
+	err := a.alloc.Close()
+	a.res.Close()
+	if rmErr := a.spillDir.RemoveAll(); rmErr != nil {
+		err = errors.Join(err, fmt.Errorf("aggregate: Close: %w", rmErr))
+	}
+	return err
+}
+
+// releaseAll moves the aggregator to aggClosed and, under its lock, frees
+// every buffer and removes every file it holds but the allocator's leaks;
+// it does nothing and reports false when the aggregator was closed
+// already.
+func (a *aggregator) releaseAll() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.mu.phase == aggClosed {
-		a.unlock()
-		return nil
+		return false
 	}
 	a.mu.phase = aggClosed
 	a.mu.table.free()
@@ -967,13 +972,7 @@ func (a *aggregator) Close() error {
 			w.buf, w.groups = nil, nil
 		}
 	}
-	a.unlock()
-	err := a.alloc.Close()
-	a.res.Close()
-	if rmErr := os.RemoveAll(a.runDir); rmErr != nil {
-		err = errors.Join(err, fmt.Errorf("aggregate: Close: %w", rmErr))
-	}
-	return err
+	return true
 }
 
 // release releases file sources.
@@ -981,19 +980,6 @@ func (a *aggregator) release(fs []*fileSource) {
 	for _, f := range fs {
 		f.release()
 	}
-}
-
-func (a *aggregator) fail(err error) error {
-	a.lock()
-	defer a.unlock()
-	return a.failLocked(err)
-}
-
-func (a *aggregator) failLocked(err error) error {
-	if a.mu.err == nil {
-		a.mu.err = err
-	}
-	return err
 }
 
 func (a *aggregator) samplePeaks() {
@@ -1004,21 +990,3 @@ func (a *aggregator) samplePeaks() {
 		}
 	}
 }
-
-func (a *aggregator) lock() {
-	a.mu.Lock()
-	a.owner.Store(routine.Goid())
-}
-
-func (a *aggregator) unlock() {
-	a.owner.Store(0)
-	a.mu.Unlock()
-}
-
-func (a *aggregator) beginDriver(op string) {
-	if !a.driving.CompareAndSwap(false, true) {
-		panic(fmt.Sprintf("aggregate: %s: called concurrently with another Push, Finish, Next or Close", op))
-	}
-}
-
-func (a *aggregator) endDriver() { a.driving.Store(false) }

@@ -23,7 +23,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/nativepool/nativepool/arbiter"
 	"github.com/nativepool/nativepool/ffi"
 	"github.com/nativepool/nativepool/pool"
 )
@@ -254,15 +253,7 @@ func TestARefusedTableIsSpilledToARunAndTheMergeIsStillExact(t *testing.T) {
 
 func TestSparksSpillRequestReachesTheAggregatorThroughTheTaskPoolsReclaim(t *testing.T) {
 	returnGoHeap(t)
-	arb := arbiter.NewExecutorArbiter(64 << 20)
-	defer arb.Close()
-	task := arb.NewTask(context.Background(), "task 7")
-	defer task.Close()
-	up := task.NewConsumer("nativepool", nil)
-	p := pool.NewFairUnified(up, 64<<20, pool.WithChunkSize(1<<20))
-	u, _ := pool.As[pool.Unified](p)
-	up.SetReclaimer(u)
-	defer func() { require.NoError(t, u.Close()) }()
+	p, u := arbiterTaskPool(t, 64<<20, 1<<20)
 
 	dir := t.TempDir()
 	const keys, rows = 20_000, 20_000
@@ -322,15 +313,7 @@ func drain(t *testing.T, a *aggregator) map[int64]entry {
 // spills the full table and carries on in the table it was growing into.
 func TestSparkSpillsTheRequesterWhileItGrowsItsTable(t *testing.T) {
 	returnGoHeap(t)
-	arb := arbiter.NewExecutorArbiter(1 << 20)
-	defer arb.Close()
-	task := arb.NewTask(context.Background(), "task 9")
-	defer task.Close()
-	up := task.NewConsumer("nativepool", nil)
-	p := pool.NewFairUnified(up, 64<<20, pool.WithChunkSize(256<<10))
-	u, _ := pool.As[pool.Unified](p)
-	up.SetReclaimer(u)
-	defer func() { require.NoError(t, u.Close()) }()
+	p, _ := arbiterTaskPool(t, 1<<20, 256<<10)
 
 	const keys, rows = 100_000, 100_000
 	m := model{}

@@ -143,25 +143,6 @@ func (t *table) free() int64 {
 	return n
 }
 
-// writeGroups writes sorted groups to a new file at path, straight from
-// their memory (no buffer of its own), and returns the bytes written. A
-// partial file is removed.
-func writeGroups(path string, groups []entry) (int64, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return 0, fmt.Errorf("aggregate: %w", err)
-	}
-	n, err := f.Write(bytesOf(groups))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-		return 0, fmt.Errorf("aggregate: write %s: %w", path, err)
-	}
-	return int64(n), nil
-}
-
 // source is one sorted input of a merge.
 type source interface {
 	// head is the current group; valid while the source is not exhausted.
@@ -270,25 +251,38 @@ func (s *fileSource) release() int64 {
 	return n
 }
 
+// groupFile is the file a groupWriter fills: a spill run
+// (*spillfile.File) or a new state version (stateFile).
+type groupFile interface {
+	io.WriteCloser
+	Name() string
+	// Abort closes and removes a file that could not be completed.
+	Abort()
+}
+
+// stateFile is a state version being written, as a groupFile.
+type stateFile struct{ *os.File }
+
+// Abort closes and removes the file.
+func (f stateFile) Abort() {
+	f.Close()
+	os.Remove(f.Name())
+}
+
 // groupWriter writes groups to a file through one buffer of the accounted
-// allocator.
+// allocator, which it keeps from file to file.
 type groupWriter struct {
 	path    string
-	f       *os.File
+	f       groupFile // nil between files
 	buf     []byte
 	groups  []entry
 	n       int
 	written int64
 }
 
-// create opens a new file at path for w, which keeps its buffer.
-func (w *groupWriter) create(path string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("aggregate: %w", err)
-	}
-	w.path, w.f, w.n, w.written = path, f, 0, 0
-	return nil
+// start makes f the file w writes.
+func (w *groupWriter) start(f groupFile) {
+	w.path, w.f, w.n, w.written = f.Name(), f, 0, 0
 }
 
 // put appends one group, writing the buffer out when it is full.
@@ -314,22 +308,27 @@ func (w *groupWriter) flush() error {
 	return nil
 }
 
-// finish flushes and closes the file and returns the bytes written.
+// finish flushes and closes the file and returns the bytes written. On
+// error the file is removed.
 func (w *groupWriter) finish() (int64, error) {
-	err := w.flush()
-	if cerr := w.f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("aggregate: close %s: %w", w.path, cerr)
+	if err := w.flush(); err != nil {
+		w.abort()
+		return 0, err
 	}
+	err := w.f.Close()
 	w.f = nil
-	return w.written, err
+	if err != nil {
+		os.Remove(w.path)
+		return 0, fmt.Errorf("aggregate: close %s: %w", w.path, err)
+	}
+	return w.written, nil
 }
 
 // abort closes and removes a file being written.
 func (w *groupWriter) abort() {
 	if w.f != nil {
-		w.f.Close()
+		w.f.Abort()
 		w.f = nil
-		os.Remove(w.path)
 	}
 }
 

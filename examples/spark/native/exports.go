@@ -41,7 +41,7 @@ import (
 // natives work on, as jni's process registry is for jni.Natives; tests
 // build their own engine. It logs through jni.Logger: to slog's default
 // handler until the plugin starts, then through log4j.
-var sorts = newEngine(jni.Logger(), joinTaskPool)
+var sorts = newSortEngine(jni.Logger(), joinTaskPool)
 
 // The natives of org.nativepool.spark.example.SortBridge, and nothing else;
 // main.go has their contract, sorts.go the work.

@@ -1,5 +1,5 @@
 // Command sortdemo runs the extsort external sort over generated rows on
-// one of nativepool's pools, with the ExecutorArbiter standing in for
+// one of nativepool's pools, with the arbiter.Arbiter standing in for
 // Spark's memory manager under the unified pools, and prints a short report:
 // rows, correctness, spills (self-initiated and requested), peak reserved,
 // peak allocated, peak RSS growth and elapsed time. With -samples it also
@@ -97,7 +97,7 @@ type stack struct {
 func newStack(cfg config) (*stack, error) {
 	switch cfg.pool {
 	case "fair_unified", "greedy_unified":
-		arb := arbiter.NewExecutorArbiter(cfg.budget, arbiter.WithArbiterLogger(cfg.logger))
+		arb := arbiter.New(cfg.budget, arbiter.WithLogger(cfg.logger))
 		task := arb.NewTask(context.Background(), "task 0")
 		up := task.NewConsumer("nativepool", nil)
 		var p pool.Pool

@@ -1,12 +1,10 @@
 package org.nativepool.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.codahale.metrics.MetricRegistry;
-import java.io.File;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
@@ -37,6 +35,7 @@ import org.nativepool.spark.jni.ProcessStats;
 import org.nativepool.spark.memory.ExecutorState;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.memory.TaskPool;
+import org.nativepool.spark.testing.LocalSpark;
 import org.nativepool.spark.testing.SparkMemory;
 import org.nativepool.spark.testing.SparkMetrics;
 import org.nativepool.spark.testing.SparkTestConsumer;
@@ -50,27 +49,15 @@ import org.nativepool.spark.testing.SparkTestConsumer;
 @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class NativePoolPluginTest {
   private static final long MIB = SparkMemory.MIB;
-  private static final String SOURCE = "plugin." + NativePoolPlugin.class.getName();
 
   private static SparkSession spark;
   private static JavaSparkContext jsc;
 
   @BeforeAll
   static void startSpark() {
-    String lib = System.getProperty("nativepool.test.library");
-    assertNotNull(lib, "surefire sets nativepool.test.library");
-    assertTrue(new File(lib).isFile(), "no library at " + lib + " (run make lib)");
     spark =
-        SparkSession.builder()
-            .master("local[2]")
-            .appName("NativePoolPluginTest")
-            .config("spark.plugins", NativePoolPlugin.class.getName())
-            .config("spark.memory.offHeap.enabled", "true")
-            .config("spark.memory.offHeap.size", "128m")
-            .config("spark.unsafe.exceptionOnMemoryLeak", "true")
-            .config("spark.ui.enabled", "false")
+        LocalSpark.builder("local[2]", "NativePoolPluginTest", "128m")
             .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.nativepool.library", lib)
             .config("spark.nativepool.pool", "fair_unified")
             .config("spark.nativepool.chunkSize", "1m")
             .config("spark.nativepool.task.reservedThresholds", "16m,1g")
@@ -81,11 +68,7 @@ class NativePoolPluginTest {
 
   @AfterAll
   static void stopSpark() {
-    if (spark != null) {
-      spark.stop();
-      SparkSession.clearActiveSession();
-      SparkSession.clearDefaultSession();
-    }
+    LocalSpark.stop(spark);
   }
 
   @AfterEach
@@ -100,11 +83,12 @@ class NativePoolPluginTest {
   static Map<String, Long> gauges() {
     // In local mode the driver side's source has the same name; the executor's has "reserved".
     List<Source> sources =
-        SparkMetrics.sourcesByName(SOURCE)
+        SparkMetrics.pluginSources()
             .stream()
             .filter(src -> src.metricRegistry().getMetrics().containsKey("reserved"))
             .collect(Collectors.toList());
-    assertEquals(1, sources.size(), "executor plugin metric sources named " + SOURCE);
+    assertEquals(
+        1, sources.size(), "executor plugin metric sources named " + SparkMetrics.PLUGIN_SOURCE);
     MetricRegistry registry = sources.get(0).metricRegistry();
     Map<String, Long> out = new HashMap<>();
     registry.getGauges().forEach((k, g) -> out.put(k, (Long) g.getValue()));

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.nativepool.spark.config.SparkLine;
+import org.nativepool.spark.testing.LocalSpark;
 
 /**
  * A library that does not load fails the application once, with one message naming the path and
@@ -30,7 +31,6 @@ import org.nativepool.spark.config.SparkLine;
 @Tag("spark") // starts a SparkContext: the second group of tests
 class PluginFailureTest {
   private static final String BAD = new File("/nonexistent/libnativepool.so").getAbsolutePath();
-  private static final String LIBRARY = System.getProperty("nativepool.test.library");
   private static final String MESSAGE =
       "nativepool: native library not loaded from "
           + BAD
@@ -115,7 +115,7 @@ class PluginFailureTest {
       stamp.store(out, "another line's stamp");
     }
     String other = on35 ? "nativepool-spark-spark4.1_2.13" : "nativepool-spark-spark3.5_2.12";
-    String result = probeWith(dir, LIBRARY, "true");
+    String result = probeWith(dir, LocalSpark.library(), "true");
     String prefix = "context-failed nativepool: this plugin jar, " + other + ", is built for";
     assertTrue(result.startsWith(prefix), result);
     assertTrue(
@@ -130,7 +130,7 @@ class PluginFailureTest {
    */
   @Test
   void autoOverheadTakesEffectOrIsRefusedAtStartup() throws Exception {
-    String result = probe(LIBRARY, "true", "spark.nativepool.autoOverhead=true");
+    String result = probe(LocalSpark.library(), "true", "spark.nativepool.autoOverhead=true");
     SparkLine running = SparkLine.current();
     if (running.autoOverheadTakesEffect()) {
       assertEquals("ok", result);

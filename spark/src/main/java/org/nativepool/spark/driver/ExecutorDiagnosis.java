@@ -5,7 +5,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import org.apache.spark.SparkConf;
 import org.nativepool.spark.config.Bytes;
+import org.nativepool.spark.config.ContainerSize;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
 import org.nativepool.spark.events.GuardEpisodeEvent;
@@ -66,6 +68,18 @@ final class ExecutorDiagnosis {
    */
   record ContainerLimit(long bytes, String source) {
     static final ContainerLimit NONE = new ContainerLimit(-1, null);
+
+    /**
+     * The container size Spark computed for the executors of {@code conf} on YARN and Kubernetes,
+     * whose cluster managers kill at it; {@link #NONE} elsewhere.
+     */
+    static ContainerLimit of(SparkConf conf) {
+      String master = conf.get("spark.master", "");
+      if (master.startsWith("yarn") || master.startsWith("k8s")) {
+        return new ContainerLimit(ContainerSize.bytes(conf), ContainerSize.describe(conf));
+      }
+      return NONE;
+    }
   }
 
   /**

@@ -4,6 +4,7 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
@@ -96,9 +97,10 @@ public final class NativeMemoryPage {
   }
 
   /**
-   * The chart of one executor: its parts stacked, largest first; those under {@value
-   * #OTHER_PERCENT}% of the highest total, and those past the {@value #SERIES_NAMED} largest, are
-   * summed as {@code other}.
+   * The chart of one executor: its parts stacked in the order of {@link LedgerColors}, each in its
+   * colour, so that every executor's chart, live or in the History Server, reads the same way;
+   * those under {@value #OTHER_PERCENT}% of the highest total, and those past the {@value
+   * #SERIES_NAMED} largest, are summed as {@code other}.
    */
   static SvgChart.Chart chart(Snapshot.Executor e, long offHeap) {
     int n = e.times().length;
@@ -139,19 +141,23 @@ public final class NativeMemoryPage {
       }
     }
     int[] drawn = drawn(n);
-    List<SvgChart.Series> series = new ArrayList<>();
+    Map<String, long[]> named = new HashMap<>();
     for (int p : big) {
-      series.add(new SvgChart.Series(e.parts().get(p), pick(e.values()[p], drawn)));
+      named.put(e.parts().get(p), pick(e.values()[p], drawn));
     }
     if (hasOther) {
-      series.add(new SvgChart.Series("other", pick(other, drawn)));
+      named.put(LedgerColors.OTHER, pick(other, drawn));
+    }
+    List<SvgChart.Series> series = new ArrayList<>();
+    for (String part : named.keySet().stream().sorted(LedgerColors.ORDER).toList()) {
+      series.add(new SvgChart.Series(part, named.get(part), LedgerColors.color(part)));
     }
     List<SvgChart.Line> lines = new ArrayList<>();
     if (e.limit() > 0) {
       lines.add(new SvgChart.Line("memory limit (pod guard)", e.limit(), "#d62728"));
     }
     if (offHeap > 0) {
-      lines.add(new SvgChart.Line("off-heap budget", offHeap, "#1f77b4"));
+      lines.add(new SvgChart.Line("off-heap budget", offHeap, "#08306b"));
     }
     List<SvgChart.Marker> markers = new ArrayList<>();
     for (Snapshot.Mark m : e.marks()) {

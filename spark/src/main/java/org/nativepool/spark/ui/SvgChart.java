@@ -14,12 +14,6 @@ import org.nativepool.spark.config.Bytes;
  * elsewhere, so the page it sits in works offline and in the History Server alike. Stateless.
  */
 public final class SvgChart {
-  /** The colours of the stacked series, in order (repeated past the last). */
-  static final List<String> PALETTE =
-      List.of(
-          "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
-          "#9c755f", "#bab0ac", "#1f77b4", "#8c564b");
-
   private static final int LEFT = 72;
   private static final int RIGHT = 16;
   private static final int TOP = 28;
@@ -32,9 +26,10 @@ public final class SvgChart {
 
   /**
    * A stacked series: one value per time of the chart ({@code values[i]} at {@code times[i]});
-   * negative values count as 0.
+   * negative values count as 0. {@code color} is its fill, the caller's choice, so that a series
+   * keeps its colour from chart to chart ({@link LedgerColors} for the ledger's parts).
    */
-  public record Series(String name, long[] values) {}
+  public record Series(String name, long[] values, String color) {}
 
   /** A horizontal line at {@code value} bytes, e.g. the memory limit; drawn dashed. */
   public record Line(String name, long value, String color) {}
@@ -190,7 +185,7 @@ public final class SvgChart {
       b.append("<polygon class=\"series\" points=\"")
           .append(pts.toString().trim())
           .append("\" fill=\"")
-          .append(color(s))
+          .append(escape(se.color()))
           .append("\" fill-opacity=\"0.85\" stroke=\"none\"><title>")
           .append(escape(se.name()))
           .append("</title></polygon>");
@@ -250,10 +245,11 @@ public final class SvgChart {
         .append("\" height=\"")
         .append(height - TOP - BOTTOM)
         .append("\" fill=\"none\" stroke=\"#888\"/>");
-    // legend
+    // legend: the stacked series top first, as they are stacked, then the lines
     int item = 0;
-    for (int s = 0; s < c.stacked().size(); s++, item++) {
-      legend(b, item, height, width, color(s), false, c.stacked().get(s).name());
+    for (int s = c.stacked().size() - 1; s >= 0; s--, item++) {
+      Series se = c.stacked().get(s);
+      legend(b, item, height, width, se.color(), false, se.name());
     }
     for (Line l : c.lines()) {
       legend(b, item++, height, width, l.color(), true, l.name());
@@ -267,7 +263,7 @@ public final class SvgChart {
     double x = LEFT + (item % 4) * colWidth;
     double y = height + 4 + (item / 4) * LEGEND_ROW;
     if (line) {
-      b.append("<line x1=\"")
+      b.append("<line class=\"legend\" x1=\"")
           .append(fmt(x))
           .append("\" x2=\"")
           .append(fmt(x + 12))
@@ -279,7 +275,7 @@ public final class SvgChart {
           .append(escape(color))
           .append("\" stroke-width=\"2\" stroke-dasharray=\"4 2\"/>");
     } else {
-      b.append("<rect x=\"")
+      b.append("<rect class=\"legend\" x=\"")
           .append(fmt(x))
           .append("\" y=\"")
           .append(fmt(y))
@@ -287,7 +283,7 @@ public final class SvgChart {
           .append(escape(color))
           .append("\"/>");
     }
-    b.append("<text x=\"")
+    b.append("<text class=\"legend\" x=\"")
         .append(fmt(x + 16))
         .append("\" y=\"")
         .append(fmt(y + 10))
@@ -296,15 +292,10 @@ public final class SvgChart {
         .append("</text>");
   }
 
-  /** The colour of the {@code i}th stacked series. */
-  static String color(int i) {
-    return PALETTE.get(i % PALETTE.size());
-  }
-
   private static String markerColor(String kind) {
     return switch (kind) {
-      case "crossing" -> "#f28e2b";
-      case "growth" -> "#b07aa1";
+      case "crossing" -> "#b35806";
+      case "growth" -> "#542788";
       case "end" -> "#000000";
       default -> "#888888";
     };

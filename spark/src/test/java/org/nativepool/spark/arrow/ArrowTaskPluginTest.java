@@ -1,7 +1,6 @@
 package org.nativepool.spark.arrow;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -23,12 +22,12 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.nativepool.spark.NativePoolPlugin;
 import org.nativepool.spark.jni.ArrowProcessStats;
 import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.jni.ProcessStats;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.testing.ArrowTask;
+import org.nativepool.spark.testing.LocalSpark;
 import org.nativepool.spark.testing.SparkMetrics;
 
 /**
@@ -40,25 +39,14 @@ import org.nativepool.spark.testing.SparkMetrics;
 @Tag("spark") // starts a SparkContext: the second group of tests
 @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class ArrowTaskPluginTest {
-  private static final String SOURCE = "plugin." + NativePoolPlugin.class.getName();
 
   private static SparkSession spark;
   private static JavaSparkContext jsc;
 
   @BeforeAll
   static void startSpark() {
-    String lib = System.getProperty("nativepool.test.library");
-    assertNotNull(lib, "surefire sets nativepool.test.library");
     spark =
-        SparkSession.builder()
-            .master("local[2]")
-            .appName("ArrowTaskPluginTest")
-            .config("spark.plugins", NativePoolPlugin.class.getName())
-            .config("spark.memory.offHeap.enabled", "true")
-            .config("spark.memory.offHeap.size", "128m")
-            .config("spark.unsafe.exceptionOnMemoryLeak", "true")
-            .config("spark.ui.enabled", "false")
-            .config("spark.nativepool.library", lib)
+        LocalSpark.builder("local[2]", "ArrowTaskPluginTest", "128m")
             .config("spark.nativepool.pool", "greedy_unified")
             .config("spark.nativepool.chunkSize", "0")
             .config("spark.nativepool.allocationSites", "true")
@@ -68,16 +56,12 @@ class ArrowTaskPluginTest {
 
   @AfterAll
   static void stopSpark() {
-    if (spark != null) {
-      spark.stop();
-      SparkSession.clearActiveSession();
-      SparkSession.clearDefaultSession();
-    }
+    LocalSpark.stop(spark);
     GoAllocators.configure(false);
   }
 
   private static Map<String, Long> gauges() {
-    List<Source> sources = SparkMetrics.sourcesByName(SOURCE);
+    List<Source> sources = SparkMetrics.pluginSources();
     Map<String, Long> out = new HashMap<>();
     MetricRegistry registry = sources.get(0).metricRegistry();
     registry.getGauges().forEach((k, g) -> out.put(k, (Long) g.getValue()));

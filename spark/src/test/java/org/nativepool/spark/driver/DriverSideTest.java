@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import com.codahale.metrics.MetricRegistry;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.File;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -39,7 +38,6 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.nativepool.spark.NativePoolPlugin;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.SparkLine;
 import org.nativepool.spark.events.ExecutorSample;
@@ -52,6 +50,7 @@ import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.memory.SparkTaskUpstream;
 import org.nativepool.spark.memory.TaskPool;
 import org.nativepool.spark.testing.EventLogs;
+import org.nativepool.spark.testing.LocalSpark;
 import org.nativepool.spark.testing.LogCapture;
 import org.nativepool.spark.testing.PrometheusUi;
 import org.nativepool.spark.testing.SparkMemory;
@@ -74,7 +73,6 @@ import org.nativepool.spark.testing.SparkTestConsumer;
 @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class DriverSideTest {
   private static final long MIB = SparkMemory.MIB;
-  private static final String SOURCE = "plugin." + NativePoolPlugin.class.getName();
 
   @TempDir static Path eventLogDir;
 
@@ -89,25 +87,13 @@ class DriverSideTest {
 
   @BeforeAll
   static void startSpark() throws Exception {
-    String lib = System.getProperty("nativepool.test.library");
-    assertNotNull(lib, "surefire sets nativepool.test.library");
-    assertTrue(new File(lib).isFile(), "no library at " + lib + " (run make lib)");
     ui = PrometheusUi.onFreePort();
     log = LogCapture.attach("org.nativepool.spark.executor.ExecutorReporter");
     spark =
-        ui.configure(SparkSession.builder())
-            .master("local[2]")
-            .appName("DriverSideTest")
-            .config("spark.plugins", NativePoolPlugin.class.getName())
-            .config("spark.memory.offHeap.enabled", "true")
-            .config("spark.memory.offHeap.size", "128m")
-            .config("spark.unsafe.exceptionOnMemoryLeak", "true")
-            .config("spark.eventLog.enabled", "true")
-            .config("spark.eventLog.dir", eventLogDir.toUri().toString())
-            .config("spark.eventLog.compress", "false")
+        ui.configure(LocalSpark.builder("local[2]", "DriverSideTest", "128m"))
+            .config(LocalSpark.eventLog(eventLogDir))
             .config("spark.executor.heartbeatInterval", "200ms")
             .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.nativepool.library", lib)
             .config("spark.nativepool.chunkSize", "1m")
             .config("spark.nativepool.executor.reservedThresholds", "4m")
             .config("spark.nativepool.goMemoryLimit", "300m")
@@ -119,6 +105,7 @@ class DriverSideTest {
                 Boolean.toString(SparkLine.current().autoOverheadTakesEffect()))
             .getOrCreate();
     jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+    LocalSpark.collectOtherEvents(spark, otherEvents);
     spark
         .sparkContext()
         .addSparkListener(
@@ -127,22 +114,13 @@ class DriverSideTest {
               public void onTaskEnd(SparkListenerTaskEnd event) {
                 taskEnds.add(event);
               }
-
-              @Override
-              public void onOtherEvent(SparkListenerEvent event) {
-                otherEvents.add(event);
-              }
             });
     runSpillingJob();
   }
 
   @AfterAll
   static void stopSpark() {
-    if (spark != null) {
-      spark.stop();
-      SparkSession.clearActiveSession();
-      SparkSession.clearDefaultSession();
-    }
+    LocalSpark.stop(spark);
     if (log != null) {
       log.close();
     }
@@ -219,7 +197,7 @@ class DriverSideTest {
 
   /** The driver side's gauges: the plugin source that has {@code total.reserved}. */
   private static Map<String, Long> driverGauges() {
-    List<Source> sources = SparkMetrics.sourcesByName(SOURCE);
+    List<Source> sources = SparkMetrics.pluginSources();
     Map<String, Long> out = new HashMap<>();
     for (Source s : sources) {
       MetricRegistry registry = s.metricRegistry();
@@ -234,8 +212,11 @@ class DriverSideTest {
 
   @Test
   void bothSidesRegisterTheirSourceInLocalModeWithoutACollision() {
-    List<Source> sources = SparkMetrics.sourcesByName(SOURCE);
-    assertEquals(2, sources.size(), "the executor's and the driver's source, both named " + SOURCE);
+    List<Source> sources = SparkMetrics.pluginSources();
+    assertEquals(
+        2,
+        sources.size(),
+        "the executor's and the driver's source, both named " + SparkMetrics.PLUGIN_SOURCE);
     long executorSide =
         sources.stream()
             .filter(s -> s.metricRegistry().getMetrics().containsKey("reserved"))
@@ -252,7 +233,7 @@ class DriverSideTest {
     for (String figure : ExecutorGauges.GAUGES.keySet()) {
       assertTrue(g.containsKey("executor.driver." + figure), figure + " in " + g.keySet());
     }
-    for (String figure : DriverSide.TOTALS) {
+    for (String figure : ExecutorRegistry.TOTALS) {
       assertTrue(g.containsKey("total." + figure), "total." + figure);
     }
     assertEquals(1L, g.get("total.executors"));

@@ -553,16 +553,16 @@ class ExecutorDiagnosisTest {
 
   @Test
   void taskFailuresForMemoryAreToldApart() {
-    assertEquals(Boolean.TRUE, DriverSide.memoryFailure("java.lang.OutOfMemoryError", ""));
+    assertEquals(Boolean.TRUE, ExecutorEnds.memoryFailure("java.lang.OutOfMemoryError", ""));
     assertEquals(
         Boolean.FALSE,
-        DriverSide.memoryFailure("org.apache.spark.memory.SparkOutOfMemoryError", null));
+        ExecutorEnds.memoryFailure("org.apache.spark.memory.SparkOutOfMemoryError", null));
     assertEquals(
         Boolean.TRUE,
-        DriverSide.memoryFailure(
+        ExecutorEnds.memoryFailure(
             "org.apache.spark.SparkException",
             "org.apache.spark.SparkException: boom\n"
                 + "Caused by: java.lang.OutOfMemoryError: Java heap space\n"));
-    assertNull(DriverSide.memoryFailure("java.lang.IllegalStateException", "at x.y(Z.java:1)"));
+    assertNull(ExecutorEnds.memoryFailure("java.lang.IllegalStateException", "at x.y(Z.java:1)"));
   }
 }

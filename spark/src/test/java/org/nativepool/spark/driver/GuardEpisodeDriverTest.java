@@ -97,9 +97,9 @@ class GuardEpisodeDriverTest {
 
   @Test
   void episodesArePostedLoggedAndCountedAcrossExecutors() throws Exception {
-    assertEquals(0L, gauge(DriverSide.GUARD_EPISODES));
-    assertEquals(0L, gauge(DriverSide.GUARD_SPILLED));
-    assertEquals(-1L, gauge(DriverSide.GUARD_LAST_REACTION), "none yet");
+    assertEquals(0L, gauge(GuardEpisodes.GUARD_EPISODES));
+    assertEquals(0L, gauge(GuardEpisodes.GUARD_SPILLED));
+    assertEquals(-1L, gauge(GuardEpisodes.GUARD_LAST_REACTION), "none yet");
 
     GuardEpisodeEvent first = episode("7", 1, 64 * MIB, 4_600);
     GuardEpisodeEvent second = episode("8", 3, 200 * MIB, 12_400);
@@ -111,9 +111,9 @@ class GuardEpisodeDriverTest {
         List.of(first, second),
         posted.stream().filter(e -> e instanceof GuardEpisodeEvent).toList(),
         "both on the bus, so in the event log");
-    assertEquals(2L, gauge(DriverSide.GUARD_EPISODES));
-    assertEquals(264 * MIB, gauge(DriverSide.GUARD_SPILLED));
-    assertEquals(12L, gauge(DriverSide.GUARD_LAST_REACTION), "the last one's, in ms");
+    assertEquals(2L, gauge(GuardEpisodes.GUARD_EPISODES));
+    assertEquals(264 * MIB, gauge(GuardEpisodes.GUARD_SPILLED));
+    assertEquals(12L, gauge(GuardEpisodes.GUARD_LAST_REACTION), "the last one's, in ms");
     List<String> lines = log.messages();
     assertTrue(lines.contains(first.summary()), lines::toString);
     assertTrue(
@@ -124,8 +124,8 @@ class GuardEpisodeDriverTest {
         lines::toString);
 
     driver.receive(episode("7", 2, 0, -1)); // nothing native spilled
-    assertEquals(3L, gauge(DriverSide.GUARD_EPISODES));
-    assertEquals(264 * MIB, gauge(DriverSide.GUARD_SPILLED));
-    assertEquals(-1L, gauge(DriverSide.GUARD_LAST_REACTION));
+    assertEquals(3L, gauge(GuardEpisodes.GUARD_EPISODES));
+    assertEquals(264 * MIB, gauge(GuardEpisodes.GUARD_SPILLED));
+    assertEquals(-1L, gauge(GuardEpisodes.GUARD_LAST_REACTION));
   }
 }

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
-import java.io.File;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,9 +16,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.nativepool.spark.NativePoolPlugin;
 import org.nativepool.spark.config.ReportingSettings;
 import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.testing.LocalSpark;
 import org.nativepool.spark.testing.PrometheusUi;
 import org.nativepool.spark.testing.SparkMetrics;
 
@@ -36,7 +35,6 @@ import org.nativepool.spark.testing.SparkMetrics;
 @Tag("spark") // starts a SparkContext: the second group of tests
 @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class ExecutorGaugesSparkTest {
-  private static final String SOURCE = "plugin." + NativePoolPlugin.class.getName();
 
   /** The poll period with Spark's default heartbeat (10 s): the most the reporter waits. */
   private static final long POLL_MILLIS = ReportingSettings.MAX_POLL_MILLIS;
@@ -46,28 +44,15 @@ class ExecutorGaugesSparkTest {
 
   @BeforeAll
   static void startSpark() throws IOException {
-    String lib = System.getProperty("nativepool.test.library");
-    assertNotNull(lib, "surefire sets nativepool.test.library");
-    assertTrue(new File(lib).isFile(), "no library at " + lib + " (run make lib)");
     ui = PrometheusUi.onFreePort();
     spark =
-        ui.configure(SparkSession.builder())
-            .master("local[2]")
-            .appName("ExecutorGaugesSparkTest")
-            .config("spark.plugins", NativePoolPlugin.class.getName())
-            .config("spark.memory.offHeap.enabled", "true")
-            .config("spark.memory.offHeap.size", "64m")
-            .config("spark.nativepool.library", lib)
+        ui.configure(LocalSpark.builder("local[2]", "ExecutorGaugesSparkTest", "64m"))
             .getOrCreate();
   }
 
   @AfterAll
   static void stopSpark() {
-    if (spark != null) {
-      spark.stop();
-      SparkSession.clearActiveSession();
-      SparkSession.clearDefaultSession();
-    }
+    LocalSpark.stop(spark);
   }
 
   /** Reads, within a window, since {@link #open()}. */
@@ -96,7 +81,7 @@ class ExecutorGaugesSparkTest {
    */
   private static MetricRegistry executorRegistry() {
     List<MetricRegistry> out = new ArrayList<>();
-    for (Source s : SparkMetrics.sourcesByName(SOURCE)) {
+    for (Source s : SparkMetrics.pluginSources()) {
       if (s.metricRegistry().getMetrics().containsKey("heldFromSpark")) {
         out.add(s.metricRegistry());
       }

@@ -2,10 +2,7 @@ package org.nativepool.spark.executor;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.File;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -14,10 +11,10 @@ import org.apache.spark.sql.SparkSession;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.nativepool.spark.NativePoolPlugin;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.ReportingSettings;
 import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.testing.LocalSpark;
 import org.nativepool.spark.testing.SparkMetrics;
 
 /**
@@ -29,7 +26,6 @@ import org.nativepool.spark.testing.SparkMetrics;
 @Tag("spark") // starts a SparkContext: the second group of tests
 @Timeout(value = 300, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class MonitoringOffSparkTest {
-  private static final String SOURCE = "plugin." + NativePoolPlugin.class.getName();
 
   /** The names of the executor's own gauges, none of which may be registered. */
   private static List<String> executorGaugeNames() {
@@ -51,23 +47,13 @@ class MonitoringOffSparkTest {
 
   @Test
   void noGaugesNoReporterAndNoNativeReads() throws Exception {
-    String lib = System.getProperty("nativepool.test.library");
-    assertNotNull(lib, "surefire sets nativepool.test.library");
-    assertTrue(new File(lib).isFile(), "no library at " + lib + " (run make lib)");
     SparkSession spark =
-        SparkSession.builder()
-            .master("local[2]")
-            .appName("MonitoringOffSparkTest")
-            .config("spark.ui.enabled", "false")
-            .config("spark.plugins", NativePoolPlugin.class.getName())
-            .config("spark.memory.offHeap.enabled", "true")
-            .config("spark.memory.offHeap.size", "64m")
-            .config("spark.nativepool.library", lib)
+        LocalSpark.builder("local[2]", "MonitoringOffSparkTest", "64m")
             .config(NativePoolConf.MONITORING.key(), "false")
             .getOrCreate();
     try {
       assertFalse(reporterRunning(), "a reporting thread runs with monitoring off");
-      for (Source s : SparkMetrics.sourcesByName(SOURCE)) {
+      for (Source s : SparkMetrics.pluginSources()) {
         for (String name : executorGaugeNames()) {
           assertFalse(
               s.metricRegistry().getMetrics().containsKey(name),
@@ -90,9 +76,7 @@ class MonitoringOffSparkTest {
       assertEquals(0, Natives.processArrowStatsCalls() - arrowStats, "processArrowStats0 calls");
       assertFalse(reporterRunning(), "a reporting thread runs with monitoring off");
     } finally {
-      spark.stop();
-      SparkSession.clearActiveSession();
-      SparkSession.clearDefaultSession();
+      LocalSpark.stop(spark);
     }
   }
 }

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.File;
 import java.io.IOException;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
@@ -31,7 +30,6 @@ import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.memory.TaskMemoryManager;
 import org.apache.spark.metrics.source.Source;
-import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerEvent;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.util.JsonProtocol;
@@ -41,7 +39,6 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.nativepool.spark.NativePoolPlugin;
 import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.events.GuardEpisodeEvent;
 import org.nativepool.spark.jni.GuardEpisode;
@@ -51,6 +48,7 @@ import org.nativepool.spark.ledger.ExecutorLedger;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.memory.TaskPool;
 import org.nativepool.spark.testing.EventLogs;
+import org.nativepool.spark.testing.LocalSpark;
 import org.nativepool.spark.testing.LogCapture;
 import org.nativepool.spark.testing.SparkMetrics;
 
@@ -82,7 +80,6 @@ class PodGuardSparkTest {
   private static final int MAX_STEPS = 24;
   private static final long STEP = 16 * MIB;
   private static final String CONSUMER = "guard-test-sort";
-  private static final String SOURCE = "plugin." + NativePoolPlugin.class.getName();
 
   @TempDir static Path eventLogDir;
 
@@ -103,44 +100,20 @@ class PodGuardSparkTest {
 
   @BeforeAll
   static void startSpark() {
-    String lib = System.getProperty("nativepool.test.library");
-    assertNotNull(lib, "surefire sets nativepool.test.library");
-    assertTrue(new File(lib).isFile(), "no library at " + lib + " (run make lib)");
     log = LogCapture.attach(ExecutorReporter.class.getName());
     spark =
-        SparkSession.builder()
-            .master("local[1]")
-            .appName("PodGuardSparkTest")
-            .config("spark.plugins", NativePoolPlugin.class.getName())
-            .config("spark.memory.offHeap.enabled", "true")
-            .config("spark.memory.offHeap.size", "256m")
-            .config("spark.ui.enabled", "false")
-            .config("spark.eventLog.enabled", "true")
-            .config("spark.eventLog.dir", eventLogDir.toUri().toString())
-            .config("spark.eventLog.compress", "false")
-            .config("spark.nativepool.library", lib)
+        LocalSpark.builder("local[1]", "PodGuardSparkTest", "256m")
+            .config(LocalSpark.eventLog(eventLogDir))
             .getOrCreate();
     jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-    spark
-        .sparkContext()
-        .addSparkListener(
-            new SparkListener() {
-              @Override
-              public void onOtherEvent(SparkListenerEvent event) {
-                busEvents.add(event);
-              }
-            });
+    LocalSpark.collectOtherEvents(spark, busEvents);
   }
 
   @AfterAll
   static void stopSpark() {
     release.countDown();
     Natives.configureGuard(false, 0, 0, false);
-    if (spark != null) {
-      spark.stop();
-      SparkSession.clearActiveSession();
-      SparkSession.clearDefaultSession();
-    }
+    LocalSpark.stop(spark);
     if (log != null) {
       log.close();
     }
@@ -456,7 +429,7 @@ class PodGuardSparkTest {
 
   /** The driver side's gauges: the plugin source that has {@code total.reserved}. */
   private static Map<String, Long> driverGauges() {
-    List<Source> sources = SparkMetrics.sourcesByName(SOURCE);
+    List<Source> sources = SparkMetrics.pluginSources();
     for (Source s : sources) {
       if (s.metricRegistry().getMetrics().containsKey("total.reserved")) {
         Map<String, Long> out = new java.util.HashMap<>();

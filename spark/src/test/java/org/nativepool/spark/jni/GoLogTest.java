@@ -1,11 +1,9 @@
 package org.nativepool.spark.jni;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.File;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
@@ -30,11 +28,11 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.nativepool.spark.NativePoolPlugin;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.PoolSettings;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.memory.TaskPool;
+import org.nativepool.spark.testing.LocalSpark;
 import org.nativepool.spark.testing.SparkMemory;
 
 /**
@@ -99,9 +97,6 @@ class GoLogTest {
 
   @BeforeAll
   static void startSpark() {
-    String lib = System.getProperty("nativepool.test.library");
-    assertNotNull(lib, "surefire sets nativepool.test.library");
-    assertTrue(new File(lib).isFile(), "no library at " + lib + " (run make lib)");
     LoggerContext ctx = (LoggerContext) LogManager.getContext(false);
     Configuration config = ctx.getConfiguration();
     capture = new Capture();
@@ -112,15 +107,7 @@ class GoLogTest {
     Configurator.setLevel(GoLog.ROOT, Level.INFO);
     Configurator.setLevel(GoLog.ROOT + ".pool", Level.WARN);
     spark =
-        SparkSession.builder()
-            .master("local[2]")
-            .appName("GoLogTest")
-            .config("spark.plugins", NativePoolPlugin.class.getName())
-            .config("spark.memory.offHeap.enabled", "true")
-            .config("spark.memory.offHeap.size", "128m")
-            .config("spark.unsafe.exceptionOnMemoryLeak", "true")
-            .config("spark.ui.enabled", "false")
-            .config("spark.nativepool.library", lib)
+        LocalSpark.builder("local[2]", "GoLogTest", "128m")
             .config("spark.nativepool.chunkSize", "1m")
             .config("spark.nativepool.task.reservedThresholds", "2m")
             .config("spark.nativepool.logging", "true")
@@ -131,11 +118,7 @@ class GoLogTest {
 
   @AfterAll
   static void stopSpark() {
-    if (spark != null) {
-      spark.stop();
-      SparkSession.clearActiveSession();
-      SparkSession.clearDefaultSession();
-    }
+    LocalSpark.stop(spark);
     LoggerContext ctx = (LoggerContext) LogManager.getContext(false);
     Configuration config = ctx.getConfiguration();
     config.getRootLogger().removeAppender(capture.getName());

@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.nativepool.spark.testing.LocalSpark;
 
 /**
  * The loader in fresh JVMs (it loads once per JVM, so each scenario needs its own): where the
@@ -70,8 +71,7 @@ class LibraryLoaderTest {
 
   @Test
   void explicitPathWinsOverJavaLibraryPathAndALaterDifferentPathIsIgnored() throws Exception {
-    String lib = System.getProperty("nativepool.test.library");
-    File real = new File(lib).getCanonicalFile();
+    File real = new File(LocalSpark.library()).getCanonicalFile();
     List<String> lines =
         probe(
             List.of("-Djava.library.path=/nonexistent"),
@@ -119,7 +119,7 @@ class LibraryLoaderTest {
     assertTrue(
         bundled.get(0).endsWith(": " + reason + "|java.io.IOException|" + reason),
         bundled::toString);
-    File real = new File(System.getProperty("nativepool.test.library")).getCanonicalFile();
+    File real = new File(LocalSpark.library()).getCanonicalFile();
     List<String> explicit = probe(stamp, List.of(), real.getPath());
     assertEquals(
         List.of(

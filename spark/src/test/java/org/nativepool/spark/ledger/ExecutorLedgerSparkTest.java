@@ -19,7 +19,6 @@ import org.apache.arrow.memory.ArrowBuf;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.metrics.source.Source;
-import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerEvent;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.util.JsonProtocol;
@@ -32,7 +31,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.nativepool.spark.NativePoolPlugin;
 import org.nativepool.spark.arrow.TaskArrowAllocators;
 import org.nativepool.spark.config.LedgerSettings;
 import org.nativepool.spark.config.NativePoolConf;
@@ -41,6 +39,7 @@ import org.nativepool.spark.events.StagePeaksEvent;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.memory.TaskPool;
 import org.nativepool.spark.testing.EventLogs;
+import org.nativepool.spark.testing.LocalSpark;
 import org.nativepool.spark.testing.LogCapture;
 import org.nativepool.spark.testing.SparkMetrics;
 
@@ -57,7 +56,6 @@ import org.nativepool.spark.testing.SparkMetrics;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ExecutorLedgerSparkTest {
   private static final long MIB = 1L << 20;
-  private static final String SOURCE = "plugin." + NativePoolPlugin.class.getName();
   private static final String CONSUMER = "ledger-test-operator";
 
   @TempDir static Path eventLogDir;
@@ -82,23 +80,11 @@ class ExecutorLedgerSparkTest {
 
   @BeforeAll
   static void startSpark() {
-    String lib = System.getProperty("nativepool.test.library");
-    assertNotNull(lib, "surefire sets nativepool.test.library");
     log = LogCapture.attach(ExecutorLedger.class.getName());
     spark =
-        SparkSession.builder()
-            .master("local[2]")
-            .appName("ExecutorLedgerSparkTest")
-            .config("spark.plugins", NativePoolPlugin.class.getName())
-            .config("spark.memory.offHeap.enabled", "true")
-            .config("spark.memory.offHeap.size", "256m")
-            .config("spark.unsafe.exceptionOnMemoryLeak", "true")
-            .config("spark.ui.enabled", "false")
-            .config("spark.eventLog.enabled", "true")
-            .config("spark.eventLog.dir", eventLogDir.toUri().toString())
-            .config("spark.eventLog.compress", "false")
+        LocalSpark.builder("local[2]", "ExecutorLedgerSparkTest", "256m")
+            .config(LocalSpark.eventLog(eventLogDir))
             .config("spark.executor.heartbeatInterval", "200ms")
-            .config("spark.nativepool.library", lib)
             .config("spark.nativepool.chunkSize", "1m")
             .config(
                 NativePoolConf.LEDGER_THRESHOLDS.key(),
@@ -107,24 +93,12 @@ class ExecutorLedgerSparkTest {
             .config(NativePoolConf.LEDGER_LISTENERS.key(), Recorder.class.getName())
             .getOrCreate();
     jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
-    spark
-        .sparkContext()
-        .addSparkListener(
-            new SparkListener() {
-              @Override
-              public void onOtherEvent(SparkListenerEvent event) {
-                busEvents.add(event);
-              }
-            });
+    LocalSpark.collectOtherEvents(spark, busEvents);
   }
 
   @AfterAll
   static void stopSpark() {
-    if (spark != null) {
-      spark.stop();
-      SparkSession.clearActiveSession();
-      SparkSession.clearDefaultSession();
-    }
+    LocalSpark.stop(spark);
     if (log != null) {
       log.close();
     }
@@ -141,7 +115,7 @@ class ExecutorLedgerSparkTest {
   /** Gauges and counters of the plugin sources that have {@code key}, by name. */
   private static Map<String, Long> metrics(String key) {
     Map<String, Long> out = new HashMap<>();
-    for (Source s : SparkMetrics.sourcesByName(SOURCE)) {
+    for (Source s : SparkMetrics.pluginSources()) {
       MetricRegistry r = s.metricRegistry();
       if (r.getMetrics().containsKey(key)) {
         r.getGauges().forEach((k, g) -> out.put(k, (Long) g.getValue()));

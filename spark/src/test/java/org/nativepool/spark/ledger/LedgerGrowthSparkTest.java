@@ -25,13 +25,13 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.nativepool.spark.NativePoolPlugin;
 import org.nativepool.spark.arrow.GoBatch;
 import org.nativepool.spark.arrow.TaskArrowAllocators;
 import org.nativepool.spark.config.LedgerSettings;
 import org.nativepool.spark.events.GrowthReportEvent;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.testing.ArrowTask;
+import org.nativepool.spark.testing.LocalSpark;
 
 /**
  * The growth detector against a real {@code local[2]} Spark 4.1 with the plugin's defaults (25
@@ -66,20 +66,10 @@ class LedgerGrowthSparkTest {
 
   @BeforeAll
   static void startSpark() {
-    String lib = System.getProperty("nativepool.test.library");
-    assertNotNull(lib, "surefire sets nativepool.test.library");
     cacheAllocator = new RootAllocator();
     spark =
-        SparkSession.builder()
-            .master("local[2]")
-            .appName("LedgerGrowthSparkTest")
-            .config("spark.plugins", NativePoolPlugin.class.getName())
-            .config("spark.memory.offHeap.enabled", "true")
-            .config("spark.memory.offHeap.size", "128m")
-            .config("spark.unsafe.exceptionOnMemoryLeak", "true")
-            .config("spark.ui.enabled", "false")
+        LocalSpark.builder("local[2]", "LedgerGrowthSparkTest", "128m")
             .config("spark.executor.heartbeatInterval", "1s")
-            .config("spark.nativepool.library", lib)
             .config("spark.nativepool.allocationSites", "true")
             .getOrCreate();
     jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
@@ -107,11 +97,7 @@ class LedgerGrowthSparkTest {
       CACHE.forEach(VectorSchemaRoot::close); // Go frees the lingering copies
       CACHE.clear();
     }
-    if (spark != null) {
-      spark.stop();
-      SparkSession.clearActiveSession();
-      SparkSession.clearDefaultSession();
-    }
+    LocalSpark.stop(spark);
     if (cacheAllocator != null) {
       cacheAllocator.close();
     }

@@ -23,13 +23,13 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.nativepool.spark.NativePoolPlugin;
 import org.nativepool.spark.arrow.GoBatch;
 import org.nativepool.spark.arrow.TaskArrowAllocators;
 import org.nativepool.spark.jni.LeakKind;
 import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.jni.ProcessStats;
 import org.nativepool.spark.ledger.LiveNative;
+import org.nativepool.spark.testing.LocalSpark;
 import org.nativepool.spark.testing.LogCapture;
 
 /**
@@ -59,18 +59,8 @@ class LeaksSparkTest {
 
   @BeforeAll
   static void startSpark() {
-    String lib = System.getProperty("nativepool.test.library");
-    assertNotNull(lib, "surefire sets nativepool.test.library");
     spark =
-        SparkSession.builder()
-            .master("local[1]")
-            .appName("LeaksSparkTest")
-            .config("spark.plugins", NativePoolPlugin.class.getName())
-            .config("spark.memory.offHeap.enabled", "true")
-            .config("spark.memory.offHeap.size", "256m")
-            .config("spark.unsafe.exceptionOnMemoryLeak", "true")
-            .config("spark.ui.enabled", "false")
-            .config("spark.nativepool.library", lib)
+        LocalSpark.builder("local[1]", "LeaksSparkTest", "256m")
             .config("spark.nativepool.allocationSites", "true")
             .getOrCreate();
     jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
@@ -86,11 +76,7 @@ class LeaksSparkTest {
     if (outside != null) {
       outside.close();
     }
-    if (spark != null) {
-      spark.stop();
-      SparkSession.clearActiveSession();
-      SparkSession.clearDefaultSession();
-    }
+    LocalSpark.stop(spark);
     ExecutorState.setAllocationSites(false);
   }
 

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.metrics.source.Source;
+import org.nativepool.spark.NativePoolPlugin;
 
 /**
  * The metric sources Spark's metrics system holds under a name, as a Java list. Spark returns a
@@ -13,6 +14,9 @@ import org.apache.spark.metrics.source.Source;
  * 2.13).
  */
 public final class SparkMetrics {
+  /** The name of the plugin's metric sources: Spark's "plugin." and the plugin's class name. */
+  public static final String PLUGIN_SOURCE = "plugin." + NativePoolPlugin.class.getName();
+
   private SparkMetrics() {}
 
   /** The sources of the running SparkContext's metrics system named {@code name}. */
@@ -23,5 +27,10 @@ public final class SparkMetrics {
       out.add(it.next());
     }
     return out;
+  }
+
+  /** The plugin's metric sources ({@link #PLUGIN_SOURCE}): the executor's, and the driver's. */
+  public static List<Source> pluginSources() {
+    return sourcesByName(PLUGIN_SOURCE);
   }
 }

@@ -159,8 +159,48 @@ class NativeMemoryPageTest {
     assertEquals(
         List.of("jvm.heap.resident", "jvm.direct", "other"),
         c.stacked().stream().map(SvgChart.Series::name).toList(),
-        "largest first; go.stacks and unexplained are under 3% of the highest total");
+        "in the ledger's order; go.stacks and unexplained are under 3% of the highest total");
     assertEquals(2048 * MIB, e.limit());
+  }
+
+  private static ExecutorSampleEvent ledgerSample(String id, Map<String, Long> parts) {
+    Map<String, Long> f = new LinkedHashMap<>();
+    parts.forEach((part, mib) -> f.put("ledger." + part, mib * MIB));
+    return new ExecutorSampleEvent(id, T0, T0 / 1000, f);
+  }
+
+  /**
+   * Two executors whose parts rank differently by size: each part has one colour in both charts,
+   * and both stack (so list in their legends) the parts in the same order, the ledger's.
+   */
+  @Test
+  void everyExecutorsChartGivesEachPartOneColourAndOneOrder() {
+    NativeMemoryTimeline tl = new NativeMemoryTimeline();
+    tl.accept(
+        ledgerSample(
+            "1",
+            Map.of(
+                "jvm.heap.resident", 900L,
+                "jvm.direct", 100L,
+                "go.heapInUse", 300L,
+                "unexplained", 200L)));
+    tl.accept(
+        ledgerSample(
+            "2",
+            Map.of(
+                "unexplained", 300L,
+                "go.heapInUse", 200L,
+                "jvm.direct", 900L,
+                "jvm.heap.resident", 100L)));
+    List<String> order = List.of("jvm.heap.resident", "jvm.direct", "go.heapInUse", "unexplained");
+    List<String> colours = List.of("#4e79a7", "#b07aa1", "#59a14f", "#c8c8c8");
+    for (NativeMemoryTimeline.Snapshot.Executor e : tl.snapshot().executors()) {
+      SvgChart.Chart c = NativeMemoryPage.chart(e, 0);
+      assertEquals(
+          order, c.stacked().stream().map(SvgChart.Series::name).toList(), e.executorId());
+      assertEquals(
+          colours, c.stacked().stream().map(SvgChart.Series::color).toList(), e.executorId());
+    }
   }
 
   @Test

@@ -25,9 +25,12 @@ class SvgChartTest {
         times,
         List.of(
             new SvgChart.Series(
-                "jvm.heap.resident", new long[] {500 * MIB, 500 * MIB, 600 * MIB, 600 * MIB}),
-            new SvgChart.Series("jvm.direct", new long[] {100 * MIB, 200 * MIB, 400 * MIB, -1}),
-            new SvgChart.Series("native.allocated", new long[] {50 * MIB, 50 * MIB})),
+                "jvm.heap.resident",
+                new long[] {500 * MIB, 500 * MIB, 600 * MIB, 600 * MIB},
+                "#4e79a7"),
+            new SvgChart.Series(
+                "jvm.direct", new long[] {100 * MIB, 200 * MIB, 400 * MIB, -1}, "#b07aa1"),
+            new SvgChart.Series("native.allocated", new long[] {50 * MIB, 50 * MIB}, "#e15759")),
         List.of(
             new SvgChart.Line("limit", 1200 * MIB, "#d62728"),
             new SvgChart.Line("off-heap budget", 256 * MIB, "#1f77b4")),
@@ -124,5 +127,27 @@ class SvgChartTest {
     assertEquals("0 KiB", SvgChart.axisLabel(0, 5L << 10));
     assertEquals(
         "a &amp; b &lt;c&gt; &quot;d&quot; &#39;e&#39;", SvgChart.escape("a & b <c> \"d\" 'e'"));
+  }
+
+  @Test
+  void eachSeriesIsFilledWithItsOwnColourAndTheLegendListsTheStackTopFirst() throws Exception {
+    Document d = parse(SvgChart.render(chart(), 800, 300));
+    List<String> fills = new java.util.ArrayList<>();
+    for (Element p : byClass(d, "polygon", "series")) {
+      fills.add(p.getAttribute("fill"));
+    }
+    assertEquals(List.of("#4e79a7", "#b07aa1", "#e15759"), fills, "bottom first, as given");
+    List<String> legend = new java.util.ArrayList<>();
+    for (Element t : byClass(d, "text", "legend")) {
+      legend.add(t.getTextContent());
+    }
+    assertEquals(
+        List.of("native.allocated", "jvm.direct", "jvm.heap.resident", "limit", "off-heap budget"),
+        legend);
+    List<String> swatches = new java.util.ArrayList<>();
+    for (Element r : byClass(d, "rect", "legend")) {
+      swatches.add(r.getAttribute("fill"));
+    }
+    assertEquals(List.of("#e15759", "#b07aa1", "#4e79a7"), swatches);
   }
 }

@@ -2,9 +2,9 @@ package org.nativepool.spark.example;
 
 /**
  * The figures of one streaming aggregation ({@code stats0}, {@link AggStats}); the ordinal is the
- * index. The declaration is the Go table {@code aggStatFields} in {@code
- * examples/spark/native/aggs.go}; the Go test {@code TestAggStatFieldsMatchJavaEnum} checks these
- * constants, in order, against it. Add a figure there first.
+ * index. The declaration is the Go table {@code aggStatTable} in {@code
+ * examples/spark/native/aggs.go}; the Go test {@code TestStatTablesMatchTheirJavaEnums} checks
+ * these constants, in order, against it. Add a figure there first.
  */
 public enum AggStat {
   /** Rows pushed. */

@@ -55,9 +55,10 @@ import org.nativepool.spark.ledger.ExecutorLedger;
  *
  * <p>Measured: peak RSS growth over a baseline taken after a warm-up run, against the peak of what
  * Spark believes the process holds off-heap; {@code allocated ≤ reserved} is checked by the Go side
- * after every native call and at every sample. The JVM should run with {@code -Xms} equal to {@code
- * -Xmx} and {@code -XX:+AlwaysPreTouch} ({@code examples/spark/run.sh} does), so heap growth is not
- * counted as growth.
+ * after every native call and at every sample the demo takes (every 50 ms, or only at the measured
+ * run's start and end with {@code --sampling off}). The JVM should run with {@code -Xms} equal to
+ * {@code -Xmx} and {@code -XX:+AlwaysPreTouch} ({@code examples/spark/run.sh} does), so heap growth
+ * is not counted as growth.
  */
 public final class SortDemo {
   private SortDemo() {}
@@ -436,6 +437,32 @@ public final class SortDemo {
     }
   }
 
+  /**
+   * The report's words for what the demo's process samples were, so that each line says what was
+   * measured: with {@code --sampling on}, a sample every {@link MemorySampler#PERIOD_MS} ms; with
+   * {@code off}, only the two at the measured run's start and end.
+   *
+   * @param checks when the Go side checked {@code allocated ≤ reserved}: after every native call of
+   *     a sorter, and at every sample
+   * @param peak how the peak RSS growth was sampled
+   * @param worst the sample that the untracked figure's worst case comes from
+   */
+  record SampleWords(String checks, String peak, String worst) {
+    static SampleWords of(boolean sampling) {
+      if (!sampling) {
+        return new SampleWords(
+            "after every native call, and at the run's start and end samples (--sampling off)",
+            "sampled at the run's start and end only (--sampling off)",
+            "the worse of the run's start and end samples");
+      }
+      long ms = MemorySampler.PERIOD_MS;
+      return new SampleWords(
+          "after every native call and at every " + ms + " ms sample",
+          "sampled every " + ms + " ms",
+          "the worst " + ms + " ms sample");
+    }
+  }
+
   private static void report(
       Result r,
       DemoConfig cfg,
@@ -708,10 +735,10 @@ public final class SortDemo {
         "allocated ≤ reserved",
         String.format(
             Locale.ROOT,
-            "%s: %,d checks (after every native call and at every %d ms sample), %d violations",
+            "%s: %,d checks (%s), %d violations",
             violations == 0 ? "held" : "VIOLATED",
             checks,
-            MemorySampler.PERIOD_MS,
+            SampleWords.of(cfg.sampling).checks(),
             violations));
     line(
         b,
@@ -805,14 +832,14 @@ public final class SortDemo {
         "JVM untracked",
         String.format(
             Locale.ROOT,
-            "≥ %s at the true peak (VmHWM growth − reserved − Go runtime growth), %s at the worst"
-                + " %d ms sample: memory outside Spark's books and the native side's (which are"
+            "≥ %s at the true peak (VmHWM growth − reserved − Go runtime growth), %s at %s:"
+                + " memory outside Spark's books and the native side's (which are"
                 + " exact, above) — the JVM's own (Spark's spill-file readers: 1 MiB each, README"
                 + " \"Scale\") and freed memory the C allocator keeps (%s more of it than at the"
                 + " start, at that sample; mallinfo2); java.nio direct pool %s → %s",
             size(untrackedBound),
             size(untrackedSampled),
-            MemorySampler.PERIOD_MS,
+            SampleWords.of(cfg.sampling).worst(),
             size(smp.mallocRetainedAtUntrackedPeak),
             size(directBaseline),
             size(smp.peakDirect.get())));
@@ -821,9 +848,9 @@ public final class SortDemo {
         "peak RSS growth",
         String.format(
             Locale.ROOT,
-            "%s sampled every %d ms (the true peak is VmHWM); glibc %s",
+            "%s %s (the true peak is VmHWM); glibc %s",
             size(growth),
-            MemorySampler.PERIOD_MS,
+            SampleWords.of(cfg.sampling).peak(),
             mallocEnv.isEmpty()
                 ? "as the library set it (no MALLOC_* variable in the environment)"
                 : red("tuned by the environment: " + mallocEnv)));

@@ -2,9 +2,9 @@ package org.nativepool.spark.example;
 
 /**
  * The figures of one sorter ({@code stats0}, {@link SortStats}); the ordinal is the index. The
- * declaration is the Go table {@code sortStatFields} in {@code examples/spark/native/sorts.go}; the
- * Go test {@code TestSortStatFieldsMatchJavaEnum} checks these constants, in order, against it. Add
- * a figure there first.
+ * declaration is the Go table {@code sortStats} in {@code examples/spark/native/sorts.go}; the Go
+ * test {@code TestStatTablesMatchTheirJavaEnums} checks these constants, in order, against it. Add a
+ * figure there first.
  */
 public enum SortStat {
   /** Rows pushed. */
