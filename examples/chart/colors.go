@@ -39,6 +39,10 @@ var partColors = []ledgerPart{
 	{"go.gcMeta", "#b5cf6b"},
 	{"go.other", "#cedb9c"},
 	{"malloc.retained", "#edc948"},
+	{"offHeap.spark", "#bab0ac"},
+	{"offHeap.comet", "#ff9d9a"},
+	{"offHeap.gluten", "#f1ce63"},
+	{"offHeap.other", "#79706e"},
 }
 
 const (

@@ -16,7 +16,7 @@ import java.util.Map;
  *
  * <p>The order is the stacking order, bottom first: the parts of {@link #PARTS} in the ledger's
  * display order (the JVM, Spark's transport, Arrow Java, native memory, the Go runtime, the C
- * allocator), {@code netty.<pool>.direct} parts at the place of the transport, parts the table
+ * allocator, Spark's off-heap memory held by other engines' consumers), {@code netty.<pool>.direct} parts at the place of the transport, parts the table
  * does not name by name after them, then {@value #OTHER} (small parts summed), then {@value
  * #UNEXPLAINED} on top. Legends list the series top first, as they are stacked. Stateless.
  */
@@ -50,7 +50,11 @@ final class LedgerColors {
           "go.stacks", "#637939",
           "go.gcMeta", "#b5cf6b",
           "go.other", "#cedb9c",
-          "malloc.retained", "#edc948");
+          "malloc.retained", "#edc948",
+          "offHeap.spark", "#bab0ac",
+          "offHeap.comet", "#ff9d9a",
+          "offHeap.gluten", "#f1ce63",
+          "offHeap.other", "#79706e");
 
   /**
    * The colours of netty's pools ({@code netty.<pool>.direct}), whose names are known only at run

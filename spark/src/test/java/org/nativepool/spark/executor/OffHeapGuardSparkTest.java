@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.File;
 import java.io.IOException;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
@@ -43,7 +42,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.nativepool.spark.NativePoolPlugin;
 import org.nativepool.spark.config.TaskSlots;
 import org.nativepool.spark.events.GuardEpisodeEvent;
 import org.nativepool.spark.jni.GuardEpisode;
@@ -51,6 +49,7 @@ import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.jni.ProcessStat;
 import org.nativepool.spark.memory.ExecutorState;
 import org.nativepool.spark.memory.SparkOffHeap;
+import org.nativepool.spark.testing.LocalSpark;
 import org.nativepool.spark.testing.SparkTestConsumer;
 
 /**
@@ -94,32 +93,17 @@ class OffHeapGuardSparkTest {
 
   @BeforeAll
   static void startSpark() {
-    String lib = System.getProperty("nativepool.test.library");
-    assertNotNull(lib, "surefire sets nativepool.test.library");
-    assertTrue(new File(lib).isFile(), "no library at " + lib + " (run make lib)");
     spark =
-        SparkSession.builder()
-            .master("local[2]")
-            .appName("OffHeapGuardSparkTest")
-            .config("spark.plugins", NativePoolPlugin.class.getName())
-            .config("spark.memory.offHeap.enabled", "true")
-            .config("spark.memory.offHeap.size", Long.toString(OFF_HEAP))
+        LocalSpark.builder("local[2]", "OffHeapGuardSparkTest", Long.toString(OFF_HEAP))
             .config("spark.buffer.pageSize", "1m")
             .config("spark.sql.shuffle.partitions", "2")
             .config("spark.sql.adaptive.enabled", "false")
-            .config("spark.ui.enabled", "false")
-            .config("spark.unsafe.exceptionOnMemoryLeak", "true")
-            .config("spark.nativepool.library", lib)
             .getOrCreate();
+    LocalSpark.collectOtherEvents(spark, busEvents);
     spark
         .sparkContext()
         .addSparkListener(
             new SparkListener() {
-              @Override
-              public void onOtherEvent(SparkListenerEvent event) {
-                busEvents.add(event);
-              }
-
               @Override
               public void onTaskEnd(SparkListenerTaskEnd e) {
                 if (e.taskMetrics() != null) {
@@ -133,11 +117,7 @@ class OffHeapGuardSparkTest {
   static void stopSpark() {
     goOn.countDown();
     Natives.configureGuard(false, 0, 0, false);
-    if (spark != null) {
-      spark.stop();
-      SparkSession.clearActiveSession();
-      SparkSession.clearDefaultSession();
-    }
+    LocalSpark.stop(spark);
   }
 
   /**
