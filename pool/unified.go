@@ -73,18 +73,23 @@ type ImmediateAdmission interface {
 
 // Lender is an Admission that holds memory back from upstream's other
 // consumers (the pod guard holding Spark's free off-heap memory while the
-// process is short of memory) and lends it to this pool's borrows: a borrow
-// the Admission admitted (or Grow, which asks none) that upstream then
-// granted short is asked of upstream again for what Lend handed back for
-// it. Native memory grows where the Admission admits it; what the lender
-// holds back is meant for upstream's other consumers, not to starve the
-// pool's. Lend hands up to n bytes back upstream and returns how many, and
-// a done func the pool calls once it has asked upstream again (until then
-// the lender does not take them back). It must not block or call back
-// into the pool.
+// process is short of memory) and lends it to this pool's borrows: where
+// upstream grants a borrow the Admission admitted (or a Grow, which asks
+// none) short, a loan makes up the rest, recorded as overcommit that
+// upstream never hears of, and backed by the memory the lender keeps held:
+// the process's books stay one number, and native memory grows where the
+// Admission admits it, whatever upstream's per-task limits do while the
+// lender holds memory back. Growth a consumer can do without
+// (Reservation.WithoutWaiting) is never lent to.
+//
+// Lend sets aside up to n bytes for the pool and returns how many; Repay
+// gives n bytes of loans back (the pool repaid that much overcommit, or
+// closed). Both are called with the pool's lock held: they must not block
+// or call back into the pool.
 type Lender interface {
 	Admission
-	Lend(n int64) (lent int64, done func())
+	Lend(n int64) (lent int64)
+	Repay(n int64)
 }
 
 // WithAdmission sets the pool's Admission (see there). Without one, every
@@ -149,9 +154,9 @@ type UnifiedStats struct {
 	AdmissionRefusals int64
 	// BallastedBytes is every byte ReclaimToBallast moved into ballast.
 	BallastedBytes int64
-	// Loans counts borrows upstream granted short that were asked again
-	// for what the pool's Lender handed back for them.
-	Loans            int64
+	// Loans counts borrows upstream granted short that a loan of the
+	// pool's Lender made up; Loaned is the overcommit loans back now.
+	Loans, Loaned    int64
 	LateReleases     int64 // shrinks after Close: counted, never forwarded
 	LateReleaseBytes int64 // bytes of those shrinks
 	LateGrows        int64 // grows after Close: recorded nowhere, never forwarded, logged

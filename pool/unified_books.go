@@ -27,12 +27,15 @@ import (
 //	owed        bytes whose Release failed (or panicked): still charged upstream, never spendable
 //	ballast     bytes held and kept back on purpose (ReclaimToBallast): never spendable, never
 //	            released but by ReleaseBallast, a sweep of an idle pool, or Close
-//	overcommit  reserved bytes upstream never granted (Grow's short grants)
+//	overcommit  reserved bytes upstream never granted (Grow's short grants, and loans)
+//	loaned      the part of overcommit a Lender backs (Lender.Lend): given back to it
+//	            (Lender.Repay) as overcommit is repaid, the plain debt first, and at Close
 //
 // Whenever mu is free these hold:
 //
 //	slack      = held − returning − owed − ballast − (reserved − overcommit − pending) ≥ 0
 //	overcommit > 0 ⇒ slack = 0            (slack repays the debt first)
+//	0 ≤ loaned ≤ overcommit
 //	slack ≤ 2·chunk(reserved), or a Reclaim is running (it sweeps all slack before it returns)
 //	held ≤ what upstream granted − what it took back   (never over-returned)
 //
@@ -97,6 +100,8 @@ type unifiedPool struct {
 		// atomics: readers are rare, and locked instructions on the
 		// grow/shrink pair are measurable.)
 		committed, reserved, held, pending, returning, owed, overcommit, ballast int64
+		// loaned is the part of overcommit the lender backs (see the figures).
+		loaned int64
 		// reclaimers are the running Reclaim calls, one per goroutine:
 		// while there is one, shrinks keep their slack local and the
 		// Reclaims sweep it, so each Reclaim can report exactly the bytes it
@@ -363,10 +368,30 @@ func (p *unifiedPool) repayLocked() int64 {
 	slack := p.slackLocked()
 	if p.mu.overcommit > 0 && slack > 0 {
 		x := min(slack, p.mu.overcommit)
+		// The plain debt first: loans hold the lender's memory back, so they
+		// go back as soon as the plain debt is paid.
+		if paid := x - (p.mu.overcommit - p.mu.loaned); paid > 0 {
+			p.mu.loaned -= paid
+			p.lender.Repay(paid)
+		}
 		p.mu.overcommit -= x
 		slack -= x
 	}
 	return slack
+}
+
+// borrowLocked backs up to n bytes of overcommit just recorded (a Grow
+// upstream granted short) with a loan of the pool's Lender, if it has one,
+// so that the memory the lender holds back covers them. The caller holds
+// p.mu.
+func (p *unifiedPool) borrowLocked(n int64) {
+	if p.lender == nil || n <= 0 {
+		return
+	}
+	if lent := p.lender.Lend(n); lent > 0 {
+		p.mu.loaned += lent
+		p.counters.loans.Add(1)
+	}
 }
 
 // trimLocked repays overcommit from slack and books the release of what
@@ -466,6 +491,7 @@ func (p *unifiedPool) Stats() UnifiedStats {
 	s.AdmissionRefusals = p.counters.admissionRefusals.Load()
 	s.BallastedBytes = p.counters.ballastedBytes.Load()
 	s.Loans = p.counters.loans.Load()
+	s.Loaned = p.mu.loaned
 	s.LateReleases = p.counters.lateReleases.Load()
 	s.LateReleaseBytes = p.counters.lateReleaseBytes.Load()
 	s.LateGrows = p.counters.lateGrows.Load()

@@ -92,28 +92,6 @@ func (p *unifiedPool) acquire(ask int64) (int64, error) {
 	return got, nil
 }
 
-// acquireLending is acquire, and, with lend, where upstream grants short
-// and the pool's Admission is a Lender, upstream is asked again for what
-// the lender handed back for this borrow (Lender); growth a consumer can do
-// without (Reservation.WithoutWaiting) is never lent to. Like acquire it is called
-// without p.mu; unlike acquire it may return a grant with an error (the
-// second ask failed after the first granted): the callers book the grant
-// either way.
-func (p *unifiedPool) acquireLending(ask int64, lend bool) (int64, error) {
-	got, err := p.acquire(ask)
-	if !lend || err != nil || got >= ask || p.lender == nil {
-		return got, err
-	}
-	lent, done := p.lender.Lend(ask - got)
-	if lent <= 0 {
-		return got, nil
-	}
-	defer done()
-	p.counters.loans.Add(1)
-	more, err := p.acquire(min(lent, ask-got))
-	return got + more, err
-}
-
 // Grow implements Pool: it records n bytes for r past any limit, borrowing
 // what slack does not cover. A short grant, or an upstream error (logged),
 // becomes overcommit, repaid before anything goes back upstream; it never
@@ -183,7 +161,7 @@ func (p *unifiedPool) growSlow(e *consumerBytes, n, need, now int64) error {
 	// meter sees it now, as Reserved does.
 	p.rise(now)
 	// No lock across Upstream: Acquire may block and may call Reclaim here.
-	got, err := p.acquireLending(roundUp(need, chunk), true)
+	got, err := p.acquire(roundUp(need, chunk))
 	settled = true
 	if err != nil {
 		p.logger.Warn("pool: upstream Acquire failed during Grow; recording overcommit",
@@ -206,6 +184,7 @@ func (p *unifiedPool) growSlow(e *consumerBytes, n, need, now int64) error {
 	} else {
 		if got < need {
 			p.mu.overcommit += need - got
+			p.borrowLocked(need - got)
 		}
 		rel = p.trimLocked()
 	}
@@ -326,7 +305,7 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64, optional bool) erro
 		}
 		p.mu.Unlock()
 		// No lock across Upstream: Acquire may block and may call Reclaim here.
-		got, err = p.acquireLending(ask, !optional)
+		got, err = p.acquire(ask)
 	} else {
 		p.counters.admissionRefusals.Add(1)
 	}
@@ -341,6 +320,19 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64, optional bool) erro
 		p.mu.Unlock()
 		_ = p.giveBack(rel) // failures are logged inside
 		return fmt.Errorf("pool: %s: TryGrow(%d) for %s: pool closed while acquiring: %w", p.label, n, e.c, ErrClosed)
+	}
+	if err == nil && got < need && refused == nil && !optional && p.lender != nil && !p.mu.closed {
+		// Spark granted short, and the pool's Admission holds memory back
+		// from upstream's other consumers (the pod guard): a loan of it
+		// makes up the rest, as overcommit that upstream never hears of.
+		if lent := p.lender.Lend(need - got); lent == need-got {
+			p.mu.overcommit += lent
+			p.mu.loaned += lent
+			p.counters.loans.Add(1)
+			got = need
+		} else if lent > 0 {
+			p.lender.Repay(lent)
+		}
 	}
 	if err == nil && got >= need {
 		now := p.commitLocked(n)

@@ -340,6 +340,10 @@ func (p *unifiedPool) Close() error {
 		}
 		e.bytes, e.owed = 0, 0 // the owed bytes go back below with everything held
 	}
+	if p.mu.loaned > 0 {
+		p.lender.Repay(p.mu.loaned)
+		p.mu.loaned = 0
+	}
 	p.mu.reserved, p.mu.overcommit, p.mu.unspillable, p.mu.owed, p.mu.ballast = 0, 0, 0, 0, 0
 	p.mu.shareFresh = false
 	p.mu.committed = 0

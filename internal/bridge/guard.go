@@ -86,11 +86,19 @@ func (a guardAdmission) AdmitNow(n int64) error {
 
 // Lend implements pool.Lender: the running guard's Lend, or nothing when
 // none runs.
-func (a guardAdmission) Lend(n int64) (int64, func()) {
+func (a guardAdmission) Lend(n int64) int64 {
 	if rg := a.b.guard.current.Load(); rg != nil {
 		return rg.g.Lend(n)
 	}
-	return 0, func() {}
+	return 0
+}
+
+// Repay implements pool.Lender: the running guard's Repay (a guard that
+// replaced the lender's takes the repayment as nothing to do).
+func (a guardAdmission) Repay(n int64) {
+	if rg := a.b.guard.current.Load(); rg != nil {
+		rg.g.Repay(n)
+	}
 }
 
 // ConfigureGuard stops the running guard, if any, and starts one with s

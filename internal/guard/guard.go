@@ -172,10 +172,10 @@ type Stats struct {
 	// RefusedNow counts optional borrows refused at once (AdmitNow).
 	RefusedNow int64
 	// OffHeapBallast is what the guard holds of Spark's off-heap memory
-	// now; OffHeapTaken and OffHeapReleased what it took and handed back
-	// since it started, OffHeapLent the part of that handed back to native
-	// borrows Spark granted short (Lend).
-	OffHeapBallast, OffHeapTaken, OffHeapReleased, OffHeapLent int64
+	// now, OffHeapLent the part of it lent to native pools (Lend) that
+	// back their overcommit; OffHeapTaken and OffHeapReleased what it took
+	// and handed back since it started, OffHeapLentBytes what it lent.
+	OffHeapBallast, OffHeapLent, OffHeapTaken, OffHeapReleased, OffHeapLentBytes int64
 }
 
 // keptEpisodes is how many past episodes the guard keeps for Episodes.
@@ -232,16 +232,18 @@ type Guard struct {
 	// writing says that a writeback of dirty pages runs.
 	writing atomic.Bool
 	// offHeapMu serialises the calls to Runtime.OffHeap that change what
-	// the guard holds (the driving goroutine's, Stop's and Lend's), so that
-	// offHeapHeld is always what the OffHeap side holds for the guard.
+	// the guard holds (the driving goroutine's and Stop's) and the loans
+	// (Lend), so that offHeapHeld is always what the OffHeap side holds for
+	// the guard and never less than offHeapLent. Lock order: a pool's lock
+	// (Lend and Repay run under it), then offHeapMu; never the reverse.
 	offHeapMu sync.Mutex
 	// offHeapHeld is what the guard holds of Spark's off-heap memory
 	// (Runtime.OffHeap); written under offHeapMu, read without it.
 	offHeapHeld atomic.Int64
-	offHeapLent atomic.Int64
-	// lending counts loans in flight (Lend until done): the guard takes
-	// nothing meanwhile, so that the borrower finds the bytes free.
-	lending atomic.Int64
+	// offHeapLent is the part of offHeapHeld that backs native pools'
+	// overcommit (Lend, until Repay): held, but not handed back.
+	offHeapLent      atomic.Int64
+	offHeapLentBytes atomic.Int64
 	// offHeapTarget is what the guard means to hold of Spark's off-heap
 	// memory while the episode lasts (0 outside one): set when the episode
 	// opens to what is held and free, plus what is still short once native
@@ -423,6 +425,7 @@ func (g *Guard) Stop() {
 	if g.started.Load() {
 		<-g.done
 	}
+	g.offHeapLent.Store(0) // the pools' loans go unbacked: nothing is held any more
 	g.releaseOffHeap(g.offHeapHeld.Load())
 }
 
@@ -453,7 +456,7 @@ func (g *Guard) Step() Sample {
 		} else if g.updateOpen(s) {
 			// While the episode lasts, what any consumer frees is held too.
 			took := g.holdOffHeap()
-			s.OffHeapBallast = g.offHeapHeld.Load()
+			s.OffHeapBallast = g.offHeapHeld.Load() - g.offHeapLent.Load()
 			s.OffHeapFree = max(0, s.OffHeapFree-took)
 		}
 		if need := g.cfg.Shortfall(s, g.pending.Load()+g.waiting.Load()); need > 0 {
@@ -484,10 +487,10 @@ func (g *Guard) Step() Sample {
 // to the episode's target and never below the floor the OffHeap side
 // keeps (Runtime.OffHeap; nothing without one), and returns how many bytes
 // it took; the open episode counts them. Nothing is taken while a loan is
-// open (Lend). A failure is logged (at WARN once) and takes nothing: the
+// A failure is logged (at WARN once) and takes nothing: the
 // guard goes on without the off-heap ballast.
 func (g *Guard) holdOffHeap() int64 {
-	if g.rt.OffHeap == nil || g.lending.Load() > 0 {
+	if g.rt.OffHeap == nil {
 		return 0
 	}
 	ask := g.offHeapTarget.Load() - g.offHeapHeld.Load()
@@ -541,7 +544,7 @@ func (g *Guard) releaseOffHeap(n int64) int64 {
 	}
 	g.offHeapMu.Lock()
 	defer g.offHeapMu.Unlock()
-	n = min(n, g.offHeapHeld.Load())
+	n = min(n, g.offHeapHeld.Load()-g.offHeapLent.Load())
 	if n <= 0 {
 		return 0
 	}
@@ -569,26 +572,39 @@ func (g *Guard) Absorb(n int64) {
 var _ pool.Lender = (*Guard)(nil)
 
 // Lend implements pool.Lender: a native borrow that Spark granted short
-// (the guard admitted it, or it is a Grow) gets up to n bytes of what the
-// guard holds of Spark's off-heap memory handed back to Spark for it, and
-// the guard takes nothing more until done is called, once the pool has
-// asked Spark again. Native memory grows where admission lets it; the
-// off-heap ballast is there to hold Spark's other consumers back, not to
-// starve native ones, whose pools gave their bytes back to Spark when they
-// spilled. Without an off-heap hold it lends nothing.
-func (g *Guard) Lend(n int64) (int64, func()) {
-	if n <= 0 || g.rt.OffHeap == nil || g.offHeapHeld.Load() <= 0 {
-		return 0, func() {}
+// (the guard admitted it, or it is a Grow) is made up by up to n bytes of
+// what the guard holds of Spark's off-heap memory, which stay held (Spark's
+// books still count them) and back the pool's overcommit until it repays
+// them (Repay). Native memory grows where the guard's admission lets it;
+// the off-heap hold is there to hold Spark's other consumers back, not to
+// starve native ones, which Spark's per-task limits would while the hold
+// lasts. Without an off-heap hold it lends nothing. It waits at most for a
+// call of the off-heap side in flight (the guard's own, never a task's).
+func (g *Guard) Lend(n int64) int64 {
+	if n <= 0 || g.rt.OffHeap == nil {
+		return 0
 	}
-	g.lending.Add(1)
-	lent := g.releaseOffHeap(n)
-	if lent <= 0 {
-		g.lending.Add(-1)
-		return 0, func() {}
+	g.offHeapMu.Lock() // held and lent move together
+	defer g.offHeapMu.Unlock()
+	k := min(n, g.offHeapHeld.Load()-g.offHeapLent.Load())
+	if k <= 0 {
+		return 0
 	}
-	g.offHeapLent.Add(lent)
-	var once sync.Once
-	return lent, func() { once.Do(func() { g.lending.Add(-1) }) }
+	g.offHeapLent.Add(k)
+	g.offHeapLentBytes.Add(k)
+	return k
+}
+
+// Repay implements pool.Lender: n bytes of loans are no longer used by the
+// pool that borrowed them, and may go back to Spark with the rest of the
+// hold. It does not block.
+func (g *Guard) Repay(n int64) {
+	for {
+		lent := g.offHeapLent.Load()
+		if g.offHeapLent.CompareAndSwap(lent, max(0, lent-n)) {
+			return
+		}
+	}
 }
 
 // offHeapFailed logs a failure of Runtime.OffHeap: at WARN the first time,
@@ -608,7 +624,7 @@ func (g *Guard) sample() (Sample, bool) {
 		g.logger.Debug("pod guard: no sample", "err", err)
 		return Sample{}, false
 	}
-	s.OffHeapBallast = g.offHeapHeld.Load()
+	s.OffHeapBallast = g.offHeapHeld.Load() - g.offHeapLent.Load()
 	g.samples.Add(1)
 	g.latest.Store(&s)
 	g.pending.Store(0)
@@ -706,7 +722,7 @@ func (g *Guard) react(s Sample, deficit int64) Sample {
 			g.offHeapTarget.Store(held + free + short)
 		}
 		took = g.holdOffHeap()
-		after.OffHeapBallast = g.offHeapHeld.Load()
+		after.OffHeapBallast = g.offHeapHeld.Load() - g.offHeapLent.Load()
 		after.OffHeapFree = max(0, free-took)
 	}
 	g.mu.Lock()
@@ -872,6 +888,7 @@ func (g *Guard) Stats() Stats {
 	st.RefusedNow = g.refusedNow.Load()
 	st.OffHeapBallast, st.OffHeapTaken = g.offHeapHeld.Load(), g.offHeapTaken.Load()
 	st.OffHeapReleased, st.OffHeapLent = g.offHeapReleased.Load(), g.offHeapLent.Load()
+	st.OffHeapLentBytes = g.offHeapLentBytes.Load()
 	return st
 }
 

@@ -269,70 +269,40 @@ func TestAFailingOffHeapSideIsLoggedOnceAndChangesNothing(t *testing.T) {
 }
 
 // A native borrow Spark granted short while the guard holds its off-heap
-// memory is lent what it lacks: the guard hands that much back and takes
-// nothing while the loan is open, so that the borrower finds it free; once
-// the borrower has asked Spark again, the guard holds what is free again.
+// memory is lent what it lacks: the bytes stay held (Spark's books still
+// count them) and back the pool's overcommit; while lent they are not
+// handed back to Spark, and once repaid they are like the rest of the hold.
 func TestANativeBorrowIsLentWhatTheGuardHolds(t *testing.T) {
-	p, off, g, _, clock := newCompanionPod(t)
+	p, off, g, _, _ := newCompanionPod(t)
 	p.set(func(p *fakeProcess) { p.jvm += 300 * mib })
 	g.Step()
 	_, ballast := off.get()
 	require.Equal(t, int64(156*mib), ballast)
 
-	lent, done := g.Lend(4 * mib)
-	assert.Equal(t, int64(4*mib), lent)
+	assert.Equal(t, int64(4*mib), g.Lend(4*mib))
 	_, ballast = off.get()
-	assert.Equal(t, int64(152*mib), ballast)
-	clock.advance(time.Millisecond)
-	g.Step()
-	_, ballast = off.get()
-	assert.Equal(t, int64(152*mib), ballast, "nothing taken while the loan is open")
-
-	consumersGrow(p, off, 4*mib) // the native pool borrowed the 4 MiB from Spark
-	done()
-	done() // idempotent
-	consumersSpill(p, off, 8*mib)
-	g.Step()
-	_, ballast = off.get()
-	assert.Equal(t, int64(160*mib), ballast, "after the loan, what is free is held again")
+	assert.Equal(t, int64(156*mib), ballast, "a loan stays held")
 	st := g.Stats()
+	assert.Equal(t, int64(156*mib), st.OffHeapBallast)
 	assert.Equal(t, int64(4*mib), st.OffHeapLent)
 
-	lent, done = g.Lend(1 << 40)
-	assert.Equal(t, int64(160*mib), lent, "never more than held")
-	done()
-	lent, _ = g.Lend(mib)
-	assert.Zero(t, lent, "nothing held: nothing lent")
+	p.set(func(p *fakeProcess) { p.jvm -= 300 * mib }) // the burst is over
+	g.Step()
+	_, ballast = off.get()
+	assert.Equal(t, int64(4*mib), ballast, "everything went back but the loan")
+	g.Repay(4 * mib)
+	g.Step()
+	_, ballast = off.get()
+	assert.Zero(t, ballast, "repaid, it went back too")
+
+	assert.Zero(t, g.Lend(mib), "nothing held: nothing lent")
+	assert.Equal(t, int64(4*mib), g.Stats().OffHeapLentBytes)
 }
 
 // Without Spark's off-heap memory the guard lends nothing.
 func TestWithoutAnOffHeapSideTheGuardLendsNothing(t *testing.T) {
 	_, g, _, _ := newPod(t)
-	lent, done := g.Lend(mib)
-	assert.Zero(t, lent)
-	done()
-}
-
-// A pool that closes during an episode hands its ballast back to Spark with
-// everything it holds: the guard holds those bytes in its stead, so that the
-// next task does not borrow back what the pool gave up. Outside an episode
-// nothing is absorbed.
-func TestTheBallastOfAPoolThatClosesDuringAnEpisodeIsHeldByTheGuard(t *testing.T) {
-	p, off, g, _, _ := newCompanionPod(t)
-	g.Absorb(8 * mib)
-	g.Step()
-	assert.Zero(t, off.acquires, "no episode: nothing absorbed")
-
-	p.set(func(p *fakeProcess) { p.jvm += 300 * mib })
-	g.Step()
-	consumersSpill(p, off, 24*mib) // they owe the 24 MiB short
-	g.Step()
-	_, ballast := off.get()
-	require.Equal(t, int64(180*mib), ballast)
-
-	off.set(func(o *fakeOffHeap) { o.used -= 10 * mib }) // a task's pool closes with 10 MiB of ballast
-	g.Absorb(10 * mib)
-	g.Step()
-	_, ballast = off.get()
-	assert.Equal(t, int64(190*mib), ballast)
+	assert.Zero(t, g.Lend(mib))
+	g.Repay(mib)
+	assert.Zero(t, g.Stats().OffHeapLent)
 }
