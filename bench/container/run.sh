@@ -20,6 +20,11 @@
 # buffers of SIZE taken 2 s into the job (once off-heap memory is in use) over RAMP seconds in 4 MiB
 # steps (0: at once), held 10 s, then freed (the demo's and Comet's bench's --burst options).
 # SYSTEM "nativepool-noguard" is ours with the pod guard off (spark.nativepool.guard.enabled=false).
+# SYSTEM "spark" is a plain Spark SQL job in off-heap mode with no native engine (CometSortBench
+# --engine spark: Tungsten's off-heap sort, which spills), "spark+nativepool" the same with
+# nativepool's plugin beside it as the guard; "comet+nativepool" is Comet's sort with nativepool's
+# plugin beside it (both in spark.plugins, no nativepool engine in the job). JOB is "sort" for
+# them.
 # Results: one `result …` line per cell on stdout and in build/bench-container/results.txt, every
 # run's line in runs.txt. Needs root and cgroup v1 (exit 3 without).
 set -euo pipefail
@@ -65,14 +70,25 @@ command_for() {
 	fi
 	case $sys:$job in
 	comet:sort) echo bash bench/comet/run.sh --rows "$rows" --budget "${off}m" "${extra[@]}" ;;
+	comet+nativepool:sort) echo env NATIVEPOOL_JAR="$plugin_jar" bash bench/comet/run.sh --nativepool guard --rows "$rows" --budget "${off}m" "${extra[@]}" ;;
+	spark:sort) echo bash bench/comet/run.sh --engine spark --rows "$rows" --budget "${off}m" "${extra[@]}" ;;
+	spark+nativepool:sort) echo env NATIVEPOOL_JAR="$plugin_jar" bash bench/comet/run.sh --engine spark --nativepool guard --rows "$rows" --budget "${off}m" "${extra[@]}" ;;
 	comet:idle) echo bash bench/comet/run.sh --rows "$rows" --warmup-rows "$rows" --budget "${off}m" ;;
 	nativepool:sort) echo bash examples/spark/run.sh --job sort --rows "$rows" --budget "${off}m" "${extra[@]}" ;;
 	nativepool-noguard:sort) echo bash examples/spark/run.sh --job sort --rows "$rows" --budget "${off}m" --guard false "${extra[@]}" ;;
 	nativepool:demo) echo bash examples/spark/run.sh --rows "$rows" --budget "${off}m" "${extra[@]}" ;;
+	nativepool-noguard:demo) echo bash examples/spark/run.sh --rows "$rows" --budget "${off}m" --guard false "${extra[@]}" ;;
 	nativepool:idle) echo bash examples/spark/run.sh --rows "$rows" --warmup "$rows" --budget "${off}m" ;;
 	*) echo "bench-container: unknown cell $sys:$job" >&2; return 2 ;;
 	esac
 }
+
+# The plugin jar the "+nativepool" systems put beside the engine (built here, outside any cgroup).
+plugin_jar=
+if [[ " ${cells[*]} " == *"+nativepool:"* ]]; then
+	make -s jar >/dev/null
+	plugin_jar=$(ls "$root"/spark/target/nativepool-spark-spark4.1_2.13-*.jar | grep -v -e sources -e javadoc -e original | head -1)
+fi
 
 for cell in "${cells[@]}"; do
 	IFS=: read -r sys job rows off glibc start burst <<<"$cell"
@@ -85,7 +101,7 @@ for cell in "${cells[@]}"; do
 	# The demo's run.sh builds outside and starts only its JVM in the cgroup (DEMO_CGROUP);
 	# Comet's run.sh is only the JVM (its classpath resolved beforehand).
 	envopt=()
-	[[ $sys == comet ]] || envopt=(--env DEMO_CGROUP)
+	[[ $sys == comet* || $sys == spark* ]] || envopt=(--env DEMO_CGROUP)
 	echo "bench-container: $label from ${start} MiB" >&2
 	bash bench/container/bisect.sh --label "$label" --base $(((heap_mib + off) << 20)) --start "$start" "${envopt[@]}" -- \
 		"${envs[@]}" "${cmd[@]}" | tee -a "$out/runs.txt" | grep '^result' | tee -a "$out/results.txt" || true

@@ -1,38 +1,40 @@
 #!/usr/bin/env bash
-# The pod guard's test (`make test` runs it as part of test-container): the demo inside a memory
+# The pod guard's test (`make test` runs it as part of test-container): a job inside a memory
 # cgroup sized like a Kubernetes executor pod at the job's survival point without a burst,
 #
 #   limit = heap (1 GiB) + off-heap (64 MiB) + the job's smallest surviving overhead,
 #
 # while a JVM thread takes memory nobody accounts for: direct buffers growing over about two
-# seconds, held for ten, then freed (the demo's --burst). Each job runs twice:
+# seconds, held for ten, then freed (the demo's and CometSortBench's --burst). Each job runs twice:
 #
-#   --guard false   must be OOM-killed (exit 137): the test can fail, the burst is deadly;
-#   --guard true    must exit 0 with a correct result, and its report must show a guard episode
-#                   in which native memory gave way.
+#   without the guard   must be OOM-killed (exit 137): the test can fail, the burst is deadly;
+#   with the guard      must exit 0 with a correct result, and its report must show a guard
+#                       episode in which memory gave way.
 #
-# The jobs: the native sort alone (--job sort) with a 40 MiB burst, and the full demo, whose Spark
-# aggregation shares the off-heap pool, with a 16 MiB burst: the bytes the sort gives up stay with
-# it as ballast instead of going to Spark's consumers, which would otherwise grow into them. The
-# guard can only make native memory give way, so a burst is survivable when it is no larger than
-# the native memory held: the demo's native sorts hold at most their 16 MiB pools each, beside the
-# aggregation. Without a writable cgroup-v1 memory controller it is skipped with a message.
+# The jobs:
+#   sort    the native sort alone (the demo's --job sort), a 40 MiB burst; without the guard:
+#           --guard false.
+#   demo    the full demo: the native sort beside Spark's own off-heap hash aggregation, which
+#           shares the off-heap pool, a 48 MiB burst; native memory gives way first, then the
+#           guard holds Spark's off-heap memory so that the aggregation gives way too.
+#   spark   a plain Spark SQL job in off-heap mode with no native engine at all (bench/comet's
+#           CometSortBench --engine spark: Tungsten's off-heap sort, which spills), with
+#           nativepool's plugin beside it as the guard; without the guard: no plugin at all.
 #
-# A run with the guard that is OOM-killed is run once more, saying so, and the test fails only if
-# the second is killed too. At the survival point the margin is the reserve alone, and what native
-# memory spills leaves the process only when the kernel has written the spill files' dirty pages:
-# under cgroup v1 a dirty page cannot be reclaimed, so a slow disk can still tip a run over the
-# limit (peak_dirty in the run's line says how much was dirty). The run without the guard gets no
-# second chance: it must be killed every time.
+# No run gets a second chance: a guarded run that is killed fails the test. The guard writes the
+# spill files' dirty pages back (sync_file_range on the files spills wrote) and drops them from
+# the page cache, so that what a spill frees leaves the memory group, which cannot reclaim a
+# dirty page; peak_dirty in each run's line says how much was dirty at most.
 #
-# Environment: TEST_BURST_JOBS (default "sort demo"); TEST_BURST_SORT (40m) and TEST_BURST_DEMO
-# (16m), the bursts; TEST_BURST_SORT_OVERHEAD_MIB (240) and TEST_BURST_DEMO_OVERHEAD_MIB (256), the
-# survival points without a burst (bench/RESULTS.md, "Container").
+# Environment: TEST_BURST_JOBS (default "sort demo spark"); TEST_BURST_SORT (40m),
+# TEST_BURST_DEMO (48m), TEST_BURST_SPARK (48m), the bursts; TEST_BURST_SORT_OVERHEAD_MIB (240),
+# TEST_BURST_DEMO_OVERHEAD_MIB (256), TEST_BURST_SPARK_OVERHEAD_MIB (224), the survival points
+# without a burst (bench/RESULTS.md, "Container" and "Pod guard").
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 
-jobs=${TEST_BURST_JOBS:-sort demo}
+jobs=${TEST_BURST_JOBS:-sort demo spark}
 rows=32000000
 heap_mib=1024
 budget_mib=64
@@ -46,36 +48,46 @@ fi
 # prop KEY FILE: a value of report.properties.
 prop() { grep "^$1=" "$2" | tail -1 | cut -d= -f2-; }
 
+plugin_jar=
+if [[ " $jobs " == *" spark "* ]]; then
+	make -s jar >/dev/null
+	plugin_jar=$(ls "$root"/spark/target/nativepool-spark-spark4.1_2.13-*.jar | grep -v -e sources -e javadoc -e original | head -1)
+fi
+
 failed=0
 for job in $jobs; do
 	case $job in
 	sort) overhead=${TEST_BURST_SORT_OVERHEAD_MIB:-240} burst=${TEST_BURST_SORT:-40m} ;;
-	demo) overhead=${TEST_BURST_DEMO_OVERHEAD_MIB:-256} burst=${TEST_BURST_DEMO:-16m} ;;
+	demo) overhead=${TEST_BURST_DEMO_OVERHEAD_MIB:-256} burst=${TEST_BURST_DEMO:-48m} ;;
+	spark) overhead=${TEST_BURST_SPARK_OVERHEAD_MIB:-224} burst=${TEST_BURST_SPARK:-48m} ;;
 	*) echo "test-burst: unknown job $job" >&2; exit 2 ;;
 	esac
 	limit=$(((heap_mib + budget_mib + overhead) << 20))
-	for run in false true true-again; do
-		guard=${run%-again}
-		if [[ $run == true-again ]]; then
-			[[ ${last_rc:-0} -eq 137 ]] || continue
-			echo "test-burst: the run with the guard was OOM-killed; once more (see above: dirty spill pages," \
-				"peak_dirty=$(grep '^peak_dirty=' "$out/output.txt" | cut -d= -f2))"
-		fi
-		out=$out_root/$job-guard-$run
+	for guard in false true; do
+		out=$out_root/$job-guard-$guard
 		rm -rf "$out"
 		mkdir -p "$out"
-		echo "test-burst: --job $job --rows $rows, burst $burst, guard $guard, in a cgroup of $((limit >> 20)) MiB" \
+		echo "test-burst: $job, $rows rows, burst $burst, guard $guard, in a cgroup of $((limit >> 20)) MiB" \
 			"(heap $heap_mib + off-heap $budget_mib + overhead $overhead MiB)"
 		rc=0
-		bash bench/container/cgrun.sh --name "nativepool-burst-$$" --limit "$limit" --timeout 600 --env DEMO_CGROUP -- \
-			env DEMO_HEAP=${heap_mib}m DEMO_NMT=off NO_COLOR=1 bash examples/spark/run.sh --job "$job" --rows "$rows" \
-			--budget "${budget_mib}m" --burst "$burst" --burst-at 2 --burst-ramp 2 --burst-hold 10 --guard "$guard" \
-			--out "$out" >"$out/output.txt" 2>&1 || rc=$?
+		if [[ $job == spark ]]; then
+			np=none
+			[[ $guard == true ]] && np=guard
+			bash bench/container/cgrun.sh --name "nativepool-burst-$$" --limit "$limit" --timeout 600 -- \
+				env HEAP=${heap_mib}m NATIVEPOOL_JAR="$plugin_jar" TMPDIR="$root/$out" bash bench/comet/run.sh \
+				--engine spark --nativepool "$np" --rows "$rows" --budget "${budget_mib}m" \
+				--burst "$burst" --burst-at 2 --burst-ramp 2 --burst-hold 10 >"$out/output.txt" 2>&1 || rc=$?
+		else
+			bash bench/container/cgrun.sh --name "nativepool-burst-$$" --limit "$limit" --timeout 600 --env DEMO_CGROUP -- \
+				env DEMO_HEAP=${heap_mib}m DEMO_NMT=off NO_COLOR=1 bash examples/spark/run.sh --job "$job" --rows "$rows" \
+				--budget "${budget_mib}m" --burst "$burst" --burst-at 2 --burst-ramp 2 --burst-hold 10 --guard "$guard" \
+				--out "$out" >"$out/output.txt" 2>&1 || rc=$?
+		fi
 		if [[ $rc -eq 3 ]]; then
 			echo "test-burst: SKIPPED: $(tail -1 "$out/output.txt")"
 			exit 0
 		fi
-		grep -E '^(exit|limit|peak|peak_rss|oom_kills|seconds)=' "$out/output.txt" | tr '\n' ' '
+		grep -E '^(exit|limit|peak|peak_rss|peak_dirty|oom_kills|seconds)=' "$out/output.txt" | tr '\n' ' '
 		echo
 		if [[ $guard == false ]]; then
 			if [[ $rc -eq 137 ]]; then
@@ -88,21 +100,42 @@ for job in $jobs; do
 			fi
 			continue
 		fi
-		last_rc=$rc
-		if [[ $rc -eq 137 && $run == true ]]; then
-			tail -8 "$out/output.txt"
+		if [[ $rc -ne 0 ]]; then
+			echo "test-burst: FAILED: with the guard: exit $rc (137: killed over the limit; 124: stalled; 1: wrong result)"
+			grep -E 'pod guard|WARN guard' "$out/output.txt" | cut -c1-400 | tail -8
+			tail -20 "$out/output.txt"
+			failed=1
+			continue
+		fi
+		if [[ $job == spark ]]; then
+			# CometSortBench checked the sort's output (exit 1 otherwise); the plugin's executor
+			# logged each guard episode at WARN.
+			episodes=$(grep -c 'pod guard episode [0-9]*: the headroom fell' "$out/output.txt" || true)
+			held=$(grep -c "held Spark's free off-heap memory" "$out/output.txt" || true)
+			grep -E 'RESULT|pod guard episode' "$out/output.txt" | cut -c1-400 || true
+			if ! grep -q 'ok=true' "$out/output.txt"; then
+				echo "test-burst: FAILED: the sort's output was wrong"
+				failed=1
+			elif [[ ${episodes:-0} -lt 1 || ${held:-0} -lt 1 ]]; then
+				echo "test-burst: FAILED: no guard episode in which Spark's off-heap memory was held" \
+					"(episodes $episodes, holding $held)"
+				failed=1
+			else
+				echo "test-burst: ok: survived with the guard beside plain Spark, $episodes episode(s), $held holding Spark's memory"
+			fi
 			continue
 		fi
 		report=$out/report.properties
-		if [[ $rc -ne 0 || ! -s $report ]]; then
-			echo "test-burst: FAILED: with the guard: exit $rc (137: killed over the limit; 124: stalled; 1: wrong result)"
+		if [[ ! -s $report ]]; then
+			echo "test-burst: FAILED: with the guard: no report"
 			tail -40 "$out/output.txt"
 			failed=1
 			continue
 		fi
-		grep -E '^  (correctness|burst|pod guard|  episode)' "$out/output.txt" | cut -c1-220 || true
+		grep -E '^  (correctness|burst|pod guard|  episode)' "$out/output.txt" | cut -c1-300 || true
 		episodes=$(prop guard.episodes "$report")
 		spilled=$(prop guard.spilled "$report")
+		held=$(prop guard.offHeapTaken "$report")
 		started=$(prop burst.startedMs "$report")
 		if [[ $(prop ok "$report") != true ]]; then
 			echo "test-burst: FAILED: the result is wrong"
@@ -110,12 +143,13 @@ for job in $jobs; do
 		elif [[ ${started:--1} -lt 0 ]]; then
 			echo "test-burst: FAILED: the burst never started (the job ended first?)"
 			failed=1
-		elif [[ ${episodes:-0} -lt 1 || ${spilled:-0} -le 0 ]]; then
-			echo "test-burst: FAILED: the report shows no guard episode in which native memory gave way" \
-				"(episodes ${episodes:-?}, spilled ${spilled:-?})"
+		elif [[ ${episodes:-0} -lt 1 || $((${spilled:-0} + ${held:-0})) -le 0 ]]; then
+			echo "test-burst: FAILED: the report shows no guard episode in which memory gave way" \
+				"(episodes ${episodes:-?}, spilled ${spilled:-?}, Spark's off-heap memory held ${held:-?})"
 			failed=1
 		else
-			echo "test-burst: ok: survived with the guard, $episodes episode(s), $((spilled >> 20)) MiB spilled into ballast"
+			echo "test-burst: ok: survived with the guard, $episodes episode(s), $((spilled >> 20)) MiB spilled by native" \
+				"consumers, $((held >> 20)) MiB of Spark's off-heap memory held"
 		fi
 	done
 done
