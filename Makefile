@@ -85,7 +85,7 @@ fmt-check:
 MODULE := github.com/nativepool/nativepool
 CGO_FREE = $(shell CGO_ENABLED=0 $(GO) list -e -test -f '{{if .ForTest}}{{.ForTest}}{{else}}{{.ImportPath}}{{end}} {{.Incomplete}}' ./... | \
 	awk '$$1 !~ /\.test$$/ { if ($$2 == "true") bad[$$1] = 1; else ok[$$1] = 1 } END { for (p in ok) if (!(p in bad)) print p }' | sort)
-CGO_FREE_CORE := pool arbiter taskshared internal/bridge internal/logsink internal/cdatacheck internal/engineapi internal/sharedref internal/guard internal/cgroup
+CGO_FREE_CORE := pool arbiter taskshared internal/bridge internal/logsink internal/cdatacheck internal/engineapi internal/sharedref internal/guard internal/cgroup internal/writeback
 
 ## test-go: go test -race over everything, then go vet and go test with CGO_ENABLED=0 over CGO_FREE
 ## (no JDK, no C compiler).
