@@ -251,6 +251,60 @@ public final class CometSortBench {
     }
   }
 
+  /**
+   * nativepool's executor memory ledger, when its plugin runs beside the engine (--nativepool):
+   * read by reflection (the plugin's jar is on the classpath only then), every sample, keeping the
+   * reading in which the engine's share of Spark's off-heap memory (offHeap.comet, or
+   * offHeap.spark for Spark alone) was highest: what the engine's consumers held of Spark's
+   * memory, and the ledger's unexplained remainder beside it, what nobody reserved.
+   */
+  static final class LedgerWatch {
+    private final String part;
+    private final java.lang.reflect.Method current, latest, figures, line;
+    private Map<String, Long> best;
+    private String bestLine;
+
+    LedgerWatch(String part) throws ReflectiveOperationException {
+      this.part = part;
+      Class<?> ledger = Class.forName("org.nativepool.spark.ledger.ExecutorLedger");
+      Class<?> snapshot = Class.forName("org.nativepool.spark.ledger.LedgerSnapshot");
+      current = ledger.getMethod("current");
+      latest = ledger.getMethod("latest");
+      figures = snapshot.getMethod("figures");
+      line = snapshot.getMethod("line");
+    }
+
+    @SuppressWarnings("unchecked")
+    synchronized void sample() {
+      try {
+        Object l = current.invoke(null);
+        Object s = l == null ? null : latest.invoke(l);
+        if (s == null) {
+          return;
+        }
+        Map<String, Long> f = (Map<String, Long>) figures.invoke(s);
+        if (best == null || f.getOrDefault(part, -1L) > best.getOrDefault(part, -1L)) {
+          best = f;
+          bestLine = (String) line.invoke(s);
+        }
+      } catch (ReflectiveOperationException e) {
+        throw new IllegalStateException("reading nativepool's ledger: " + e, e);
+      }
+    }
+
+    synchronized void print() {
+      if (best == null) {
+        System.out.println("nativepool ledger: no reading");
+        return;
+      }
+      System.out.printf(Locale.ROOT,
+          "nativepool ledger at the highest %s: %s=%s unexplained=%s rss=%s guard.offHeapBallast=%s%n",
+          part, part, mib(best.getOrDefault(part, 0L)), mib(best.getOrDefault("unexplained", 0L)),
+          mib(best.getOrDefault("rss", 0L)), mib(best.getOrDefault("guard.offHeapBallast", 0L)));
+      System.out.println("nativepool ledger line: " + bestLine);
+    }
+  }
+
   /** One sample of the background sampler. */
   record Sample(long tNanos, Proc proc, long offHeapExec, long heapUsed) {}
 
@@ -261,13 +315,15 @@ public final class CometSortBench {
    */
   static final class Sampler implements Runnable {
     private final long periodMs;
+    private final LedgerWatch ledger;
     private final MemoryMXBean mx = ManagementFactory.getMemoryMXBean();
     private final ConcurrentLinkedQueue<Sample> samples = new ConcurrentLinkedQueue<>();
     private volatile boolean stop;
     private Thread thread;
 
-    Sampler(long periodMs) {
+    Sampler(long periodMs, LedgerWatch ledger) {
       this.periodMs = periodMs;
+      this.ledger = ledger;
     }
 
     Sample sampleNow() {
@@ -291,6 +347,9 @@ public final class CometSortBench {
     public void run() {
       while (!stop) {
         samples.add(sampleNow());
+        if (ledger != null) {
+          ledger.sample();
+        }
         try {
           Thread.sleep(periodMs);
         } catch (InterruptedException e) {
@@ -507,7 +566,9 @@ public final class CometSortBench {
     collector.tasks.clear();
     collector.plans.clear();
 
-    Sampler sampler = new Sampler(o.sampleMs());
+    LedgerWatch ledger = o.nativepool().equals("none")
+        ? null : new LedgerWatch(comet ? "offHeap.comet" : "offHeap.spark");
+    Sampler sampler = new Sampler(o.sampleMs(), ledger);
     System.gc();
     Thread.sleep(1000);
     // Baseline: the max RSS over 1 s of idle samples after the warm-up (the conservative choice:
@@ -615,6 +676,9 @@ public final class CometSortBench {
         + "(at RSS peak %s); per-task peakOffHeapExecutionMemory max=%s sum=%s%n",
         mib(peakOff), mib(offAtRssPeak), mib(maxTaskPeak), mib(sumTaskPeak));
     System.out.println(threadDiff(threadsBefore, threadsAfter));
+    if (ledger != null) {
+      ledger.print();
+    }
     System.out.printf(Locale.ROOT, "spilled: memoryBytesSpilled=%s diskBytesSpilled=%s%n",
         mib(memSpilled), mib(diskSpilled));
     System.out.printf(Locale.ROOT, "RATIO peak RSS growth / executor-wide peak off-heap exec = %s;"
