@@ -30,10 +30,12 @@ fi
 # Spark's Java 17 module options: the one copy is spark/spark-jvm.args (a java @argfile).
 SPARK_JAVA_OPTS=("@$DIR/../../spark/spark-jvm.args")
 
-echo "+ $JAVA ${SPARK_JAVA_OPTS[*]} -Xms$HEAP -Xmx$HEAP -XX:+AlwaysPreTouch -XX:NativeMemoryTracking=$NMT -cp ${NATIVEPOOL_JAR:+$NATIVEPOOL_JAR:}\$(cat $OUT/classpath.txt) $DIR/CometSortBench.java $*" >&2
+echo "+ $JAVA ${SPARK_JAVA_OPTS[*]} -Xms$HEAP -Xmx$HEAP -XX:+AlwaysPreTouch -XX:NativeMemoryTracking=$NMT -cp \$(cat $OUT/classpath.txt)${NATIVEPOOL_JAR:+:$NATIVEPOOL_JAR} $DIR/CometSortBench.java $*" >&2
 CP=$(cat "$OUT/classpath.txt")
 if [[ -n ${NATIVEPOOL_JAR:-} ]]; then
-  CP="$NATIVEPOOL_JAR:$CP"
+  # After Comet's jar: Comet bundles its own org.apache.arrow.c, rewritten against its shaded
+  # Arrow, which nativepool's unrelocated copy must not hide (docs/DEPLOYING.md, "Comet").
+  CP="$CP:$NATIVEPOOL_JAR"
 fi
 exec "$JAVA" "${SPARK_JAVA_OPTS[@]}" \
   -Xms"$HEAP" -Xmx"$HEAP" -XX:+AlwaysPreTouch -XX:NativeMemoryTracking="$NMT" \

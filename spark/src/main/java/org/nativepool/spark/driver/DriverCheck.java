@@ -1,6 +1,7 @@
 package org.nativepool.spark.driver;
 
 import org.apache.spark.SparkConf;
+import org.nativepool.spark.arrow.CDataOrigin;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.PoolSettings;
 import org.nativepool.spark.config.SparkLine;
@@ -40,6 +41,12 @@ final class DriverCheck {
     line.requireBuiltLine();
     PoolSettings s = PoolSettings.fromConf(conf);
     refuseAutoOverheadWithoutEffect(conf, line);
+    String cdata =
+        CDataOrigin.conflict(
+            conf.get("spark.plugins", ""), Thread.currentThread().getContextClassLoader());
+    if (cdata != null) {
+      LOG.warn(cdata);
+    }
     if (!NativePoolConf.DRIVER_CHECK.read(conf)) {
       return "not checked on the driver (" + NativePoolConf.DRIVER_CHECK.key() + "=false)";
     }

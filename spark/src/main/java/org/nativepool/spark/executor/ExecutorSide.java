@@ -10,6 +10,7 @@ import org.apache.spark.TaskContext;
 import org.apache.spark.TaskFailedReason;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
+import org.nativepool.spark.arrow.CDataOrigin;
 import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.config.GuardSettings;
 import org.nativepool.spark.config.LedgerSettings;
@@ -134,6 +135,12 @@ public final class ExecutorSide implements ExecutorPlugin {
     String noArrow = SparkLine.current().arrowJniMissing(); // Arrow 12 on linux-aarch64
     if (noArrow != null) {
       LOG.warn(noArrow);
+    }
+    String cdata =
+        CDataOrigin.conflict(
+            ctx.conf().get("spark.plugins", ""), Thread.currentThread().getContextClassLoader());
+    if (cdata != null) {
+      LOG.warn(cdata);
     }
     if (gauges != null) {
       reporter = ExecutorReporter.start(ctx, reporting, gauges, ledger, guardStarted);

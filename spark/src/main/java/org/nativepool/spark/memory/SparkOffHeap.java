@@ -44,15 +44,19 @@ public final class SparkOffHeap implements OffHeap {
   private long held;
 
   /**
-   * A hold on {@code mm}'s off-heap memory that leaves its consumers at least {@code floor} bytes.
+   * A hold on {@code env}'s off-heap memory that leaves its consumers at least {@code floor} bytes.
+   * It makes sure {@code env}'s memory store exists first: since Spark 4.0 the block manager makes
+   * it on first use, and until then an execution acquire that must take memory back from storage
+   * (the hold grows storage past its region) fails its task instead of finding nothing to evict.
    *
    * @throws IllegalArgumentException for a negative floor
    */
-  public SparkOffHeap(MemoryManager mm, long floor) {
+  public SparkOffHeap(SparkEnv env, long floor) {
     if (floor < 0) {
       throw new IllegalArgumentException("nativepool: off-heap floor " + floor + ": negative");
     }
-    this.mm = mm;
+    env.blockManager().memoryStore(); // made on first use since Spark 4.0
+    this.mm = env.memoryManager();
     this.floor = floor;
   }
 
@@ -72,7 +76,7 @@ public final class SparkOffHeap implements OffHeap {
       return null;
     }
     long f = floor != null ? floor : defaultFloor(total, mm.pageSizeBytes(), taskSlots);
-    return new SparkOffHeap(mm, Math.min(f, total));
+    return new SparkOffHeap(env, Math.min(f, total));
   }
 
   /**
