@@ -40,7 +40,9 @@ class LossReasonFuzzTest {
   private static final long MIB = 1L << 20;
   private static final long T0 = 1_700_000_000_000L;
   private static final Pattern YARN_USAGE =
-      Pattern.compile("([0-9.]+) ([KMGT]B) of ([0-9.]+) ([KMGT]B) (physical|virtual) memory used");
+      Pattern.compile(
+          "([0-9]+(?:\\.[0-9]+)?) ([KMGT]B) of ([0-9]+(?:\\.[0-9]+)?) ([KMGT]B) (physical|virtual)"
+              + " memory used");
 
   /** Evidence of an executor near its limit: what makes diagnose weigh the reason against it. */
   private static ExecutorEvidence.Snapshot evidence() {
@@ -60,7 +62,10 @@ class LossReasonFuzzTest {
 
   private static final ExecutorEvidence.Snapshot EVIDENCE = evidence();
 
-  /** YARN's "5.5 GB" in bytes, exactly (binary units), or -1 if it is not a number. */
+  /**
+   * YARN's "5.5 GB" in bytes, exactly (binary units, half up, at most {@link Long#MAX_VALUE}), or
+   * -1 if it is not a number.
+   */
   static long yarnBytes(String number, String unit) {
     BigDecimal v;
     try {
@@ -69,7 +74,9 @@ class LossReasonFuzzTest {
       return -1;
     }
     int shift = "KMGT".indexOf(unit.charAt(0)) * 10 + 10;
-    return v.multiply(BigDecimal.valueOf(2).pow(shift)).setScale(0, RoundingMode.HALF_UP).longValue();
+    java.math.BigInteger b =
+        v.multiply(BigDecimal.valueOf(2).pow(shift)).setScale(0, RoundingMode.HALF_UP).toBigInteger();
+    return b.bitLength() < 64 ? b.longValue() : Long.MAX_VALUE;
   }
 
   @FuzzTest(maxDuration = "2m")
