@@ -181,6 +181,41 @@ func checkUnion(where string, l layout, bufs []uintptr, offset, end int64, kidLe
 	return nil
 }
 
+// checkIndices checks a dictionary-encoded array's indices (format is
+// their integer type): every valid slot's index lies within the
+// dictionary's dictLen entries, as the columnar format requires; a null
+// slot's index is not read by consumers and may be anything. The values
+// buffer was probed by the fixed-width check.
+func checkIndices(where, format string, bufs []uintptr, offset, end, nullCount, dictLen int64) error {
+	width := map[string]int64{"c": 1, "C": 1, "s": 2, "S": 2, "i": 4, "I": 4, "l": 8, "L": 8}[format]
+	idx, err := readSlots(where+" indices", bufs[1], offset, end, width)
+	if err != nil {
+		return err
+	}
+	var valid []byte // the validity bits of slots offset…end-1, when there are nulls
+	if bufs[0] != 0 && nullCount != 0 && end > offset {
+		first, last := offset/8, (end-1)/8
+		valid = make([]byte, last-first+1)
+		if err := readMem(bufs[0]+uintptr(first), valid); err != nil {
+			return fmt.Errorf("%s validity buffer: %w", where, err)
+		}
+	}
+	unsigned := format == "C" || format == "S" || format == "I" || format == "L"
+	for i, v := range idx {
+		slot := offset + int64(i)
+		if valid != nil && valid[slot/8-offset/8]&(1<<(slot%8)) == 0 {
+			continue // null
+		}
+		if unsigned && width < 8 {
+			v &= 1<<(8*width) - 1 // read sign-extended: the unsigned value
+		}
+		if v < 0 || v >= dictLen {
+			return fmt.Errorf("%s: slot %d has dictionary index %d, the dictionary has %d entries", where, slot, v, dictLen)
+		}
+	}
+	return nil
+}
+
 // checkRunEnds checks a run-end encoded array of length rows ending at
 // end: its run ends (the first child, at runsAddr, of integers width bytes
 // wide) have no nulls, are positive and strictly increasing, and the last

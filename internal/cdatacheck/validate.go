@@ -300,13 +300,14 @@ func validateArray(path string, addr uintptr, sc *schemaNode, depth int) (int64,
 	if err != nil {
 		return 0, err
 	}
+	dictLen := int64(-1) // the dictionary's length, when the array is dictionary-encoded
 	switch {
 	case sc.dictionary != nil && a.dictionary == 0:
 		return 0, fmt.Errorf("%s: the schema is dictionary-encoded, the array has no dictionary", where)
 	case sc.dictionary == nil && a.dictionary != 0:
 		return 0, fmt.Errorf("%s: a dictionary the schema does not declare", where)
 	case sc.dictionary != nil:
-		if _, err := validateArray(path+".dictionary", a.dictionary, sc.dictionary, depth+1); err != nil {
+		if dictLen, err = validateArray(path+".dictionary", a.dictionary, sc.dictionary, depth+1); err != nil {
 			return 0, err
 		}
 	}
@@ -371,6 +372,9 @@ func validateArray(path string, addr uintptr, sc *schemaNode, depth int) (int64,
 		}
 	case kindRunEnd:
 		err = checkRunEnds(where, kids[0], sc.children[0].layout.width, kidLens, a.length, end)
+	}
+	if err == nil && dictLen >= 0 {
+		err = checkIndices(where, sc.format, bufs, a.offset, end, a.nullCount, dictLen)
 	}
 	if err != nil {
 		return 0, err

@@ -27,7 +27,8 @@ const (
 // struct ("+s") at the top whose columns have the batch's row count.
 //
 // What it does not judge, as no validator without the producer's help can:
-// the contents of values (UTF-8, dictionary indices, decimal precision).
+// the contents of values (UTF-8, decimal precision); it does judge that a
+// valid slot's dictionary index names an entry of the dictionary.
 // Views, list views and union slots are checked for every slot from offset
 // to offset+length, null or not, as Arrow Java and arrow-go write them.
 func (a *Arena) Judge() error {
@@ -398,10 +399,13 @@ func (a *Arena) array(addr uintptr, n *node, depth int) (judged, error) {
 	if (n.dict == nil) != (dictAt == 0) {
 		return j, errors.New("dictionary presence differs from the schema's")
 	}
+	dictLen := int64(-1)
 	if n.dict != nil {
-		if _, err := a.array(uintptr(dictAt), n.dict, depth+1); err != nil {
+		d, err := a.array(uintptr(dictAt), n.dict, depth+1)
+		if err != nil {
 			return j, err
 		}
+		dictLen = d.length
 	}
 	for i, p := range kidPtrs {
 		c, err := a.array(p, n.children[i], depth+1)
@@ -477,7 +481,39 @@ func (a *Arena) array(addr uintptr, n *node, depth int) (judged, error) {
 	case kRunEnd:
 		err = a.runEnds(kidPtrs[0], n.children[0], j.kids, end, length)
 	}
+	if err == nil && dictLen >= 0 {
+		err = indices(n, need, bufs, nulls, offset, end, dictLen)
+	}
 	return j, err
+}
+
+// indices checks that every valid slot of a dictionary-encoded array holds
+// an index of one of the dictionary's entries (a null slot's is never
+// read).
+func indices(n *node, need func(int, int64) ([]byte, error), bufs []uintptr, nulls, offset, end, dictLen int64) error {
+	vals, err := need(1, end*n.width)
+	if err != nil {
+		return err
+	}
+	var bits []byte
+	if bufs[0] != 0 && nulls != 0 {
+		if bits, err = need(0, (end+7)/8); err != nil {
+			return err
+		}
+	}
+	for i := offset; i < end; i++ {
+		if bits != nil && bits[i/8]>>(i%8)&1 == 0 {
+			continue
+		}
+		v := word(vals, i, n.width)
+		if strings.Contains("CSIL", n.format) && n.width < 8 {
+			v &= 1<<(8*n.width) - 1
+		}
+		if v < 0 || v >= dictLen {
+			return fmt.Errorf("slot %d: dictionary index %d of %d entries", i, v, dictLen)
+		}
+	}
+	return nil
 }
 
 // offsets checks slots offset…offset+length of an offsets buffer and
