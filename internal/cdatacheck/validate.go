@@ -241,7 +241,7 @@ func layoutOf(f string) (layout, error) {
 		return fixed(bits / 8), nil
 	case strings.HasPrefix(f, "+w:"):
 		n, err := strconv.ParseInt(f[3:], 10, 32)
-		if err != nil || n < 0 {
+		if err != nil || n <= 0 { // arrow-go takes sizes from 1, and its refusal would release the schema
 			return layout{}, fmt.Errorf("bad fixed-size list format %q", f)
 		}
 		return layout{kind: kindFixedList, width: n, minBuffers: 1, maxBuffers: 1, children: 1}, nil

@@ -60,7 +60,7 @@ func TestLayoutOfKnowsTheBuffersAndChildrenOfEachFormat(t *testing.T) {
 		assert.Equal(t, tc.buffers, bufferRange(l), tc.format)
 		assert.Equal(t, tc.children, l.children, tc.format)
 	}
-	for _, bad := range []string{"", "x", "w:0", "w:-1", "d:1", "d:1,2,3,4", "d:10,2,100", "d:x,y", "+w:x", "tsx:", "+us:0,0", "+ud:128", "+us:a"} {
+	for _, bad := range []string{"", "x", "w:0", "w:-1", "d:1", "d:1,2,3,4", "d:10,2,100", "d:x,y", "+w:x", "+w:0", "tsx:", "+us:0,0", "+ud:128", "+us:a"} {
 		_, err := layoutOf(bad)
 		assert.Error(t, err, bad)
 	}

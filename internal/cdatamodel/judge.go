@@ -271,7 +271,7 @@ func (n *node) parseFormat() error {
 		n.kind, n.width = kFixed, w
 	case strings.HasPrefix(f, "+w:"):
 		w, err := strconv.ParseInt(f[3:], 10, 32)
-		if err != nil || w < 0 {
+		if err != nil || w <= 0 { // the importer's bound: sizes from 1
 			return fmt.Errorf("format %q", f)
 		}
 		n.kind, n.width, wantKids = kFixedList, w, 1
