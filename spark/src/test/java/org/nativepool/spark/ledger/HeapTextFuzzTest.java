@@ -42,14 +42,15 @@ class HeapTextFuzzTest {
       Pattern.compile("^Rss: *([0-9]{1,15}) .*|^Rss: *([0-9]{1,15})", Pattern.DOTALL);
 
   /**
-   * {@link HeapResidency#within} as the kernel's grammar reads smaps: the Rss of the mappings
+   * {@link HeapResidency#within} as the kernel's grammar reads smaps (lines as a {@code
+   * BufferedReader} reads them: a bare CR ends one too): the Rss of the mappings
    * wholly inside [start, end), stopping at the first mapping at or past end; -1 if none is inside.
    */
   static long withinReference(String text, long start, long end) {
     long rss = 0;
     boolean inside = false;
     boolean any = false;
-    for (String line : text.split("\n", -1)) {
+    for (String line : text.split("\r\n|\r|\n", -1)) {
       Matcher h = HEADER.matcher(line);
       if (h.matches()) {
         long s = Long.parseUnsignedLong(h.group(1), 16);
@@ -75,7 +76,7 @@ class HeapTextFuzzTest {
    */
   static boolean asTheKernelOrders(String text) {
     long prevEnd = 0;
-    for (String line : text.split("\n", -1)) {
+    for (String line : text.split("\r\n|\r|\n", -1)) {
       Matcher h = HEADER.matcher(line);
       if (h.matches()) {
         long s = Long.parseUnsignedLong(h.group(1), 16);
