@@ -21,7 +21,7 @@ JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
 export JAVA_HOME
 export CGO_CFLAGS := -O2 -g -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all lib lib-aarch64 jar config-table test-cluster test-cluster-oldest test-lost-executor test-spark test-matrix bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
+.PHONY: fuzz all lib lib-aarch64 jar config-table test-cluster test-cluster-oldest test-lost-executor test-spark test-matrix bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
 
 all: lib jar
 
@@ -112,6 +112,36 @@ test-java-checkjni: lib
 	python3 $(PLUGIN_DIR)/check_jni_warnings.py $(BUILD)/checkjni.log $$(ls $(PLUGIN_DIR)/target/surefire-reports/*.dumpstream $(DEMO_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null)
 
 test: test-go test-java test-java-checkjni test-container test-cluster test-cluster-oldest test-lost-executor soak-smoke
+
+## fuzz: every fuzz target of the doors nativepool takes input from (docs/TESTING.md), for FUZZTIME
+## each (default 2m; N followed by s, m or h), one after the other and one worker at a time,
+## under nice -n 19: the Go ones with go test -fuzz, the Java ones with Jazzer (JAZZER_FUZZ=1). A
+## failure stops the run; Go keeps the failing input in the package's testdata/fuzz/<Target>/,
+## Jazzer in src/test/resources/<package>/<Class>Inputs/<method>/, where make test (go test, and
+## JUnit in Jazzer's regression mode) replays it with the seed corpus from then on.
+FUZZTIME ?= 2m
+GO_FUZZ_TARGETS := internal/cdatacheck:FuzzValidateImport internal/arrowruntime:FuzzImportBatchAt \
+	internal/arrowruntime:FuzzBridgeCallSequences internal/cgroup:FuzzRead \
+	internal/cgroup:FuzzProcessResident internal/cgroup:FuzzLocate
+JAVA_FUZZ_TARGETS := EventLogReplayFuzzTest\#aReplayedLogNeverStopsAndDrawsAWellFormedPage \
+	ConfigFuzzTest\#everyKeyParsesOrRefusesWithItsName \
+	HeapTextFuzzTest\#heapInfoAndSmapsParseAsTheKernelAndJvmWriteThem \
+	LossReasonFuzzTest\#anyLossReasonIsReadAndDiagnosedWithoutThrowing
+fuzz: lib
+	@secs=$$(echo '$(FUZZTIME)' | awk '/^[0-9]+s$$/ {print $$0+0} /^[0-9]+m$$/ {print $$0*60} /^[0-9]+h$$/ {print $$0*3600}'); \
+	if [ -z "$$secs" ]; then echo "fuzz: FUZZTIME=$(FUZZTIME): give N s, m or h (e.g. 30s, 2m, 1h)"; exit 2; fi; \
+	for t in $(GO_FUZZ_TARGETS); do \
+		echo "== $${t#*:} ($${t%%:*}) for $(FUZZTIME)"; \
+		nice -n 19 $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -timeout 0 -parallel 1 ./$${t%%:*}/ || exit 1; \
+	done; \
+	for t in $(JAVA_FUZZ_TARGETS); do \
+		echo "== $$t for $(FUZZTIME)"; \
+		JAZZER_FUZZ=1 nice -n 19 $(MVN) -pl $(PLUGIN_DIR) -Dnativepool.lib.dir=$(BUILD)/lib \
+			-Dnativepool.sparkTests.skip=true "-Dtest=$$t" -Dsurefire.failIfNoSpecifiedTests=false \
+			-Djazzer.internal.arg.0=fuzz -Djazzer.internal.arg.1=-max_total_time=$$secs test \
+			> $(BUILD)/fuzz-$${t%%\#*}.log 2>&1 || { tail -60 $(BUILD)/fuzz-$${t%%\#*}.log; exit 1; }; \
+		grep -a -E '^#[0-9]+.*DONE|^Done ' $(BUILD)/fuzz-$${t%%\#*}.log; \
+	done
 
 ## test-spark: the plugin's Spark-facing JUnit tests on the line SPARK, SCALA: every test that starts
 ## a SparkContext (tagged "spark") and the config, events, arrow, memory, ledger, ui and driver

@@ -25,6 +25,14 @@
 //     variable-length offsets are non-negative and non-decreasing over the
 //     range used, and children are long enough for what the parent's
 //     offsets address; every column of a batch has the same row count;
+//   - views lie within the data buffers they name (whose sizes are read),
+//     list views within their child, union type ids are codes the format
+//     declares and dense offsets lie within their child, run ends are
+//     positive, increasing and reach the array's end, and a valid slot's
+//     dictionary index names an entry of the dictionary;
+//   - a map's child is a struct of two, run ends are int16/32/64, a
+//     dictionary's indices are integers, decimals and union type ids are
+//     numbers;
 //   - an export target is aligned, readable, writable and not a live struct.
 //
 // What cannot be detected is in jni/API.md: a pointer to mapped memory that
@@ -38,4 +46,10 @@
 //	             fallback, structs, pointer arrays, C strings, page probes
 //	validate.go  the checks: schemas, arrays and their layouts by format,
 //	             offsets, ValidateImport and ValidateExportTarget
+//	layouts.go   the layouts whose buffers hold positions: views, list
+//	             views, unions, run ends, dictionary indices
+//
+// The package's fuzz target (FuzzValidateImport) holds the validator to
+// the specification: package cdatamodel lays out what its input describes
+// and judges it with a second validator written from the specification.
 package cdatacheck

@@ -39,6 +39,7 @@ type rawArray struct {
 // schemaNode is a validated ArrowSchema: what array validation needs.
 type schemaNode struct {
 	format     string
+	layout     layout
 	children   []*schemaNode
 	dictionary *schemaNode
 }
@@ -96,8 +97,12 @@ func validateSchema(path string, addr uintptr, depth int) (*schemaNode, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ArrowSchema %s: %w", path, err)
 	}
+	node.layout = l
 	if l.children >= 0 && len(node.children) != l.children {
 		return nil, fmt.Errorf("ArrowSchema %s: format %q has %d children, n_children is %d", path, node.format, l.children, len(node.children))
+	}
+	if err := checkSchemaShape(node); err != nil {
+		return nil, fmt.Errorf("ArrowSchema %s: %w", path, err)
 	}
 	return node, nil
 }
@@ -118,7 +123,9 @@ func validateMetadata(what string, addr uintptr) error {
 		return fmt.Errorf("%s: negative pair count %d", what, n)
 	}
 	p, total := addr+4, int64(4)
-	for i := int32(0); i < 2*n; i++ {
+	// 2*n in int64: in int32 a count of 1<<30 or more overflows to a
+	// negative bound, and the pairs would go unread.
+	for i := int64(0); i < 2*int64(n); i++ {
 		l, err := readI32(p)
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
@@ -142,14 +149,18 @@ func validateMetadata(what string, addr uintptr) error {
 type layoutKind int
 
 const (
-	kindOpaque    layoutKind = iota // count checked; contents not probed
-	kindNull                        // no buffers
-	kindBits                        // validity + bit-packed values
-	kindFixed                       // validity + width bytes per slot
-	kindBinary                      // validity + offsets (width) + data
-	kindList                        // validity + offsets (width) + one child
-	kindFixedList                   // validity + one child of width slots per slot
-	kindStruct                      // validity + children of the same length
+	kindNull        layoutKind = iota // no buffers
+	kindBits                          // validity + bit-packed values
+	kindFixed                         // validity + width bytes per slot
+	kindBinary                        // validity + offsets (width) + data
+	kindList                          // validity + offsets (width) + one child
+	kindFixedList                     // validity + one child of width slots per slot
+	kindStruct                        // validity + children of the same length
+	kindView                          // validity + 16-byte views + data buffers + their sizes
+	kindListView                      // validity + offsets (width) + sizes (width) + one child
+	kindSparseUnion                   // type ids + children of the same length
+	kindDenseUnion                    // type ids + int32 offsets into the children
+	kindRunEnd                        // no buffers; run ends + values children
 )
 
 // layout is what the format of a schema implies for an array.
@@ -157,8 +168,9 @@ type layout struct {
 	kind       layoutKind
 	width      int64 // bytes per value, offset width, or list size
 	minBuffers int64
-	maxBuffers int64 // -1: no upper bound (variadic)
-	children   int   // -1: as many as the schema has
+	maxBuffers int64  // -1: no upper bound (variadic)
+	children   int    // -1: as many as the schema has
+	typeIDs    []int8 // a union's type codes, child by child
 }
 
 // layoutOf maps an Arrow C Data format string to the buffers and children
@@ -185,17 +197,19 @@ func layoutOf(f string) (layout, error) {
 	case "U", "Z":
 		return layout{kind: kindBinary, width: 8, minBuffers: 3, maxBuffers: 3}, nil
 	case "vu", "vz":
-		return layout{kind: kindOpaque, minBuffers: 3, maxBuffers: -1}, nil
+		return layout{kind: kindView, minBuffers: 3, maxBuffers: -1}, nil
 	case "+l", "+m":
 		return layout{kind: kindList, width: 4, minBuffers: 2, maxBuffers: 2, children: 1}, nil
 	case "+L":
 		return layout{kind: kindList, width: 8, minBuffers: 2, maxBuffers: 2, children: 1}, nil
-	case "+vl", "+vL":
-		return layout{kind: kindOpaque, minBuffers: 3, maxBuffers: 3, children: 1}, nil
+	case "+vl":
+		return layout{kind: kindListView, width: 4, minBuffers: 3, maxBuffers: 3, children: 1}, nil
+	case "+vL":
+		return layout{kind: kindListView, width: 8, minBuffers: 3, maxBuffers: 3, children: 1}, nil
 	case "+s":
 		return layout{kind: kindStruct, minBuffers: 1, maxBuffers: 1, children: -1}, nil
 	case "+r":
-		return layout{kind: kindOpaque, children: 2}, nil
+		return layout{kind: kindRunEnd, children: 2}, nil
 	}
 	switch {
 	case strings.HasPrefix(f, "ts") && len(f) >= 4 && f[3] == ':' && strings.ContainsRune("smun", rune(f[2])):
@@ -211,6 +225,11 @@ func layoutOf(f string) (layout, error) {
 		if len(parts) < 2 || len(parts) > 3 {
 			return layout{}, fmt.Errorf("bad decimal format %q", f)
 		}
+		for _, p := range parts[:2] {
+			if _, err := strconv.ParseInt(p, 10, 32); err != nil {
+				return layout{}, fmt.Errorf("bad decimal precision or scale in %q", f)
+			}
+		}
 		bits := int64(128)
 		if len(parts) == 3 {
 			b, err := strconv.ParseInt(parts[2], 10, 32)
@@ -222,14 +241,21 @@ func layoutOf(f string) (layout, error) {
 		return fixed(bits / 8), nil
 	case strings.HasPrefix(f, "+w:"):
 		n, err := strconv.ParseInt(f[3:], 10, 32)
-		if err != nil || n < 0 {
+		if err != nil || n <= 0 { // arrow-go takes sizes from 1, and its refusal would release the schema
 			return layout{}, fmt.Errorf("bad fixed-size list format %q", f)
 		}
 		return layout{kind: kindFixedList, width: n, minBuffers: 1, maxBuffers: 1, children: 1}, nil
-	case strings.HasPrefix(f, "+us:"):
-		return layout{kind: kindOpaque, minBuffers: 1, maxBuffers: 2, children: -1}, nil
-	case strings.HasPrefix(f, "+ud:"):
-		return layout{kind: kindOpaque, minBuffers: 2, maxBuffers: 3, children: -1}, nil
+	case strings.HasPrefix(f, "+us:"), strings.HasPrefix(f, "+ud:"):
+		// One more buffer is the legacy layout with a validity buffer
+		// first, which older Arrow C++ exports and arrow-go imports.
+		ids, err := unionTypeIDs(f)
+		if err != nil {
+			return layout{}, err
+		}
+		if f[2] == 's' {
+			return layout{kind: kindSparseUnion, minBuffers: 1, maxBuffers: 2, children: len(ids), typeIDs: ids}, nil
+		}
+		return layout{kind: kindDenseUnion, minBuffers: 2, maxBuffers: 3, children: len(ids), typeIDs: ids}, nil
 	}
 	return layout{}, fmt.Errorf("unknown or unsupported format %q", f)
 }
@@ -259,7 +285,7 @@ func validateArray(path string, addr uintptr, sc *schemaNode, depth int) (int64,
 	if a.nullCount < -1 || a.nullCount > a.length {
 		return 0, fmt.Errorf("%s: null_count %d outside [-1, %d]", where, a.nullCount, a.length)
 	}
-	l, _ := layoutOf(sc.format) // validateSchema accepted it
+	l := sc.layout
 	if a.nBuffers < l.minBuffers || (l.maxBuffers >= 0 && a.nBuffers > l.maxBuffers) || a.nBuffers > maxValidateBuffers {
 		return 0, fmt.Errorf("%s: n_buffers %d, the format needs %s", where, a.nBuffers, bufferRange(l))
 	}
@@ -274,18 +300,34 @@ func validateArray(path string, addr uintptr, sc *schemaNode, depth int) (int64,
 	if err != nil {
 		return 0, err
 	}
+	dictLen := int64(-1) // the dictionary's length, when the array is dictionary-encoded
 	switch {
 	case sc.dictionary != nil && a.dictionary == 0:
 		return 0, fmt.Errorf("%s: the schema is dictionary-encoded, the array has no dictionary", where)
 	case sc.dictionary == nil && a.dictionary != 0:
 		return 0, fmt.Errorf("%s: a dictionary the schema does not declare", where)
 	case sc.dictionary != nil:
-		if _, err := validateArray(path+".dictionary", a.dictionary, sc.dictionary, depth+1); err != nil {
+		if dictLen, err = validateArray(path+".dictionary", a.dictionary, sc.dictionary, depth+1); err != nil {
 			return 0, err
 		}
 	}
-	if l.kind != kindNull && l.kind != kindOpaque && len(bufs) > 0 {
-		if bufs[0] == 0 && a.nullCount > 0 {
+	kidLens := make([]int64, len(kids))
+	for i, k := range kids {
+		if kidLens[i], err = validateArray(fmt.Sprintf("%s.children[%d]", path, i), k, sc.children[i], depth+1); err != nil {
+			return 0, err
+		}
+	}
+	switch l.kind {
+	case kindNull:
+	case kindSparseUnion, kindDenseUnion, kindRunEnd:
+		// No validity buffer: a null is a null of the child it selects.
+		if a.nullCount != 0 {
+			return 0, fmt.Errorf("%s: null_count %d, the type has no validity buffer", where, a.nullCount)
+		}
+	default:
+		// The specification: the validity buffer may be NULL only when
+		// null_count is 0 (-1, not yet computed, needs one too).
+		if bufs[0] == 0 && a.nullCount != 0 && a.length > 0 {
 			return 0, fmt.Errorf("%s: null_count %d without a validity buffer", where, a.nullCount)
 		}
 		if bufs[0] != 0 {
@@ -319,16 +361,26 @@ func validateArray(path string, addr uintptr, sc *schemaNode, depth int) (int64,
 		need = end * l.width
 	case kindStruct:
 		need = end
+	case kindView:
+		err = checkViews(where, bufs, a.offset, end)
+	case kindListView:
+		err = checkListViews(where, bufs, a.offset, end, l.width, kidLens[0])
+	case kindSparseUnion, kindDenseUnion:
+		err = checkUnion(where, l, bufs, a.offset, end, kidLens)
+		if l.kind == kindSparseUnion {
+			need = end
+		}
+	case kindRunEnd:
+		err = checkRunEnds(where, kids[0], sc.children[0].layout.width, kidLens, a.length, end)
+	}
+	if err == nil && dictLen >= 0 {
+		err = checkIndices(where, sc.format, bufs, a.offset, end, a.nullCount, dictLen)
 	}
 	if err != nil {
 		return 0, err
 	}
-	for i, k := range kids {
-		n, err := validateArray(fmt.Sprintf("%s.children[%d]", path, i), k, sc.children[i], depth+1)
-		if err != nil {
-			return 0, err
-		}
-		if l.kind != kindOpaque && n < need {
+	for i, n := range kidLens {
+		if n < need {
 			return 0, fmt.Errorf("%s: child %d has length %d, %d needed", where, i, n, need)
 		}
 	}

@@ -43,14 +43,14 @@ func TestLayoutOfKnowsTheBuffersAndChildrenOfEachFormat(t *testing.T) {
 		{"w:5", kindFixed, 5, "2", 0},
 		{"u", kindBinary, 4, "3", 0},
 		{"Z", kindBinary, 8, "3", 0},
-		{"vu", kindOpaque, 0, "at least 3", 0},
+		{"vu", kindView, 0, "at least 3", 0},
 		{"+l", kindList, 4, "2", 1},
 		{"+L", kindList, 8, "2", 1},
 		{"+m", kindList, 4, "2", 1},
 		{"+w:3", kindFixedList, 3, "1", 1},
 		{"+s", kindStruct, 0, "1", -1},
-		{"+ud:0,1", kindOpaque, 0, "2 or 3", -1},
-		{"+r", kindOpaque, 0, "0", 2},
+		{"+ud:0,1", kindDenseUnion, 0, "2 or 3", 2},
+		{"+r", kindRunEnd, 0, "0", 2},
 	}
 	for _, tc := range cases {
 		l, err := layoutOf(tc.format)
@@ -60,7 +60,7 @@ func TestLayoutOfKnowsTheBuffersAndChildrenOfEachFormat(t *testing.T) {
 		assert.Equal(t, tc.buffers, bufferRange(l), tc.format)
 		assert.Equal(t, tc.children, l.children, tc.format)
 	}
-	for _, bad := range []string{"", "x", "w:0", "w:-1", "d:1", "d:1,2,3,4", "d:10,2,100", "+w:x", "tsx:"} {
+	for _, bad := range []string{"", "x", "w:0", "w:-1", "d:1", "d:1,2,3,4", "d:10,2,100", "d:x,y", "+w:x", "+w:0", "tsx:", "+us:0,0", "+ud:128", "+us:a"} {
 		_, err := layoutOf(bad)
 		assert.Error(t, err, bad)
 	}

@@ -174,7 +174,9 @@ func mountDir(mounts []mount, v Version, p string) (dir, point string, ok bool) 
 	}
 	best := -1
 	for _, m := range mounts {
-		if m.version != v {
+		if m.version != v || !strings.HasPrefix(m.point, "/") {
+			// The kernel writes absolute mount points; a relative one would make
+			// the group's files relative to the working directory.
 			continue
 		}
 		rel, in := relativeTo(m.root, p)

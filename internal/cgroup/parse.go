@@ -51,9 +51,10 @@ func trimSpace(b []byte) []byte {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // parseInt parses a non-negative decimal int64: digits only, no sign, no
-// overflow.
+// overflow (leading zeros are digits too: the loop's bound, not the length,
+// refuses what does not fit).
 func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 19 {
+	if len(b) == 0 {
 		return 0, false
 	}
 	var n int64

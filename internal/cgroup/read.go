@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 )
 
 // Reading is one sample of a Group: the figures the kernel's OOM killer
@@ -199,8 +200,21 @@ func (g Group) sample(files []groupFile, f fetcher) (Reading, error) {
 			}
 		}
 	}
-	r.Unreclaimable = part(r.Anon) + part(r.Shmem) + part(r.KernelStack) + part(r.Sock) + part(r.Dirty) + part(r.Writeback)
+	r.Unreclaimable = 0
+	for _, n := range [...]int64{r.Anon, r.Shmem, r.KernelStack, r.Sock, r.Dirty, r.Writeback} {
+		r.Unreclaimable = addSaturating(r.Unreclaimable, part(n))
+	}
 	return r, nil
+}
+
+// addSaturating adds two non-negative figures, at most math.MaxInt64: the
+// figures are a file's claims, and a sum of absurd ones must not wrap
+// negative (a negative Unreclaimable would read as no pressure at all).
+func addSaturating(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // unlimited is where limits stop being limits: v1 prints "no limit" as

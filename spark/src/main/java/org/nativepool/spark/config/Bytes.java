@@ -44,6 +44,29 @@ public final class Bytes {
     return String.format(Locale.ROOT, "%,.1f MiB", n / 1048576.0);
   }
 
+  /** Spark's byte-string suffixes, largest first, with their multipliers. */
+  private static final String[] SUFFIXES = {"p", "t", "g", "m", "k"};
+
+  /**
+   * {@code n} bytes as a Spark byte string that {@link #parse} reads back as exactly {@code n}: the
+   * largest suffix that divides it ({@code 64m}, {@code 1g}, {@code 1536k}), else bytes ({@code
+   * 1000b}). The printer of size settings, where {@link #format} is the reader's.
+   *
+   * @throws IllegalArgumentException if {@code n} is negative
+   */
+  public static String spec(long n) {
+    if (n < 0) {
+      throw new IllegalArgumentException("negative size " + n);
+    }
+    for (int i = 0; i < SUFFIXES.length; i++) {
+      long unit = 1L << (10 * (SUFFIXES.length - i));
+      if (n != 0 && n % unit == 0) {
+        return n / unit + SUFFIXES[i];
+      }
+    }
+    return n + "b";
+  }
+
   /**
    * Parses a Spark byte string ({@code 512k}, {@code 8m}, {@code 1g}; a bare number is bytes).
    *

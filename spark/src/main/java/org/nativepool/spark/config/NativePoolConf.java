@@ -420,7 +420,7 @@ public final class NativePoolConf {
           "`6`",
           "heartbeat intervals",
           Side.DRIVER,
-          v -> (int) atLeast(integer(v), 0),
+          v -> toInt(atLeast(integer(v), 0)),
           "the driver posts at most one sample of each executor to the event log per N"
               + " heartbeat intervals (`ExecutorSampleEvent`; 6 × the 10 s heartbeat = one a"
               + " minute per executor); `0` = none. Threshold crossings and stage peaks are"
@@ -495,7 +495,7 @@ public final class NativePoolConf {
           "`25`",
           "tasks",
           Side.EXECUTOR,
-          v -> (int) atLeast(integer(v), 1),
+          v -> toInt(atLeast(integer(v), 1)),
           "the growth detector's window: a part's floor is its least value over this many task"
               + " ends");
 
@@ -507,7 +507,7 @@ public final class NativePoolConf {
           "`4`",
           "windows",
           Side.EXECUTOR,
-          v -> (int) atLeast(integer(v), 1),
+          v -> toInt(atLeast(integer(v), 1)),
           "a part is reported when its floor rose in each of this many consecutive windows"
               + " (twice as many for the JVM's own `jvm.*` parts, which warm up for longer; no"
               + " step under a quarter of the average) …");
@@ -609,8 +609,10 @@ public final class NativePoolConf {
   static List<String> names(String v) {
     List<String> out = new ArrayList<>();
     for (String c : v.split(",")) {
-      if (!c.isBlank()) {
-        out.add(c.trim());
+      // trim() drops control characters too, which isBlank() keeps: test what is added.
+      String name = c.trim();
+      if (!name.isEmpty()) {
+        out.add(name);
       }
     }
     return List.copyOf(out);
@@ -629,6 +631,14 @@ public final class NativePoolConf {
       out[i] = atLeast(s, 1);
     }
     return out;
+  }
+
+  /** {@code v} as an int: a count above {@link Integer#MAX_VALUE} is refused, never truncated. */
+  static int toInt(long v) {
+    if (v > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("must be <= " + Integer.MAX_VALUE);
+    }
+    return (int) v;
   }
 
   static long positiveLimit(long v) {

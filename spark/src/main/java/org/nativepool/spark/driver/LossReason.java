@@ -1,5 +1,8 @@
 package org.nativepool.spark.driver;
 
+import java.math.BigDecimal;
+import java.math.BigInteger;
+import java.math.RoundingMode;
 import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -78,7 +81,9 @@ record LossReason(
               + "|Pod/Container killed for exceeding memory limits");
 
   private static final Pattern YARN_USAGE =
-      Pattern.compile("([0-9.]+ [KMGT]B) of ([0-9.]+ [KMGT]B) (physical|virtual) memory used");
+      Pattern.compile(
+          "([0-9]+(?:\\.[0-9]+)? [KMGT]B) of ([0-9]+(?:\\.[0-9]+)? [KMGT]B) (physical|virtual) memory"
+              + " used");
 
   private static final Pattern OOM_KILLED =
       Pattern.compile("termination reason:\\s*OOMKilled|\\bOOMKilled\\b");
@@ -243,19 +248,27 @@ record LossReason(
     return m.find() && !m.group(1).equals("N/A") ? ": " + m.group(1).strip() : "";
   }
 
-  /** YARN's {@code 5.5 GB} as bytes (binary units, as Hadoop's {@code StringUtils} prints). */
+  /**
+   * YARN's {@code 5.5 GB} as bytes (binary units, as Hadoop's {@code StringUtils} prints), rounded
+   * half up, at most {@link Long#MAX_VALUE}; computed exactly, so no figure of the message is
+   * misread. The text is what {@link #YARN_USAGE} matched: digits, an optional fraction, a unit.
+   */
   static long size(String s) {
     String[] p = s.trim().split(" ");
-    double v = Double.parseDouble(p[0]);
-    long unit =
+    int shift =
         switch (p[1].toUpperCase(Locale.ROOT)) {
-          case "KB" -> 1L << 10;
-          case "MB" -> 1L << 20;
-          case "GB" -> 1L << 30;
-          case "TB" -> 1L << 40;
-          default -> 1;
+          case "KB" -> 10;
+          case "MB" -> 20;
+          case "GB" -> 30;
+          case "TB" -> 40;
+          default -> 0;
         };
-    return Math.round(v * unit);
+    BigInteger bytes =
+        new BigDecimal(p[0])
+            .multiply(BigDecimal.valueOf(2).pow(shift))
+            .setScale(0, RoundingMode.HALF_UP)
+            .toBigIntegerExact();
+    return bytes.bitLength() < 64 ? bytes.longValue() : Long.MAX_VALUE;
   }
 
   /** For tests and logs: the reason in one line. */

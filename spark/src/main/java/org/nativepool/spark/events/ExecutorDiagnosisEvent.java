@@ -3,6 +3,7 @@ package org.nativepool.spark.events;
 import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -33,7 +34,21 @@ import org.nativepool.spark.config.Bytes;
  * {"Event":"org.nativepool.spark.events.ExecutorDiagnosisEvent","executorId":"7",
  * "timeMillis":…,"reason":"…","exitCode":137,"cause":"CONTAINER_KILLED",…}}.
  */
+@JsonDeserialize(using = ExecutorDiagnosisEvent.Json.class)
 public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
+  /**
+   * Jackson's reader of the event in an event log: every field read leniently, so that a malformed
+   * event never stops the History Server's replay ({@link LenientEventDeserializer}).
+   */
+  public static final class Json extends LenientEventDeserializer<ExecutorDiagnosisEvent> {
+    private static final long serialVersionUID = 1L;
+
+    /** The reader. */
+    public Json() {
+      super(ExecutorDiagnosisEvent.class);
+    }
+  }
+
   /** Why an executor ended, as far as the evidence decides. */
   public enum Cause {
     /**

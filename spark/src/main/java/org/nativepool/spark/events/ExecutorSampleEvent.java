@@ -2,6 +2,7 @@ package org.nativepool.spark.events;
 
 import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -16,7 +17,21 @@ import org.nativepool.spark.config.ReportingSettings;
  * "executorId":"1","timeMillis":…,"sequence":…,"figures":{"liveTasks":…,"reserved":…,…}}}.
  * Immutable.
  */
+@JsonDeserialize(using = ExecutorSampleEvent.Json.class)
 public final class ExecutorSampleEvent implements SparkListenerEvent {
+  /**
+   * Jackson's reader of the event in an event log: every field read leniently, so that a malformed
+   * event never stops the History Server's replay ({@link LenientEventDeserializer}).
+   */
+  public static final class Json extends LenientEventDeserializer<ExecutorSampleEvent> {
+    private static final long serialVersionUID = 1L;
+
+    /** The reader. */
+    public Json() {
+      super(ExecutorSampleEvent.class);
+    }
+  }
+
   private final String executorId;
   private final long timeMillis;
   private final long sequence;

@@ -6,6 +6,7 @@ package org.nativepool.spark.events;
 
 import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import java.io.Serializable;
 import java.util.List;
 import org.apache.spark.scheduler.SparkListenerEvent;
@@ -22,7 +23,21 @@ import org.nativepool.spark.config.PoolSettings;
  * report reaches the executor's {@code LedgerListener}s, a WARN line and the {@code
  * ledger.growthReports} counter, and the driver posts it to Spark's listener bus. Immutable.
  */
+@JsonDeserialize(using = GrowthReportEvent.Json.class)
 public final class GrowthReportEvent implements SparkListenerEvent, Serializable {
+  /**
+   * Jackson's reader of the event in an event log: every field read leniently, so that a malformed
+   * event never stops the History Server's replay ({@link LenientEventDeserializer}).
+   */
+  public static final class Json extends LenientEventDeserializer<GrowthReportEvent> {
+    private static final long serialVersionUID = 1L;
+
+    /** The reader. */
+    public Json() {
+      super(GrowthReportEvent.class);
+    }
+  }
+
   private static final long serialVersionUID = 1L;
 
   private final String executorId;

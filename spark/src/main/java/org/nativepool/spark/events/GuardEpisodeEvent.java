@@ -3,6 +3,7 @@ package org.nativepool.spark.events;
 import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonIgnore;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import java.io.Serializable;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -28,7 +29,21 @@ import org.nativepool.spark.config.Bytes;
  * line, {@code {"Event":"org.nativepool.spark.events.GuardEpisodeEvent","executorId":"3",
  * "episodeId":1,…,"spills":{"sort (task 12)":67108864}}}).
  */
+@JsonDeserialize(using = GuardEpisodeEvent.Json.class)
 public final class GuardEpisodeEvent implements SparkListenerEvent, Serializable {
+  /**
+   * Jackson's reader of the event in an event log: every field read leniently, so that a malformed
+   * event never stops the History Server's replay ({@link LenientEventDeserializer}).
+   */
+  public static final class Json extends LenientEventDeserializer<GuardEpisodeEvent> {
+    private static final long serialVersionUID = 1L;
+
+    /** The reader. */
+    public Json() {
+      super(GuardEpisodeEvent.class);
+    }
+  }
+
   private static final long serialVersionUID = 1L;
 
   /** The least growth of a ledger part that counts as grown: 1 MiB. */

@@ -6,6 +6,7 @@ package org.nativepool.spark.events;
 
 import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import java.io.Serializable;
 import org.apache.spark.scheduler.SparkListenerEvent;
 import org.nativepool.spark.config.Bytes;
@@ -19,7 +20,21 @@ import org.nativepool.spark.config.LedgerSettings;
  * sent to the driver, which posts it to Spark's listener bus (the event log keeps it). Immutable;
  * Java-serialisable for plugin RPC, Jackson-readable for the event log.
  */
+@JsonDeserialize(using = LedgerCrossingEvent.Json.class)
 public final class LedgerCrossingEvent implements SparkListenerEvent, Serializable {
+  /**
+   * Jackson's reader of the event in an event log: every field read leniently, so that a malformed
+   * event never stops the History Server's replay ({@link LenientEventDeserializer}).
+   */
+  public static final class Json extends LenientEventDeserializer<LedgerCrossingEvent> {
+    private static final long serialVersionUID = 1L;
+
+    /** The reader. */
+    public Json() {
+      super(LedgerCrossingEvent.class);
+    }
+  }
+
   private static final long serialVersionUID = 1L;
 
   private final String executorId;

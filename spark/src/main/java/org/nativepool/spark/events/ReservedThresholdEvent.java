@@ -2,6 +2,7 @@ package org.nativepool.spark.events;
 
 import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import org.apache.spark.scheduler.SparkListenerEvent;
 import org.nativepool.spark.config.PoolSettings;
 
@@ -12,7 +13,21 @@ import org.nativepool.spark.config.PoolSettings;
  * reaches the level, down when a sample's current figure is back under it. (The Go side's
  * per-task crossings are logged on the executor, not forwarded.) Immutable.
  */
+@JsonDeserialize(using = ReservedThresholdEvent.Json.class)
 public final class ReservedThresholdEvent implements SparkListenerEvent {
+  /**
+   * Jackson's reader of the event in an event log: every field read leniently, so that a malformed
+   * event never stops the History Server's replay ({@link LenientEventDeserializer}).
+   */
+  public static final class Json extends LenientEventDeserializer<ReservedThresholdEvent> {
+    private static final long serialVersionUID = 1L;
+
+    /** The reader. */
+    public Json() {
+      super(ReservedThresholdEvent.class);
+    }
+  }
+
   private final String executorId;
   private final long timeMillis;
   private final long level;

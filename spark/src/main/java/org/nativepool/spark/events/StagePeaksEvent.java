@@ -3,6 +3,7 @@ package org.nativepool.spark.events;
 
 import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import java.util.Collections;
 import java.util.Map;
 import java.util.TreeMap;
@@ -16,7 +17,21 @@ import org.apache.spark.scheduler.SparkListenerEvent;
  * executors of those interval peaks. Sample resolution: an interval that overlaps two stages
  * counts in both; an executor with no such sample is absent from the maps. Immutable.
  */
+@JsonDeserialize(using = StagePeaksEvent.Json.class)
 public final class StagePeaksEvent implements SparkListenerEvent {
+  /**
+   * Jackson's reader of the event in an event log: every field read leniently, so that a malformed
+   * event never stops the History Server's replay ({@link LenientEventDeserializer}).
+   */
+  public static final class Json extends LenientEventDeserializer<StagePeaksEvent> {
+    private static final long serialVersionUID = 1L;
+
+    /** The reader. */
+    public Json() {
+      super(StagePeaksEvent.class);
+    }
+  }
+
   private final int stageId;
   private final int stageAttemptId;
   private final long timeMillis;

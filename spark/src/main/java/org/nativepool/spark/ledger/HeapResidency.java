@@ -226,12 +226,11 @@ final class HeapResidency {
     boolean inRun = false;
     String line;
     while ((line = r.readLine()) != null) {
-      int dash = line.indexOf('-');
-      int space = line.indexOf(' ');
-      if (dash > 0 && space > dash && isHex(line, 0, dash)) {
+      long[] header = header(line);
+      if (header != null) {
         // A mapping's header: "start-end perms offset dev inode [path]".
-        long start = Long.parseUnsignedLong(line.substring(0, dash), 16);
-        long end = Long.parseUnsignedLong(line.substring(dash + 1, space), 16);
+        long start = header[0];
+        long end = header[1];
         String[] f = line.trim().split("\\s+", 6);
         boolean anonymous = f.length < 6 || f[5].isBlank();
         boolean rw = f.length > 1 && f[1].startsWith("rw");
@@ -285,11 +284,10 @@ final class HeapResidency {
     boolean any = false;
     String line;
     while ((line = r.readLine()) != null) {
-      int dash = line.indexOf('-');
-      int space = line.indexOf(' ');
-      if (dash > 0 && space > dash && isHex(line, 0, dash)) {
-        long s = Long.parseUnsignedLong(line.substring(0, dash), 16);
-        long e = Long.parseUnsignedLong(line.substring(dash + 1, space), 16);
+      long[] header = header(line);
+      if (header != null) {
+        long s = header[0];
+        long e = header[1];
         if (Long.compareUnsigned(s, end) >= 0) {
           break;
         }
@@ -318,25 +316,53 @@ final class HeapResidency {
     return d;
   }
 
+  /**
+   * The {@code {start, end}} of an smaps mapping's header line ("start-end perms …"), or null if
+   * the line is not one: two addresses of 1 to 16 ASCII hex digits, as the kernel writes them (no
+   * other digit, no overflow: a text that is not the kernel's is skipped, never thrown on).
+   */
+  private static long[] header(String line) {
+    int dash = line.indexOf('-');
+    int space = line.indexOf(' ');
+    if (dash <= 0 || space <= dash || !isHex(line, 0, dash) || !isHex(line, dash + 1, space)) {
+      return null;
+    }
+    return new long[] {
+      Long.parseUnsignedLong(line.substring(0, dash), 16),
+      Long.parseUnsignedLong(line.substring(dash + 1, space), 16)
+    };
+  }
+
+  /** Whether {@code s[from, to)} is 1 to 16 ASCII hex digits: an address that fits in a long. */
   private static boolean isHex(String s, int from, int to) {
+    if (to <= from || to - from > 16) {
+      return false;
+    }
     for (int i = from; i < to; i++) {
-      if (Character.digit(s.charAt(i), 16) < 0) {
+      char c = s.charAt(i);
+      if (!(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F')) {
         return false;
       }
     }
-    return to > from;
+    return true;
   }
 
-  /** The number of "Rss: 1234 kB". */
+  /**
+   * The number of "Rss: 1234 kB": 1 to 15 ASCII digits after the spaces, then a space or the end;
+   * 0 for anything else.
+   */
   private static long kib(String line) {
     int i = 4;
     while (i < line.length() && line.charAt(i) == ' ') {
       i++;
     }
     int j = i;
-    while (j < line.length() && Character.isDigit(line.charAt(j))) {
+    while (j < line.length() && line.charAt(j) >= '0' && line.charAt(j) <= '9') {
       j++;
     }
-    return j > i ? Long.parseLong(line.substring(i, j)) : 0;
+    if (j == i || j - i > 15 || j < line.length() && line.charAt(j) != ' ') {
+      return 0;
+    }
+    return Long.parseLong(line.substring(i, j));
   }
 }

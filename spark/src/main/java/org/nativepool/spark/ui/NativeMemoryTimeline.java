@@ -58,8 +58,14 @@ public final class NativeMemoryTimeline {
     offHeapBudget = bytes;
   }
 
-  /** Takes one of the plugin's events; any other event is ignored. */
+  /**
+   * Takes one of the plugin's events; any other event is ignored, and so is an event of an
+   * executor that names none (replayed from a log that lacks the field).
+   */
   public synchronized void accept(SparkListenerEvent event) {
+    if (!(event instanceof StagePeaksEvent) && executorOf(event) == null) {
+      return;
+    }
     if (event instanceof ExecutorSampleEvent s) {
       track(s.getExecutorId()).add(s.getTimeMillis(), s.getFigures());
     } else if (event instanceof LedgerCrossingEvent c) {
@@ -104,6 +110,24 @@ public final class NativeMemoryTimeline {
         stages.remove(0);
       }
     }
+  }
+
+  /** The executor an executor's event is of; null for another event, or an event naming none. */
+  private static String executorOf(SparkListenerEvent event) {
+    if (event instanceof ExecutorSampleEvent s) {
+      return s.getExecutorId();
+    } else if (event instanceof LedgerCrossingEvent c) {
+      return c.getExecutorId();
+    } else if (event instanceof ReservedThresholdEvent r) {
+      return r.getExecutorId();
+    } else if (event instanceof GrowthReportEvent g) {
+      return g.getExecutorId();
+    } else if (event instanceof GuardEpisodeEvent g) {
+      return g.getExecutorId();
+    } else if (event instanceof ExecutorDiagnosisEvent d) {
+      return d.getExecutorId();
+    }
+    return null;
   }
 
   /**
