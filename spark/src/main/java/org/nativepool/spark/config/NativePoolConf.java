@@ -5,8 +5,10 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.function.Function;
+import org.apache.spark.SparkConf;
 import org.apache.spark.network.util.JavaUtils;
 import org.nativepool.spark.config.ConfigKey.Side;
+import scala.Tuple2;
 
 /**
  * Every {@code spark.nativepool.*} key the plugin reads, each declared once with its default, unit,
@@ -528,6 +530,100 @@ public final class NativePoolConf {
   /** Every key, in declaration order. */
   public static List<ConfigKey<?>> all() {
     return Collections.unmodifiableList(KEYS);
+  }
+
+  /** The prefix of every key the plugin reads; a key under it the registry lacks is unknown. */
+  public static final String PREFIX = "spark.nativepool.";
+
+  /**
+   * Every key an operator may set: the registry's keys and the deprecated ones still read in their
+   * place.
+   */
+  public static List<String> knownKeys() {
+    List<String> out = new ArrayList<>();
+    for (ConfigKey<?> k : KEYS) {
+      out.add(k.key());
+      if (k.deprecatedKey() != null && !out.contains(k.deprecatedKey())) {
+        out.add(k.deprecatedKey());
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The keys of {@code conf} under {@value #PREFIX} (in any case, since {@code
+   * spark.NativePool.chunkSize} is as much a slip as {@code spark.nativepool.chunksize}) that the
+   * registry does not know: Spark keys are case-sensitive, so each is ignored.
+   */
+  public static List<String> unknownKeys(SparkConf conf) {
+    List<String> known = knownKeys();
+    List<String> out = new ArrayList<>();
+    for (Tuple2<String, String> kv : conf.getAll()) {
+      String k = kv._1();
+      if (k.toLowerCase(Locale.ROOT).startsWith(PREFIX) && !known.contains(k)) {
+        out.add(k);
+      }
+    }
+    Collections.sort(out);
+    return out;
+  }
+
+  /**
+   * The known key closest to {@code key}: the least edit distance between the two, ignoring case
+   * (so a wrong case alone is distance 0), the first declared among equals.
+   */
+  public static String closestKey(String key) {
+    String best = null;
+    int bestDistance = Integer.MAX_VALUE;
+    String k = key.toLowerCase(Locale.ROOT);
+    for (String known : knownKeys()) {
+      int d = editDistance(k, known.toLowerCase(Locale.ROOT));
+      if (d < bestDistance) {
+        best = known;
+        bestDistance = d;
+      }
+    }
+    return best;
+  }
+
+  /**
+   * The warning for an unknown key: it is ignored, and the closest known key is named, e.g. {@code
+   * nativepool: spark.nativepool.chunksize is not a setting of the plugin and is ignored (keys are
+   * case-sensitive): did you mean spark.nativepool.chunkSize?}.
+   */
+  public static String unknownKeyWarning(String key) {
+    String closest = closestKey(key);
+    boolean caseOnly = closest.equalsIgnoreCase(key);
+    return "nativepool: "
+        + key
+        + " is not a setting of the plugin and is ignored"
+        + (caseOnly ? " (keys are case-sensitive)" : "")
+        + ": did you mean "
+        + closest
+        + "? (every key: docs/CONFIGURATION.md)";
+  }
+
+  /**
+   * Levenshtein's distance between {@code a} and {@code b}: the fewest insertions, deletions and
+   * changes of one character that make one the other; for naming the closest known name.
+   */
+  public static int editDistance(String a, String b) {
+    int[] prev = new int[b.length() + 1];
+    int[] cur = new int[b.length() + 1];
+    for (int j = 0; j <= b.length(); j++) {
+      prev[j] = j;
+    }
+    for (int i = 1; i <= a.length(); i++) {
+      cur[0] = i;
+      for (int j = 1; j <= b.length(); j++) {
+        int change = prev[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1);
+        cur[j] = Math.min(change, Math.min(prev[j] + 1, cur[j - 1] + 1));
+      }
+      int[] t = prev;
+      prev = cur;
+      cur = t;
+    }
+    return prev[b.length()];
   }
 
   /**

@@ -15,6 +15,7 @@ import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.ReportingSettings;
+import org.nativepool.spark.config.SparkLine;
 import org.nativepool.spark.events.ExecutorSample;
 import org.nativepool.spark.events.ExecutorSampleEvent;
 import org.nativepool.spark.events.GrowthReportEvent;
@@ -22,6 +23,7 @@ import org.nativepool.spark.events.GuardEpisodeEvent;
 import org.nativepool.spark.events.LedgerCrossingEvent;
 import org.nativepool.spark.events.ReservedThresholdEvent;
 import org.nativepool.spark.events.StagePeaksEvent;
+import org.nativepool.spark.jni.LibraryLoader;
 import org.nativepool.spark.jni.ProcessStat;
 import org.nativepool.spark.ui.NativeMemoryListener;
 import org.nativepool.spark.ui.NativeMemoryPage;
@@ -103,9 +105,14 @@ public final class DriverSide implements DriverPlugin {
   @Override
   public Map<String, String> init(SparkContext sc, PluginContext ctx) {
     // A bad library, version or setting fails the SparkContext here, once, with the reason.
-    DriverCheck.run(sc.getConf());
+    ClassLoader loader = Thread.currentThread().getContextClassLoader();
+    DriverCheck.Outcome check =
+        DriverCheck.run(sc.getConf(), loader != null ? loader : DriverSide.class.getClassLoader());
+    for (String warning : check.settings().warnings()) {
+      LOG.warn(warning);
+    }
     this.sc = sc;
-    this.settings = ReportingSettings.fromConf(ctx.conf());
+    this.settings = check.settings().reporting();
     this.thresholds = settings.executorThresholds();
     if (settings.autoOverhead()) {
       AutoOverhead.Choice c = AutoOverhead.choose(ctx.conf());
@@ -137,6 +144,13 @@ public final class DriverSide implements DriverPlugin {
       attachPage(sc);
     }
     LOG.info("nativepool: driver side started ({})", settings);
+    LOG.warn(
+        StartupLine.of(
+            sc.getConf(),
+            check.settings(),
+            SparkLine.current(),
+            LibraryLoader.release(),
+            sc.uiWebUrl().isDefined() ? sc.uiWebUrl().get() : null));
     return Collections.emptyMap();
   }
 

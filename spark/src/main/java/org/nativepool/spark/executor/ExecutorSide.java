@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.TaskFailedReason;
@@ -21,6 +22,8 @@ import org.nativepool.spark.jni.ArrowProcessStat;
 import org.nativepool.spark.jni.GoLog;
 import org.nativepool.spark.jni.LibraryLoader;
 import org.nativepool.spark.jni.Natives;
+import org.nativepool.spark.jni.ProcessStat;
+import org.nativepool.spark.jni.ProcessStats;
 import org.nativepool.spark.ledger.ExecutorLedger;
 import org.nativepool.spark.ledger.LedgerReader;
 import org.nativepool.spark.ledger.LiveNative;
@@ -28,6 +31,7 @@ import org.nativepool.spark.memory.ExecutorState;
 import org.nativepool.spark.memory.SparkOffHeap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import scala.Tuple2;
 
 /**
  * The executor side of the plugin. Its {@code init} reads the settings, loads the library ({@code
@@ -42,10 +46,17 @@ import org.slf4j.LoggerFactory;
  * registers no gauges and starts no reporter: nothing reads the native figures or the ledger.
  *
  * <p>A jar built for another Spark line ({@link SparkLine}), a library that does not load or a
- * setting that does not parse never makes {@code init} throw: that would make Spark kill the
- * executor and start another one that fails the same way. The reason is logged once and installed
- * instead ({@link ExecutorState#disable}), so every task asking for a native pool fails with it,
- * and the job fails after Spark's task retries.
+ * setting of the pools that does not parse never makes {@code init} throw: that would make Spark
+ * kill the executor and start another one that fails the same way. The reason is logged once and
+ * installed instead ({@link ExecutorState#disable}), so every task asking for a native pool fails
+ * with it, and the job fails after Spark's task retries. The driver refuses every bad setting at
+ * the application's start already ({@code driver.DriverCheck}), so only what the executor alone
+ * sees gets here (a library path of its own, its classpath). A monitoring setting never disables
+ * the pools: a bad one falls back to its defaults, a ledger listener that cannot be made is left
+ * out, each logged at ERROR. What only the executor's own limit can refuse fails its start: a
+ * {@link NativePoolConf#GUARD_RESERVE} not below its memory cgroup's limit makes {@code init}
+ * throw, which fails the SparkContext in local mode and the executor's start elsewhere, with the
+ * key, the value and the limit (Spark's limit on executor failures then ends the application).
  */
 public final class ExecutorSide implements ExecutorPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(ExecutorSide.class);
@@ -66,25 +77,13 @@ public final class ExecutorSide implements ExecutorPlugin {
   @Override
   public void init(PluginContext ctx, Map<String, String> extraConf) {
     PoolSettings s;
-    ReportingSettings reporting;
     GuardSettings guard;
-    ExecutorLedger ledger;
     String source;
     try {
       // A jar of another Spark line: its tasks would fail later with NoClassDefFoundError.
       SparkLine.current().requireBuiltLine();
       s = PoolSettings.fromConf(ctx.conf());
-      reporting = ReportingSettings.fromConf(ctx.conf());
       guard = GuardSettings.fromConf(ctx.conf());
-      ledger =
-          new ExecutorLedger(
-              ctx.executorID(),
-              LedgerSettings.fromConf(ctx.conf()),
-              new LedgerReader(),
-              reporting.monitoring() ? ctx.metricRegistry() : null,
-              message -> toDriver(ctx, message),
-              LiveNative::describeTop); // the live Go Arrow memory by consumer and site
-      ledger.loadListeners(Thread.currentThread().getContextClassLoader());
       source = LibraryLoader.ensureLoaded(s.library(), s.libraryOrigin());
     } catch (IllegalStateException | IllegalArgumentException e) {
       installed = ExecutorState.disable(e);
@@ -94,6 +93,30 @@ public final class ExecutorSide implements ExecutorPlugin {
           e.getMessage());
       return;
     }
+    // Monitoring never disables native pools: a setting of it the driver's check did not see
+    // (it checks every one at the application's start) falls back to the defaults, loudly.
+    ReportingSettings reporting;
+    LedgerSettings ledgerSettings;
+    try {
+      reporting = ReportingSettings.fromConf(ctx.conf());
+      ledgerSettings = LedgerSettings.fromConf(ctx.conf());
+    } catch (IllegalArgumentException e) {
+      LOG.error(
+          "nativepool: executor {}: {}; its monitoring runs with the defaults",
+          ctx.executorID(),
+          e.getMessage());
+      reporting = ReportingSettings.fromConf(withoutNativepoolKeys(ctx.conf()));
+      ledgerSettings = LedgerSettings.defaults();
+    }
+    ExecutorLedger ledger =
+        new ExecutorLedger(
+            ctx.executorID(),
+            ledgerSettings,
+            new LedgerReader(),
+            reporting.monitoring() ? ctx.metricRegistry() : null,
+            message -> toDriver(ctx, message),
+            LiveNative::describeTop); // the live Go Arrow memory by consumer and site
+    ledger.loadListeners(Thread.currentThread().getContextClassLoader()); // failures: ERROR
     GoLog.configure(s.logLevel()); // first: Go's records reach log4j
     Natives.configure(s.logging(), s.taskThresholds());
     ExecutorState.setAllocationSites(s.allocationSites()); // Go's and Java's, for leaks
@@ -114,6 +137,15 @@ public final class ExecutorSide implements ExecutorPlugin {
       Natives.configureGuard(
           guard.enabled(), guard.reserve(), guard.limit(), guard.limitExplicit(), offHeap);
       guardStarted = guard.enabled();
+      String unkeepable = reserveNotBelowLimit(guard, Natives.processStats());
+      if (unkeepable != null) {
+        // Only this executor knows its memory cgroup's limit: its start fails, loudly, rather
+        // than a guard that would spill native memory without end, or tasks failing one by one.
+        Natives.configureGuard(false, 0, 0, false);
+        guardStarted = false;
+        LOG.error(unkeepable);
+        throw new IllegalArgumentException(unkeepable);
+      }
       if (offHeap != null) {
         LOG.info(
             "nativepool: executor {}: the pod guard holds Spark's free off-heap memory while the"
@@ -121,6 +153,8 @@ public final class ExecutorSide implements ExecutorPlugin {
             ctx.executorID(),
             Bytes.format(offHeap.floor()));
       }
+    } catch (IllegalArgumentException e) {
+      throw e; // the reserve against this executor's limit: fails its start
     } catch (RuntimeException e) {
       LOG.error("nativepool: executor {}: the pod guard did not start", ctx.executorID(), e);
     }
@@ -144,6 +178,39 @@ public final class ExecutorSide implements ExecutorPlugin {
           NativePoolConf.MONITORING.key());
     }
     LOG.info("nativepool: executor {} uses {}; {} ({})", ctx.executorID(), s, guard, source);
+  }
+
+  /**
+   * Why the pod guard cannot keep {@link NativePoolConf#GUARD_RESERVE} under the limit this
+   * executor found at its start (its memory cgroup's, which only the executor can read; the driver
+   * already refused a reserve not below {@link NativePoolConf#GUARD_LIMIT}), or null when it can
+   * (or the reserve is the default, which scales with the limit, or there is no limit).
+   */
+  static String reserveNotBelowLimit(GuardSettings guard, ProcessStats stats) {
+    long limit = stats.get(ProcessStat.GUARD_LIMIT);
+    if (!guard.enabled() || guard.reserve() <= 0 || limit <= 0 || guard.reserve() < limit) {
+      return null;
+    }
+    return "nativepool: "
+        + NativePoolConf.GUARD_RESERVE.key()
+        + " = "
+        + Bytes.format(guard.reserve())
+        + ": not below this executor's memory limit, "
+        + Bytes.format(limit)
+        + " (its memory cgroup's, read at its start): the pod guard would find the headroom short"
+        + " at every sample and spill native memory without end. The reserve must be below the"
+        + " limit: lower it, or unset it for 2% of the limit (at least 32 MiB)";
+  }
+
+  /** {@code conf} without its {@code spark.nativepool.*} keys: the monitoring defaults. */
+  private static SparkConf withoutNativepoolKeys(SparkConf conf) {
+    SparkConf c = conf.clone();
+    for (Tuple2<String, String> kv : conf.getAll()) {
+      if (kv._1().startsWith(NativePoolConf.PREFIX)) {
+        c.remove(kv._1());
+      }
+    }
+    return c;
   }
 
   /**
