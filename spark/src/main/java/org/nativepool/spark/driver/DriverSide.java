@@ -69,7 +69,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Event log.</b> Posted to Spark's listener bus, so the event log keeps them and the History
  * Server replays them: one sample of each executor per {@link
- * NativePoolConf#EVENT_LOG_SAMPLE_EVERY} heartbeat intervals ({@link ExecutorSampleEvent}), every
+ * NativePoolConf#EVENT_LOG_SAMPLE_EVERY} heartbeat intervals ({@link ExecutorSampleEvent}), and a
+ * few more at its start, task ends and stage ends ({@link SampleEvents}), every
  * crossing of a {@link NativePoolConf#EXECUTOR_RESERVED_THRESHOLDS} level by an executor's reserved
  * bytes ({@link ReservedThresholdEvent}), each stage's peaks, the executors' ledger crossings and
  * growth reports, their pod guard episodes, and the diagnosis of each executor Spark removed.
@@ -91,6 +92,7 @@ public final class DriverSide implements DriverPlugin {
   // The parts, made by init.
   private ExecutorRegistry executors;
   private StagePeakTracker stagePeaks;
+  private SampleEvents sampleEvents;
   private final GuardEpisodes guard = new GuardEpisodes();
   private ExecutorEnds ends;
 
@@ -134,6 +136,8 @@ public final class DriverSide implements DriverPlugin {
     MetricRegistry registry = ctx.metricRegistry();
     executors = new ExecutorRegistry(registry, thresholds.length);
     stagePeaks = new StagePeakTracker(settings.heartbeatMillis(), this::post);
+    sampleEvents =
+        new SampleEvents(settings.eventLogSampleEvery() * settings.heartbeatMillis(), this::post);
     ends = new ExecutorEnds(ctx.conf(), settings, executors::isRemoved, this::post);
     executors.registerTotals();
     stagePeaks.registerTotals(registry);
@@ -214,14 +218,7 @@ public final class DriverSide implements DriverPlugin {
     stagePeaks.add(e, s, executors.live());
     stagePeaks.postDue(now, false);
     crossings(e, s, s.figure(ExecutorSample.INTERVAL_PEAK_RESERVED, 0));
-    // At most one sample event per executor per N heartbeat intervals (executors also send as
-    // tasks end, so counting samples would not bound the rate).
-    long every = settings.eventLogSampleEvery() * settings.heartbeatMillis();
-    if (every > 0 && (e.sampleEvents == 0 || s.timeMillis() - e.lastSampleEventMillis >= every)) {
-      e.sampleEvents++;
-      e.lastSampleEventMillis = s.timeMillis();
-      post(new ExecutorSampleEvent(s.executorId(), s.timeMillis(), s.sequence(), s.figures()));
-    }
+    sampleEvents.onSample(e, s); // the timer's, and the start's and task ends', rate-limited
     executors.forgetStale(now, 10 * settings.heartbeatMillis());
   }
 
@@ -279,6 +276,7 @@ public final class DriverSide implements DriverPlugin {
     @Override
     public void onStageCompleted(SparkListenerStageCompleted event) {
       stagePeaks.stageCompleted(event.stageInfo(), executors.live());
+      sampleEvents.stageCompleted(executors.live()); // a point at each stage's end
     }
 
     @Override

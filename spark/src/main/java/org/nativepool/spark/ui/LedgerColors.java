@@ -72,6 +72,18 @@ final class LedgerColors {
   /** The colour of {@value #UNEXPLAINED}. The Go copy is unexplainedColor. */
   static final String UNEXPLAINED_COLOR = "#c8c8c8";
 
+  /**
+   * The colours of the Native Memory page's off-heap chart, which stacks accounting figures, not
+   * ledger parts: what nativepool's pools hold of Spark's off-heap memory, what Spark's and other
+   * engines' consumers and cached blocks hold, and the pod guard's ballast. No other chart uses
+   * them, so no Go copy.
+   */
+  static final String OFF_HEAP_POOLS_COLOR = "#c44e52";
+
+  static final String OFF_HEAP_OTHERS_COLOR = "#9c9ede";
+
+  static final String OFF_HEAP_BALLAST_COLOR = "#6b6ecf";
+
   private static final List<String> KNOWN = List.copyOf(PARTS.keySet());
 
   /** Where netty's pools stack: after the JVM's parts, before Arrow Java. */

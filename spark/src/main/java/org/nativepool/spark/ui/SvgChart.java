@@ -63,13 +63,16 @@ public final class SvgChart {
 
   /**
    * The chart as one {@code <svg>} element of {@code width} × (plot {@code height} + legend)
-   * pixels. A chart without times says so in a small SVG of its own.
+   * pixels, its attribute {@code data-samples} the number of times drawn. A chart with fewer than
+   * two times has no span to draw over: it says so in words, in a small SVG of its own.
    */
   public static String render(Chart c, int width, int height) {
     int legendRows = (c.stacked().size() + c.lines().size() + 3) / 4;
     int total = height + legendRows * LEGEND_ROW + 8;
     StringBuilder b = new StringBuilder();
-    b.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"")
+    b.append("<svg xmlns=\"http://www.w3.org/2000/svg\" data-samples=\"")
+        .append(c.times().length)
+        .append("\" width=\"")
         .append(width)
         .append("\" height=\"")
         .append(total)
@@ -85,9 +88,16 @@ public final class SvgChart {
         .append(escape(c.title()))
         .append("</text>");
     long[] t = c.times();
-    if (t.length == 0) {
-      b.append("<text x=\"").append(LEFT).append("\" y=\"").append(TOP + 20);
-      b.append("\">no samples</text></svg>");
+    if (t.length < 2) {
+      b.append("<text class=\"few\" x=\"").append(LEFT).append("\" y=\"").append(TOP + 20);
+      b.append("\">")
+          .append(
+              t.length == 0
+                  ? "no samples yet: nothing to draw"
+                  : "one sample so far, at "
+                      + CLOCK.format(Instant.ofEpochMilli(t[0]))
+                      + " UTC: a chart needs two")
+          .append("</text></svg>");
       return b.toString();
     }
     int n = t.length;
@@ -142,9 +152,15 @@ public final class SvgChart {
           .append(escape(axisLabel(y, step)))
           .append("</text>");
     }
-    // x axis: five clock ticks, UTC
+    // x axis: five clock ticks, UTC, each label once (a span of a few seconds has fewer)
+    String previous = null;
     for (int k = 0; k <= 4; k++) {
       long tt = t0 + (t1 - t0) * k / 4;
+      String label = CLOCK.format(Instant.ofEpochMilli(tt));
+      if (label.equals(previous)) {
+        continue;
+      }
+      previous = label;
       b.append("<text x=\"")
           .append(fmt(sc.x(tt)))
           .append("\" y=\"")
@@ -152,7 +168,7 @@ public final class SvgChart {
           .append("\" text-anchor=\"")
           .append(k == 0 ? "start" : k == 4 ? "end" : "middle")
           .append("\">")
-          .append(CLOCK.format(Instant.ofEpochMilli(tt)))
+          .append(label)
           .append("</text>");
     }
     // bands under the areas' outlines
