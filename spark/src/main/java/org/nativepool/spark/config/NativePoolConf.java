@@ -13,8 +13,10 @@ import scala.Tuple2;
 /**
  * Every {@code spark.nativepool.*} key the plugin reads, each declared once with its default, unit,
  * documentation, side and parser, as Comet's {@code CometConf} declares its keys. The settings
- * views read their values from here, and the README's configuration table is rendered from here
- * ({@link #markdownTable()}; a test fails if the README's copy differs). A key that was replaced
+ * views read their values from here, and the configuration table of docs/CONFIGURATION.md is
+ * rendered from here ({@link #markdownTable()}; a test fails if the copy there differs). The driver
+ * checks every key of an application against this registry when it starts ({@link SettingsCheck}).
+ * A key that was replaced
  * stays readable as its successor's {@link ConfigKey#deprecatedKey()}, with a warning, so a setting
  * never silently stops working.
  *
@@ -216,7 +218,7 @@ public final class NativePoolConf {
           "sets `org.nativepool` and every logger below it (the Go side's and the plugin's) to"
               + " this level in log4j when the plugin starts, over log4j's own configuration for"
               + " them (needs log4j 2, Spark's SLF4J backend; with another, logged and ignored)."
-              + " See \"Logs\" below");
+              + " See docs/OBSERVING.md, \"Logs\"");
 
   /** Whether Go Arrow allocators and Java reservations record their allocation sites. */
   public static final ConfigKey<Boolean> ALLOCATION_SITES =
@@ -326,7 +328,9 @@ public final class NativePoolConf {
               + " its survival point within 0.1 s, and 32 MiB is two of the 16 MiB Netty chunks"
               + " Spark's shuffle and spill readers allocate at once; 2% scales it with larger"
               + " executors, whose bursts come from more threads at once. Must be below the"
-              + " limit");
+              + " limit: the driver refuses one not below `spark.nativepool.guard.limit` when the"
+              + " application starts, and an executor whose memory cgroup's limit is at or below"
+              + " it fails its start");
 
   /** The limit the pod guard keeps without a cgroup limit; null (unset): the container size. */
   public static final ConfigKey<Long> GUARD_LIMIT =
@@ -457,8 +461,11 @@ public final class NativePoolConf {
           Side.EXECUTOR,
           LedgerThreshold::parse,
           "thresholds on the executor memory ledger: `total` (the RSS), `unexplained`, or any"
-              + " part (`native.allocated`, `jvm.direct`, `netty.shared.direct`, …; see \"Executor"
-              + " memory ledger\"). Each crossing, up or down, reaches the `LedgerListener`s, a"
+              + " part (`native.allocated`, `jvm.direct`, `netty.shared.direct`, …; docs/OBSERVING.md,"
+              + " \"The executor memory ledger\"): a part a reading may have, `netty.<pool>.<figure>`"
+              + " for any pool name and `offHeap.<engine>` for `comet`, `gluten`, `spark` or"
+              + " `other`; another name fails the application at its start, naming the parts."
+              + " Each crossing, up or down, reaches the `LedgerListener`s, a"
               + " log line on `org.nativepool.spark.ledger.ExecutorLedger` (WARN up, INFO down),"
               + " the counter `ledger.thresholdCrossings` and the event log"
               + " (`LedgerCrossingEvent`). Read every poll period (the heartbeat interval, at most"
@@ -486,8 +493,9 @@ public final class NativePoolConf {
           Side.EXECUTOR,
           NativePoolConf::names,
           "`LedgerListener` classes (public, no-argument constructor) the executor plugin"
-              + " registers at startup; a class that cannot be made disables native pools on"
-              + " that executor, with the reason");
+              + " registers at startup; the driver refuses a class it cannot find or that is no"
+              + " such class when the application starts; one an executor cannot make is left out"
+              + " there, logged at ERROR, and the pools work on");
 
   /** Task ends per window of the growth detector. */
   public static final ConfigKey<Integer> GROWTH_WINDOW =
@@ -627,7 +635,8 @@ public final class NativePoolConf {
   }
 
   /**
-   * The README's configuration table: one row per key, in declaration order: key, default, unit,
+   * The configuration table of docs/CONFIGURATION.md: one row per key, in declaration order: key,
+   * default, unit,
    * meaning.
    */
   public static String markdownTable() {

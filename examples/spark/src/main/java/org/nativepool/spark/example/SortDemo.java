@@ -843,7 +843,7 @@ public final class SortDemo {
             size(untrackedBound),
             size(untrackedSampled),
             SampleWords.of(cfg.sampling).worst(),
-            size(smp.mallocRetainedAtUntrackedPeak),
+            size(Math.max(0, smp.mallocRetainedAtUntrackedPeak)),
             size(directBaseline),
             size(smp.peakDirect.get())));
     line(
