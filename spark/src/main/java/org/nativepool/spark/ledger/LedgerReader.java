@@ -211,6 +211,16 @@ public final class LedgerReader {
   public static final int NMT_HINT_PERCENT = 10;
 
   /**
+   * How far the resident parts of one reading may exceed the RSS: what the process allocates
+   * between the reads of one reading, which takes 3–12 ms (the RSS first, then the JVM's beans and
+   * Native Memory Tracking, netty, Arrow, the Go runtime), such as a few Tungsten pages or a netty
+   * chunk being touched. Every part counts resident bytes, so {@value #UNEXPLAINED} is never below
+   * minus this; the demo's 484 readings never went below +25 MiB, and {@code
+   * ExecutorLedgerSparkTest} checks the bound on an idle executor.
+   */
+  public static final long NOISE_BYTES = 16L << 20;
+
+  /**
    * The figures of each netty pool: {@code netty.<pool>.resident} (resident bytes of its direct
    * chunks, where netty allocates them without a cleaner), {@code .direct} (direct chunks
    * allocated), {@code .heap} (heap chunks), {@code .used} (bytes in use in its chunks).
