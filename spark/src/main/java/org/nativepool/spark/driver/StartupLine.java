@@ -4,6 +4,7 @@ import java.lang.management.ManagementFactory;
 import java.util.List;
 import org.apache.spark.SparkConf;
 import org.nativepool.spark.config.Bytes;
+import org.nativepool.spark.config.CgroupLimit;
 import org.nativepool.spark.config.GuardSettings;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.PoolKind;

@@ -12,6 +12,7 @@ import org.apache.spark.TaskFailedReason;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
 import org.nativepool.spark.config.Bytes;
+import org.nativepool.spark.config.CgroupLimit;
 import org.nativepool.spark.config.GuardSettings;
 import org.nativepool.spark.config.LedgerSettings;
 import org.nativepool.spark.config.NativePoolConf;
@@ -22,8 +23,6 @@ import org.nativepool.spark.jni.ArrowProcessStat;
 import org.nativepool.spark.jni.GoLog;
 import org.nativepool.spark.jni.LibraryLoader;
 import org.nativepool.spark.jni.Natives;
-import org.nativepool.spark.jni.ProcessStat;
-import org.nativepool.spark.jni.ProcessStats;
 import org.nativepool.spark.ledger.ExecutorLedger;
 import org.nativepool.spark.ledger.LedgerReader;
 import org.nativepool.spark.ledger.LiveNative;
@@ -117,6 +116,13 @@ public final class ExecutorSide implements ExecutorPlugin {
             message -> toDriver(ctx, message),
             LiveNative::describeTop); // the live Go Arrow memory by consumer and site
     ledger.loadListeners(Thread.currentThread().getContextClassLoader()); // failures: ERROR
+    // Only this executor knows its memory cgroup's limit: a reserve the guard cannot keep under
+    // it fails its start, loudly, rather than a guard that would spill native memory without end.
+    String unkeepable = reserveNotBelowLimit(guard, CgroupLimit.of());
+    if (unkeepable != null) {
+      LOG.error(unkeepable);
+      throw new IllegalArgumentException(unkeepable);
+    }
     GoLog.configure(s.logLevel()); // first: Go's records reach log4j
     Natives.configure(s.logging(), s.taskThresholds());
     ExecutorState.setAllocationSites(s.allocationSites()); // Go's and Java's, for leaks
@@ -137,15 +143,6 @@ public final class ExecutorSide implements ExecutorPlugin {
       Natives.configureGuard(
           guard.enabled(), guard.reserve(), guard.limit(), guard.limitExplicit(), offHeap);
       guardStarted = guard.enabled();
-      String unkeepable = reserveNotBelowLimit(guard, Natives.processStats());
-      if (unkeepable != null) {
-        // Only this executor knows its memory cgroup's limit: its start fails, loudly, rather
-        // than a guard that would spill native memory without end, or tasks failing one by one.
-        Natives.configureGuard(false, 0, 0, false);
-        guardStarted = false;
-        LOG.error(unkeepable);
-        throw new IllegalArgumentException(unkeepable);
-      }
       if (offHeap != null) {
         LOG.info(
             "nativepool: executor {}: the pod guard holds Spark's free off-heap memory while the"
@@ -153,8 +150,6 @@ public final class ExecutorSide implements ExecutorPlugin {
             ctx.executorID(),
             Bytes.format(offHeap.floor()));
       }
-    } catch (IllegalArgumentException e) {
-      throw e; // the reserve against this executor's limit: fails its start
     } catch (RuntimeException e) {
       LOG.error("nativepool: executor {}: the pod guard did not start", ctx.executorID(), e);
     }
@@ -181,13 +176,14 @@ public final class ExecutorSide implements ExecutorPlugin {
   }
 
   /**
-   * Why the pod guard cannot keep {@link NativePoolConf#GUARD_RESERVE} under the limit this
-   * executor found at its start (its memory cgroup's, which only the executor can read; the driver
-   * already refused a reserve not below {@link NativePoolConf#GUARD_LIMIT}), or null when it can
-   * (or the reserve is the default, which scales with the limit, or there is no limit).
+   * Why the pod guard cannot keep {@link NativePoolConf#GUARD_RESERVE} under {@code cgroupLimit},
+   * the limit of this executor's memory cgroup ({@link CgroupLimit}, which only the executor can
+   * read; the driver already refused a reserve not below {@link NativePoolConf#GUARD_LIMIT}), or
+   * null when it can (or the guard is off, the reserve is the default, which scales with the
+   * limit, or there is no limit).
    */
-  static String reserveNotBelowLimit(GuardSettings guard, ProcessStats stats) {
-    long limit = stats.get(ProcessStat.GUARD_LIMIT);
+  static String reserveNotBelowLimit(GuardSettings guard, long cgroupLimit) {
+    long limit = cgroupLimit;
     if (!guard.enabled() || guard.reserve() <= 0 || limit <= 0 || guard.reserve() < limit) {
       return null;
     }

@@ -67,7 +67,8 @@ public final class SvgChart {
    * two times has no span to draw over: it says so in words, in a small SVG of its own.
    */
   public static String render(Chart c, int width, int height) {
-    int legendRows = (c.stacked().size() + c.lines().size() + 3) / 4;
+    int columns = legendColumns(c, width);
+    int legendRows = (c.stacked().size() + c.lines().size() + columns - 1) / columns;
     int total = height + legendRows * LEGEND_ROW + 8;
     StringBuilder b = new StringBuilder();
     b.append("<svg xmlns=\"http://www.w3.org/2000/svg\" data-samples=\"")
@@ -265,19 +266,42 @@ public final class SvgChart {
     int item = 0;
     for (int s = c.stacked().size() - 1; s >= 0; s--, item++) {
       Series se = c.stacked().get(s);
-      legend(b, item, height, width, se.color(), false, se.name());
+      legend(b, item, columns, height, width, se.color(), false, se.name());
     }
     for (Line l : c.lines()) {
-      legend(b, item++, height, width, l.color(), true, l.name());
+      legend(b, item++, columns, height, width, l.color(), true, l.name());
     }
     return b.append("</svg>").toString();
   }
 
+  /**
+   * How many legend items fit side by side: four, fewer where the longest name needs it (about
+   * 6.5 pixels a character at the legend's 11 pixels, and 24 for the swatch and a gap).
+   */
+  static int legendColumns(Chart c, int width) {
+    int longest = 1;
+    for (Series se : c.stacked()) {
+      longest = Math.max(longest, se.name().length());
+    }
+    for (Line l : c.lines()) {
+      longest = Math.max(longest, l.name().length());
+    }
+    int fit = (int) ((width - LEFT - RIGHT) / (longest * 6.5 + 24));
+    return Math.max(1, Math.min(4, fit));
+  }
+
   private static void legend(
-      StringBuilder b, int item, int height, int width, String color, boolean line, String name) {
-    int colWidth = (width - LEFT - RIGHT) / 4;
-    double x = LEFT + (item % 4) * colWidth;
-    double y = height + 4 + (item / 4) * LEGEND_ROW;
+      StringBuilder b,
+      int item,
+      int columns,
+      int height,
+      int width,
+      String color,
+      boolean line,
+      String name) {
+    int colWidth = (width - LEFT - RIGHT) / columns;
+    double x = LEFT + (item % columns) * colWidth;
+    double y = height + 4 + (item / columns) * LEGEND_ROW;
     if (line) {
       b.append("<line class=\"legend\" x1=\"")
           .append(fmt(x))

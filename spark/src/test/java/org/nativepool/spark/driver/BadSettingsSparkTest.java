@@ -177,6 +177,25 @@ class BadSettingsSparkTest {
   }
 
   /**
+   * Off-heap memory enabled with a size of 0 is refused by Spark itself, before the plugin: the
+   * SparkContext fails naming the size, and no native grow is ever refused silently.
+   */
+  @Test
+  void offHeapEnabledWithSizeZeroFailsOrWarns() {
+    int from = driverLog.messages().size();
+    String failure = start("spark.memory.offHeap.size=0");
+    String said =
+        failure != null
+            ? failure
+            : warningsSince(from).stream()
+                .filter(m -> m.contains("spark.memory.offHeap.size is 0"))
+                .findFirst()
+                .orElseThrow(() -> new AssertionError("neither failed nor warned"));
+    System.out.println("BAD-SETTING spark.memory.offHeap.size=0 -> " + said);
+    assertTrue(said.contains("spark.memory.offHeap.size"), said);
+  }
+
+  /**
    * The startup line, at WARN so that spark-shell's default level shows it: the release and Spark
    * line, the budget, the pod guard's limit or none, and where the page is.
    */

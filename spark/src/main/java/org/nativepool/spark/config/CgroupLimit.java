@@ -1,4 +1,4 @@
-package org.nativepool.spark.driver;
+package org.nativepool.spark.config;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -8,11 +8,12 @@ import java.nio.file.Path;
 /**
  * The memory limit of this JVM's memory cgroup, read from {@code /proc/self/cgroup} and the cgroup
  * file system: the tightest of its group's and its ancestors' ({@code memory.limit_in_bytes} on
- * cgroup v1, {@code memory.max} on v2), as the pod guard keeps it. For the startup line of a driver
- * in local mode, whose JVM is the executor; executors read their own (the Go side's guard).
+ * cgroup v1, {@code memory.max} on v2), the limit the pod guard keeps where there is one. The
+ * executor checks its guard's reserve against it before it starts the guard (only the executor
+ * can read it), and the driver's startup line names it in local mode, whose JVM is the executor.
  * Stateless.
  */
-final class CgroupLimit {
+public final class CgroupLimit {
   /** Where the cgroup hierarchies are mounted. */
   static final Path ROOT = Path.of("/sys/fs/cgroup");
 
@@ -22,7 +23,7 @@ final class CgroupLimit {
   private CgroupLimit() {}
 
   /** The limit in bytes, or -1 when there is none or it cannot be read. */
-  static long of() {
+  public static long of() {
     String self;
     try {
       self = Files.readString(Path.of("/proc/self/cgroup"), StandardCharsets.UTF_8);
