@@ -43,10 +43,12 @@ import org.slf4j.LoggerFactory;
  *       {@code total.*};
  *   <li>{@link StagePeakTracker}: each stage's native peaks, posted as a {@link StagePeaksEvent},
  *       and the {@code stagePeak*} gauges;
+ *   <li>{@link SampleEvents}: which samples reach the event log, and so the Native Memory page;
  *   <li>{@link GuardEpisodes}: the executors' pod guard episodes and the {@code guard.*} gauges;
  *   <li>{@link ExecutorEnds}: the evidence kept per executor, the diagnosis of each removal and
  *       the {@code lost.*} gauges;
- *   <li>{@link DriverCheck} (the library, version and settings, at start) and {@link AutoOverhead}.
+ *   <li>{@link DriverCheck} (the library, version and every setting, at start), {@link StartupLine}
+ *       (the one line at WARN saying what runs) and {@link AutoOverhead}.
  * </ul>
  *
  * <p><b>Figures.</b> Each executor sends an {@link ExecutorSample} once per heartbeat interval over
