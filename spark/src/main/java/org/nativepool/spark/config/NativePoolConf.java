@@ -559,21 +559,35 @@ public final class NativePoolConf {
   }
 
   /**
-   * The keys of {@code conf} under {@value #PREFIX} (in any case, since {@code
-   * spark.NativePool.chunkSize} is as much a slip as {@code spark.nativepool.chunksize}) that the
-   * registry does not know: Spark keys are case-sensitive, so each is ignored.
+   * The keys of {@code conf} meant for the plugin that the registry does not know: under {@value
+   * #PREFIX} in any case (Spark keys are case-sensitive, so {@code spark.NativePool.chunkSize} is
+   * as much a slip as {@code spark.nativepool.chunksize}), or under a misspelt prefix ({@code
+   * spark.nativpool.}, {@code spark.native.pool.}: a second word that starts with {@code native}
+   * or is within two letters of {@code nativepool}). The plugin ignores each.
    */
   public static List<String> unknownKeys(SparkConf conf) {
     List<String> known = knownKeys();
     List<String> out = new ArrayList<>();
     for (Tuple2<String, String> kv : conf.getAll()) {
       String k = kv._1();
-      if (k.toLowerCase(Locale.ROOT).startsWith(PREFIX) && !known.contains(k)) {
+      if (meantForThePlugin(k) && !known.contains(k)) {
         out.add(k);
       }
     }
     Collections.sort(out);
     return out;
+  }
+
+  /** Whether {@code key}'s prefix is the plugin's, in any case or misspelt a little. */
+  static boolean meantForThePlugin(String key) {
+    String k = key.toLowerCase(Locale.ROOT);
+    if (k.startsWith(PREFIX)) {
+      return true;
+    }
+    String[] words = k.split("\\.", 3);
+    return words.length == 3
+        && words[0].equals("spark")
+        && (words[1].startsWith("native") || editDistance(words[1], "nativepool") <= 2);
   }
 
   /**

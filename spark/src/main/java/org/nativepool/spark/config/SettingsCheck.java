@@ -15,6 +15,8 @@ import org.apache.spark.SparkConf;
  * <ul>
  *   <li>a key under {@value NativePoolConf#PREFIX} the registry does not know (a misspelling, a
  *       wrong case), which Spark would pass on and the plugin ignore, naming the closest known key;
+ *   <li>an off-heap floor of the pod guard at or above the off-heap size, so that the guard can
+ *       hold none of Spark's off-heap memory;
  *   <li>a budget no native grow can get: off-heap memory disabled, or of size 0. Native pools
  *       borrow Spark's off-heap execution memory, so every grow would be refused; but the ledger,
  *       the Native Memory page, the pod guard and the diagnosis of lost executors work without it,
@@ -79,6 +81,22 @@ public final class SettingsCheck {
     String budget = budgetWarning(conf);
     if (budget != null) {
       warnings.add(budget);
+    }
+    long offHeap = conf.getSizeAsBytes("spark.memory.offHeap.size", "0");
+    if (guard.enabled()
+        && guard.offHeap()
+        && guard.offHeapFloor() != null
+        && offHeap > 0
+        && guard.offHeapFloor() >= offHeap) {
+      warnings.add(
+          "nativepool: "
+              + NativePoolConf.GUARD_OFF_HEAP_FLOOR.key()
+              + " = '"
+              + conf.get(NativePoolConf.GUARD_OFF_HEAP_FLOOR.key())
+              + "' is not below spark.memory.offHeap.size ("
+              + Bytes.format(offHeap)
+              + "): the pod guard will leave Spark's consumers all of it and hold none, so only"
+              + " native consumers give way when the headroom is short");
     }
     return new SettingsCheck(pool, reporting, guard, ledger, warnings);
   }

@@ -204,10 +204,20 @@ class SettingsTest {
             .set("spark.nativepool.thresholds", "16m") // deprecated, still read
             .set("spark.NativePool.poolSize", "1g")
             .set("spark.nativepool.guard.enable", "true")
-            .set("spark.memory.offHeap.size", "1g");
+            .set("spark.nativpool.chunkSize", "1m")
+            .set("spark.native.pool.chunkSize", "1m")
+            .set("spark.memory.offHeap.size", "1g")
+            .set("spark.sql.nativeThing", "1"); // not the plugin's
     assertEquals(
-        java.util.List.of("spark.NativePool.poolSize", "spark.nativepool.guard.enable"),
+        java.util.List.of(
+            "spark.NativePool.poolSize",
+            "spark.native.pool.chunkSize",
+            "spark.nativepool.guard.enable",
+            "spark.nativpool.chunkSize"),
         NativePoolConf.unknownKeys(conf));
+    assertEquals("spark.nativepool.chunkSize", NativePoolConf.closestKey("spark.nativpool.chunkSize"));
+    assertEquals(
+        "spark.nativepool.chunkSize", NativePoolConf.closestKey("spark.native.pool.chunkSize"));
   }
 
   /** Every setting is checked together, and what is worth a WARN comes back, not thrown. */
@@ -230,5 +240,9 @@ class SettingsTest {
     assertEquals(2, w.size(), w::toString);
     assertTrue(w.get(0).contains("did you mean spark.nativepool.chunkSize?"), w::toString);
     assertTrue(w.get(1).contains("every native grow will be refused"), w::toString);
+    java.util.List<String> floor =
+        SettingsCheck.of(conf.clone().set("spark.nativepool.guard.offHeapFloor", "2g")).warnings();
+    assertEquals(1, floor.size(), floor::toString);
+    assertTrue(floor.get(0).contains("will leave Spark's consumers all of it"), floor::toString);
   }
 }
