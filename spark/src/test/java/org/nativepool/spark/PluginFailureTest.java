@@ -58,7 +58,8 @@ class PluginFailureTest {
       throws Exception {
     List<String> cmd = new ArrayList<>();
     if (cgroup != null) {
-      cmd.addAll(List.of("sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"", cgroup.toString()));
+      cmd.addAll(
+          List.of("sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"", cgroup.toString()));
     }
     cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
     for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {

@@ -461,9 +461,10 @@ public final class NativePoolConf {
           Side.EXECUTOR,
           LedgerThreshold::parse,
           "thresholds on the executor memory ledger: `total` (the RSS), `unexplained`, or any"
-              + " part (`native.allocated`, `jvm.direct`, `netty.shared.direct`, …; docs/OBSERVING.md,"
-              + " \"The executor memory ledger\"): a part a reading may have, `netty.<pool>.<figure>`"
-              + " for any pool name and `offHeap.<engine>` for `comet`, `gluten`, `spark` or"
+              + " part (`native.allocated`, `jvm.direct`, `netty.shared.direct`, …;"
+              + " docs/OBSERVING.md, \"The executor memory ledger\"): a part a reading may have,"
+              + " `netty.<pool>.<figure>` for any pool name and `offHeap.<engine>` for `comet`,"
+              + " `gluten`, `spark` or"
               + " `other`; another name fails the application at its start, naming the parts."
               + " Each crossing, up or down, reaches the `LedgerListener`s, a"
               + " log line on `org.nativepool.spark.ledger.ExecutorLedger` (WARN up, INFO down),"

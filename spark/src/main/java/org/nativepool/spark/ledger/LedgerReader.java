@@ -58,9 +58,10 @@ import org.slf4j.LoggerFactory;
  *       buffer pools);
  *   <li>JVM, from Native Memory Tracking when the JVM runs with {@code
  *       -XX:NativeMemoryTracking=summary}: {@value #JVM_THREADS} (thread stacks and thread
- *       structures), {@value #JVM_GC} (the collector's structures, but G1's concurrent mark stack,
- *       committed whole and hardly ever touched: {@link #G1_MARK_STACK}), {@value #JVM_NATIVE} (the JVM's
- *       other native memory: compiler, symbols, the class-data archive …) and {@value #JVM_UNSAFE}
+ *       structures), {@value #JVM_GC} (the collector's structures, but G1's concurrent mark
+ *       stack, committed whole and hardly ever touched: {@link #G1_MARK_STACK}), {@value
+ *       #JVM_NATIVE} (the JVM's other native memory: compiler, symbols, the class-data archive …)
+ *       and {@value #JVM_UNSAFE}
  *       (memory allocated through {@code Unsafe} that no part below claims: Spark's off-heap
  *       Tungsten pages, its spill readers' buffers). Without NMT these are absent and their bytes
  *       are unexplained;
@@ -205,17 +206,17 @@ public final class LedgerReader {
 
   /**
    * The share of the RSS above which, with Native Memory Tracking off, the unexplained remainder
-   * is called large and {@link #NMT_HINT} is given: the JVM's own native memory alone is 10–20% of
-   * an idle executor's RSS.
+   * is called large and {@link LedgerSnapshot#NMT_HINT} is given: the JVM's own native memory
+   * alone is 10–20% of an idle executor's RSS.
    */
   public static final int NMT_HINT_PERCENT = 10;
 
   /**
    * How far the resident parts of one reading may exceed the RSS: what the process allocates
-   * between the reads of one reading, which takes 3–12 ms (the RSS first, then the JVM's beans and
-   * Native Memory Tracking, netty, Arrow, the Go runtime), such as a few Tungsten pages or a netty
-   * chunk being touched. Every part counts resident bytes, so {@value #UNEXPLAINED} is never below
-   * minus this; the demo's 484 readings never went below +25 MiB, and {@code
+   * between the reads of one reading, which takes 3–12 ms (the RSS first, then the JVM's beans
+   * and Native Memory Tracking, netty, Arrow, the Go runtime), such as a few Tungsten pages or a
+   * netty chunk being touched. Every part counts resident bytes, so {@value #UNEXPLAINED} is never
+   * below minus this; the demo's 484 readings never went below +25 MiB, and {@code
    * ExecutorLedgerSparkTest} checks the bound on an idle executor.
    */
   public static final long NOISE_BYTES = 16L << 20;
@@ -330,7 +331,8 @@ public final class LedgerReader {
               + " (the RSS), "
               + String.join(", ", FIXED_PARTS)
               + ", netty.<pool>.resident, netty.<pool>.direct, netty.<pool>.heap and"
-              + " netty.<pool>.used for each of Spark's netty pools (e.g. netty.shared.direct), and "
+              + " netty.<pool>.used for each of Spark's netty pools (e.g. netty.shared.direct),"
+              + " and "
               + OFF_HEAP_PREFIX
               + String.join(", " + OFF_HEAP_PREFIX, SparkConsumers.ENGINES));
     }

@@ -40,7 +40,8 @@ final class PageResidency {
     long last = (address + length - 1) / PAGE;
     long pages = last - first + 1;
     try (FileChannel ch = FileChannel.open(Path.of(PAGEMAP), StandardOpenOption.READ)) {
-      ByteBuffer b = ByteBuffer.allocate((int) Math.min(pages, 8192) * 8).order(ByteOrder.nativeOrder());
+      ByteBuffer b =
+          ByteBuffer.allocate((int) Math.min(pages, 8192) * 8).order(ByteOrder.nativeOrder());
       long resident = 0;
       long page = first;
       while (page <= last) {

@@ -21,8 +21,8 @@ import org.nativepool.spark.ui.NativeMemoryTimeline.Snapshot;
  * its diagnosis; under it, where executors have off-heap memory, Spark's off-heap memory in use
  * against the off-heap budget, the one figure that budget bounds; words where an executor has
  * fewer than two samples, and where its unexplained memory is large without Native Memory
- * Tracking; then tables of the executors' ends, their leak figures and the stages' native peaks. No script, no stylesheet or font from elsewhere. A pure function;
- * stateless.
+ * Tracking; then tables of the executors' ends, their leak figures and the stages' native peaks.
+ * No script, no stylesheet or font from elsewhere. A pure function; stateless.
  */
 public final class NativeMemoryPage {
   /**

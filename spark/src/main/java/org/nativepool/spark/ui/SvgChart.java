@@ -69,7 +69,8 @@ public final class SvgChart {
   public static String render(Chart c, int width, int height) {
     int columns = legendColumns(c, width);
     int legendRows = (c.stacked().size() + c.lines().size() + columns - 1) / columns;
-    int total = height + legendRows * LEGEND_ROW + 8;
+    // fewer than two times: a heading and a sentence, no plot
+    int total = c.times().length < 2 ? TOP + 32 : height + legendRows * LEGEND_ROW + 8;
     StringBuilder b = new StringBuilder();
     b.append("<svg xmlns=\"http://www.w3.org/2000/svg\" data-samples=\"")
         .append(c.times().length)

@@ -101,7 +101,8 @@ class DocsExamplesTest {
   @Test
   void theReadmeHasNoMachinesPathAndShortLinesOutsideCode() throws IOException {
     String readme = read("README.md");
-    Matcher path = Pattern.compile("(?<![\\w.])/(work|home|root|Users|process_api|tmp)/").matcher(readme);
+    Matcher path =
+        Pattern.compile("(?<![\\w.])/(work|home|root|Users|process_api|tmp)/").matcher(readme);
     assertFalse(path.find(), () -> "a machine's path: " + readme.substring(path.start()));
     boolean code = false;
     for (String line : readme.split("\n")) {

@@ -182,17 +182,21 @@ class SettingsTest {
    */
   @Test
   void theClosestKnownKeyIsNamedForAMisspelling() {
-    assertEquals("spark.nativepool.chunkSize", NativePoolConf.closestKey("spark.nativepool.chunksize"));
-    assertEquals("spark.nativepool.poolSize", NativePoolConf.closestKey("spark.nativepool.poolsize"));
     assertEquals(
-        "spark.nativepool.guard.enabled", NativePoolConf.closestKey("spark.nativepool.guard.enable"));
+        "spark.nativepool.chunkSize", NativePoolConf.closestKey("spark.nativepool.chunksize"));
+    assertEquals(
+        "spark.nativepool.poolSize", NativePoolConf.closestKey("spark.nativepool.poolsize"));
+    assertEquals(
+        "spark.nativepool.guard.enabled",
+        NativePoolConf.closestKey("spark.nativepool.guard.enable"));
     assertEquals(
         "spark.nativepool.ledger.thresholds",
         NativePoolConf.closestKey("spark.nativepool.ledger.threshold"));
     assertEquals(
         "spark.nativepool.memory.logInterval",
         NativePoolConf.closestKey("spark.nativepool.memory.loginterval"));
-    assertEquals("spark.nativepool.logLevel", NativePoolConf.closestKey("spark.nativepool.loglevl"));
+    assertEquals(
+        "spark.nativepool.logLevel", NativePoolConf.closestKey("spark.nativepool.loglevl"));
   }
 
   /** Only keys under the plugin's prefix, in any case, that the registry lacks are unknown. */
@@ -215,7 +219,8 @@ class SettingsTest {
             "spark.nativepool.guard.enable",
             "spark.nativpool.chunkSize"),
         NativePoolConf.unknownKeys(conf));
-    assertEquals("spark.nativepool.chunkSize", NativePoolConf.closestKey("spark.nativpool.chunkSize"));
+    assertEquals(
+        "spark.nativepool.chunkSize", NativePoolConf.closestKey("spark.nativpool.chunkSize"));
     assertEquals(
         "spark.nativepool.chunkSize", NativePoolConf.closestKey("spark.native.pool.chunkSize"));
   }
@@ -232,9 +237,12 @@ class SettingsTest {
         assertThrows(
             IllegalArgumentException.class,
             () -> SettingsCheck.of(conf.clone().set("spark.nativepool.poolSize", "0")));
-    assertTrue(e.getMessage().startsWith("nativepool: spark.nativepool.poolSize = '0': "), e::getMessage);
+    assertTrue(
+        e.getMessage().startsWith("nativepool: spark.nativepool.poolSize = '0': "), e::getMessage);
     SettingsCheck.of(
-        conf.clone().set("spark.nativepool.poolSize", "0").set("spark.nativepool.pool", "greedy_unified"));
+        conf.clone()
+            .set("spark.nativepool.poolSize", "0")
+            .set("spark.nativepool.pool", "greedy_unified"));
     java.util.List<String> w =
         SettingsCheck.of(new SparkConf(false).set("spark.nativepool.chunksize", "1m")).warnings();
     assertEquals(2, w.size(), w::toString);

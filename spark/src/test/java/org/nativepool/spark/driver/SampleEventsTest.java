@@ -51,8 +51,8 @@ class SampleEventsTest {
   }
 
   /**
-   * Boundaries post at most {@value SampleEvents#BOUNDARY_BUDGET} events per timer period beyond the
-   * timer's, so that a stream of short tasks does not fill the event log.
+   * Boundaries post at most {@value SampleEvents#BOUNDARY_BUDGET} events per timer period beyond
+   * the timer's, so that a stream of short tasks does not fill the event log.
    */
   @Test
   void boundariesAreRateLimitedPerTimerPeriod() {
