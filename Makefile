@@ -153,10 +153,10 @@ test-spark: lib
 	$(MVN) -pl $(PLUGIN_DIR) $(LINE_ARGS) -Dnativepool.lib.dir=$(BUILD)/lib '-Dtest=$(SPARK_FACING)' \
 		-Dsurefire.failIfNoSpecifiedTests=false test
 
-## config-table: renders the README's configuration table from the key registry
+## config-table: renders the configuration table of docs/CONFIGURATION.md from the key registry
 ## (org.nativepool.spark.config.NativePoolConf); a test fails while the two differ.
 config-table:
-	$(MVN) -q -pl $(PLUGIN_DIR) -Dnativepool.lib.dir=$(BUILD)/lib -Dtest=ConfigReadmeTest \
+	$(MVN) -q -pl $(PLUGIN_DIR) -Dnativepool.lib.dir=$(BUILD)/lib -Dtest=ConfigTableTest \
 		-Dsurefire.failIfNoSpecifiedTests=false -Dnativepool.updateReadme=true test
 
 ## test-cluster: a standalone Master and Worker on 127.0.0.1 (own JVMs, free ports, Spark's jars

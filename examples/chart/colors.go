@@ -46,7 +46,7 @@ var partColors = []ledgerPart{
 }
 
 const (
-	// nettyPrefix starts the parts of netty's pools (netty.<pool>.direct),
+	// nettyPrefix starts the parts of netty's pools (netty.<pool>.resident),
 	// whose names are known only at run time.
 	nettyPrefix = "netty."
 	// otherColor fills the band of small parts summed (colOther).

@@ -52,7 +52,7 @@ func TestStackBandsFillEachPartWithItsColourInTheLedgersOrder(t *testing.T) {
 	require.NoError(t, err)
 	l.mergeSmall(0.02, 0)
 	var labels, colors []string
-	for _, b := range stackBands(l, 0) {
+	for _, b := range stackBands(l) {
 		labels = append(labels, b.label)
 		colors = append(colors, hexOf(b.color))
 	}

@@ -97,15 +97,20 @@ func TestAxisFloorCutsABottomBandAboveHalfThePeakRSS(t *testing.T) {
 	assert.Equal(t, 0.0, l.axisFloor())
 }
 
-// TestRenderStackedWithAFloorNamesAccountingBelowIt: rendering with the axis
-// cut above an accounting series (and above the bottom band's lower edge)
-// still writes a PNG.
-func TestRenderStackedWithAFloorNamesAccountingBelowIt(t *testing.T) {
+// TestRenderStackedWithAHeapBandAddsASecondPanelFromZero: where the bottom
+// band dwarfs the rest (a pre-touched heap), the ledger chart gets a second
+// panel without it, its axis from 0, so that native memory is legible: the
+// image is 9 inches high instead of 5.5.
+func TestRenderStackedWithAHeapBandAddsASecondPanelFromZero(t *testing.T) {
 	l := readTestLedger(t)
 	l.mergeSmall(0.02, 90<<20)
 	out := filepath.Join(t.TempDir(), "ledger.png")
-	require.NoError(t, renderStacked(l, 90<<20, "cut", out))
-	assert.Equal(t, 960, decodePNG(t, out).Bounds().Dx())
+	require.NoError(t, renderStacked(l, 90<<20, "two panels", out))
+	img := decodePNG(t, out)
+	assert.Equal(t, 960, img.Bounds().Dx())
+	assert.Equal(t, 864, img.Bounds().Dy())
+	require.NoError(t, renderStacked(l, 0, "one panel", out))
+	assert.Equal(t, 528, decodePNG(t, out).Bounds().Dy())
 }
 
 // TestReadLedgerRejectsBadInput checks the whole error texts.

@@ -13,9 +13,13 @@
 //     unexplained (RSS less the parts, the top band), and accounting columns
 //     named acct:<part>, drawn as dashed lines and not stacked. Parts that
 //     never reach -merge × the chart's height are grouped by owner (go.*,
-//     netty.* …) or folded into "other". When the bottom part never falls
-//     below half the peak RSS (a pre-touched JVM heap), the axis starts
-//     above 0 and the legend says so.
+//     netty.* …) or folded into "other". The axis starts at 0; when the
+//     bottom part never falls below half the peak RSS (a pre-touched JVM
+//     heap), a second panel draws the rest without it, from 0, so that
+//     native memory is legible beside a large heap.
+//
+//   - on the line chart, the longest phase where reserved stays flat (a
+//     tenth of the run or more) is labelled with what holds it.
 //
 //     go run ./examples/chart -in samples.csv -out memory.png -title "sort, 16 MiB budget"
 //     go run ./examples/chart -in ledger.csv -out ledger.png -title "executor memory ledger"
@@ -227,11 +231,94 @@ func render(s *samples, title, out string, labels map[string]string) error {
 			p.Legend.Add(label, l)
 		}
 	}
+	if from, to, ok := flatPhase(s); ok {
+		if err := labelFlatPhase(p, s, from, to); err != nil {
+			return err
+		}
+	}
 	p.Legend.ThumbnailWidth = vg.Points(20)
 	p.Legend.Padding = vg.Points(2)
 	if err := p.Save(8*vg.Inch, 4.5*vg.Inch, out); err != nil {
 		return fmt.Errorf("save %s: %w", out, err)
 	}
+	return nil
+}
+
+// column returns the series named name, or nil.
+func (s *samples) column(name string) []float64 {
+	for _, sr := range s.series {
+		if sr.name == name {
+			return sr.values
+		}
+	}
+	return nil
+}
+
+// flatPhase finds the longest run of samples [from, to] over which reserved
+// stays within a tolerance of its value at from (1% of reserved's peak, at
+// least 256 KiB) and above 0, lasting at least a tenth of the run: a phase
+// where what holds the off-heap memory does not change, which reads as a
+// stalled chart unless it is labelled. ok is false when there is none.
+func flatPhase(s *samples) (from, to int, ok bool) {
+	r := s.column("reserved")
+	if len(r) < 3 {
+		return 0, 0, false
+	}
+	tol := max(0.01*slices.Max(r), 256<<10)
+	span := s.t[len(s.t)-1] - s.t[0]
+	best := 0.0
+	for i := 0; i < len(r); {
+		j := i
+		for j+1 < len(r) && math.Abs(r[j+1]-r[i]) <= tol {
+			j++
+		}
+		if d := s.t[j] - s.t[i]; r[i] > 0 && d > best && d >= span/10 {
+			best, from, to, ok = d, i, j, true
+		}
+		i = j + 1
+	}
+	return from, to, ok
+}
+
+// labelFlatPhase writes, over the flat phase [from, to] of reserved, a
+// bracket and what holds the memory: reserved's level, how long, and, with
+// a held column, the native pools' share of it and the rest Spark's own
+// consumers' (its sorters' and aggregations' pages).
+func labelFlatPhase(p *plot.Plot, s *samples, from, to int) error {
+	const mib = 1 << 20
+	r := s.column("reserved")
+	level := 0.0
+	for _, v := range r[from : to+1] {
+		level = max(level, v)
+	}
+	text := fmt.Sprintf("reserved flat at %.0f MiB for %.0f s", level/mib, s.t[to]-s.t[from])
+	if held := s.column("held"); held != nil {
+		sum := 0.0
+		for _, v := range held[from : to+1] {
+			sum += v
+		}
+		native := sum / float64(to-from+1)
+		text += fmt.Sprintf(":\nnative pools %.0f MiB of it, Spark's own consumers the rest", native/mib)
+	}
+	y := level/mib + 0.06*(p.Y.Max-p.Y.Min)
+	bracket, err := plotter.NewLine(plotter.XYs{{X: s.t[from], Y: y}, {X: s.t[to], Y: y}})
+	if err != nil {
+		return fmt.Errorf("flat phase: %w", err)
+	}
+	bracket.Color = color.Gray{Y: 90}
+	bracket.Width = vg.Points(1)
+	p.Add(bracket)
+	labels, err := plotter.NewLabels(plotter.XYLabels{
+		XYs:    []plotter.XY{{X: (s.t[from] + s.t[to]) / 2, Y: y}},
+		Labels: []string{text},
+	})
+	if err != nil {
+		return fmt.Errorf("flat phase: %w", err)
+	}
+	labels.TextStyle[0].Font.Size = vg.Points(9)
+	labels.TextStyle[0].XAlign = -0.5
+	labels.TextStyle[0].YAlign = 0.1
+	p.Add(labels)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -118,4 +119,36 @@ func TestBurstAndBallastAreDrawnOnlyWhenTheyHappened(t *testing.T) {
 		names = append(names, x.name)
 	}
 	assert.Equal(t, []string{"rss", "held", "reserved", "allocated", "burst", "ballast"}, names)
+}
+
+// TestFlatPhaseFindsTheLongestLevelRunOfReserved: reserved at one level for
+// most of a run is the phase the chart labels; a run that only rises and
+// falls has none.
+func TestFlatPhaseFindsTheLongestLevelRunOfReserved(t *testing.T) {
+	s := &samples{t: []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}}
+	s.series = []series{{name: "reserved", values: []float64{1, 30, 60, 47, 47, 47.2, 47, 47, 24, 0}}}
+	for i := range s.series[0].values {
+		s.series[0].values[i] *= 1 << 20
+	}
+	from, to, ok := flatPhase(s)
+	require.True(t, ok)
+	assert.Equal(t, []int{3, 7}, []int{from, to})
+	s.series[0].values = []float64{0, 10 << 20, 20 << 20, 30 << 20, 40 << 20, 50 << 20, 40 << 20, 30 << 20, 20 << 20, 10 << 20}
+	_, _, ok = flatPhase(s)
+	assert.False(t, ok, "no level run")
+}
+
+// TestRenderLabelsTheFlatPhase: a chart with a flat phase of reserved is
+// drawn with its label (the PNG is written; the label's words are
+// labelFlatPhase's).
+func TestRenderLabelsTheFlatPhase(t *testing.T) {
+	csv := "t_ms,reserved,allocated,rss,held\n"
+	for i, r := range []int{1, 30, 60, 47, 47, 47, 47, 47, 24, 0} {
+		csv += fmt.Sprintf("%d,%d,%d,%d,%d\n", i*1000, r<<20, 1<<20, (r+5)<<20, 8<<20)
+	}
+	s, err := readSamples(strings.NewReader(csv))
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "chart.png")
+	require.NoError(t, render(s, "flat", out, nil))
+	assert.Equal(t, 768, decodePNG(t, out).Bounds().Dx())
 }

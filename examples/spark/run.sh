@@ -5,7 +5,7 @@
 #
 #   bash examples/spark/run.sh [--rows N] [--budget 64m] [--chunk 2m] [--pool fair_unified|greedy_unified] ...
 #
-# Options are SortDemo's (--help lists them). Outputs: build/demo/samples.csv,
+# Options are SortDemo's (--help lists them, without building anything). Outputs: build/demo/samples.csv,
 # build/demo/ledger.csv, build/demo/report.properties, build/demo/chart.png (reserved vs allocated
 # vs RSS), build/demo/ledger.png (the executor memory ledger, stacked), and, for a run with the
 # default options and NATIVEPOOL_UPDATE_DOCS=1, copies of both charts in docs/demo-chart.png and
@@ -22,6 +22,16 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
+
+# --help: this header's words and SortDemo's options (their one copy, usage.txt), built nothing.
+for a in "$@"; do
+	if [[ $a == -h || $a == --help ]]; then
+		sed -n '2,/^set -euo pipefail/{/^#/s/^# \{0,1\}//p}' "$0"
+		echo
+		cat examples/spark/src/main/resources/org/nativepool/spark/example/usage.txt
+		exit 0
+	fi
+done
 
 heap=${DEMO_HEAP:-1g}
 nmt=${DEMO_NMT:-summary}

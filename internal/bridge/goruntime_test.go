@@ -176,6 +176,24 @@ func TestReadCgroupPeakReadsV1MemoryOrV2PeakAndMinusOneOutsideACgroup(t *testing
 	assert.Equal(t, int64(-1), readCgroupPeak(mapReader(fstest.MapFS{})))
 }
 
+// A cgroup shared with processes other than this one, its ancestors and its
+// descendants has no peak of this process's: -1, as the demo's report says.
+func TestReadCgroupPeakIsMinusOneForACgroupSharedWithOtherProcesses(t *testing.T) {
+	procs := "sys/fs/cgroup/memory/pod/exec1/cgroup.procs"
+	fs := fstest.MapFS{
+		"proc/self/cgroup": {Data: []byte("4:memory:/pod/exec1\n")},
+		"sys/fs/cgroup/memory/pod/exec1/memory.max_usage_in_bytes": {Data: []byte("4517007360\n")},
+		"proc/self/stat": {Data: []byte("100 (java (exec)) S 10 1 1 0\n")},
+		"proc/10/stat":   {Data: []byte("10 (tini) S 1 1 1 0\n")},
+		"proc/200/stat":  {Data: []byte("200 (python3) S 100 1 1 0\n")},
+		"proc/300/stat":  {Data: []byte("300 (bash) S 1 1 1 0\n")},
+		procs:            {Data: []byte("10\n100\n200\n")},
+	}
+	assert.Equal(t, int64(4517007360), readCgroupPeak(mapReader(fs)), "its launcher and its children are its own")
+	fs[procs] = &fstest.MapFile{Data: []byte("10\n100\n200\n300\n")}
+	assert.Equal(t, int64(-1), readCgroupPeak(mapReader(fs)), "another process's memory counts in its peak")
+}
+
 // sink keeps the garbage of the test below reachable until it drops it.
 var sink [][]byte
 

@@ -48,7 +48,8 @@ func readVmHWM(read readFileFunc) int64 {
 // (memory.max_usage_in_bytes) if it is mounted, else v2's memory.peak (in
 // the unified hierarchy, at cgroupRoot or cgroupRoot/unified). -1 when the
 // process is in the root cgroup (no limit of its own: its figure would be
-// the whole machine's) or nothing can be read.
+// the whole machine's), when the cgroup is shared with other processes
+// (sharedCgroup: its peak would be theirs too), or nothing can be read.
 func readCgroupPeak(read readFileFunc) int64 {
 	b, err := read("/proc/self/cgroup")
 	if err != nil {
@@ -83,9 +84,83 @@ func readCgroupPeak(read readFileFunc) int64 {
 	for _, name := range files {
 		if b, err := read(name); err == nil {
 			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+				if sharedCgroup(read, path.Join(path.Dir(name), "cgroup.procs")) {
+					return -1
+				}
 				return n
 			}
 		}
 	}
 	return -1
+}
+
+// sharedCgroup reports whether the cgroup whose cgroup.procs is procs holds
+// a process that is neither this process, one of its ancestors (the shell or
+// init that launched it, as a container's or YARN's launch script) nor one
+// of its descendants (PySpark's workers): the rule the demo's report
+// follows. False when procs cannot be read (nothing shows it shared).
+func sharedCgroup(read readFileFunc, procs string) bool {
+	b, err := read(procs)
+	if err != nil {
+		return false
+	}
+	self, ppid, ok := procStat(read, "self")
+	if !ok {
+		return false
+	}
+	own := map[int64]bool{self: true}
+	for p, i := ppid, 0; p > 0 && i < 64; i++ { // the ancestors
+		own[p] = true
+		_, next, ok := procStat(read, strconv.FormatInt(p, 10))
+		if !ok {
+			break
+		}
+		p = next
+	}
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || own[pid] {
+			continue
+		}
+		if !descendantOf(read, pid, self) {
+			return true
+		}
+	}
+	return false
+}
+
+// descendantOf reports whether pid's chain of parents reaches ancestor.
+func descendantOf(read readFileFunc, pid, ancestor int64) bool {
+	for i := 0; pid > 1 && i < 64; i++ {
+		_, ppid, ok := procStat(read, strconv.FormatInt(pid, 10))
+		if !ok {
+			return false
+		}
+		if ppid == ancestor {
+			return true
+		}
+		pid = ppid
+	}
+	return false
+}
+
+// procStat returns the pid and parent pid of /proc/<pid>/stat ("self" for
+// this process); ok false when it cannot be read.
+func procStat(read readFileFunc, pid string) (self, ppid int64, ok bool) {
+	b, err := read("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	s := string(b) // pid (comm) state ppid …; comm may hold spaces and parentheses
+	open, close := strings.IndexByte(s, ' '), strings.LastIndexByte(s, ')')
+	if open < 0 || close < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(s[close+1:])
+	if len(f) < 2 {
+		return 0, 0, false
+	}
+	self, err1 := strconv.ParseInt(s[:open], 10, 64)
+	ppid, err2 := strconv.ParseInt(f[1], 10, 64)
+	return self, ppid, err1 == nil && err2 == nil
 }

@@ -27,6 +27,10 @@
 #   live_page_shows_both_executors       /nativememory/ on the driver's UI, loaded by Chromium: a
 #                                        chart (svg) for each executor, the diagnosis text
 #   history_page_shows_both_executors    the same in the History Server, and a screenshot
+#   short_job_page_charts_every_executor a second application, a job of a few seconds at the
+#                                        default sampling rates (a minute in the event log): its
+#                                        live page, loaded by Chromium, charts each executor with
+#                                        at least two samples
 # Then it prints the measured figures of docs/DEPLOYING.md ("What the driver keeps"): the event
 # log's ExecutorSampleEvent bytes per executor-hour and the Native Memory timeline's size.
 #
@@ -125,9 +129,9 @@ EOF
 chmod +x "$CONFINED_JDK/bin/java"
 
 # ---- free ports ----
-read -r MASTER_PORT MASTER_UI W1_PORT W1_UI W2_PORT W2_UI DRIVER_UI HS_UI <<<"$(python3 -c '
+read -r MASTER_PORT MASTER_UI W1_PORT W1_UI W2_PORT W2_UI DRIVER_UI HS_UI SHORT_UI <<<"$(python3 -c '
 import socket
-ss = [socket.socket() for _ in range(8)]
+ss = [socket.socket() for _ in range(9)]
 for s in ss: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in ss))
 for s in ss: s.close()')"
@@ -339,6 +343,58 @@ check_history_page_shows_both_executors() {
 	echo "  screenshot $RUN/native-memory.png ($(wc -c <"$RUN/native-memory.png") bytes)"
 }
 check history_page_shows_both_executors check_history_page_shows_both_executors
+
+# ---- a job shorter than one sampling period, at Spark's and the plugin's default rates (a
+# heartbeat every 10 s, a sample in the event log a minute): its live page must chart every
+# executor, from the samples of their start and task ends ----
+SHORT_OUT=$RUN/short.out
+timeout --kill-after=10 240 "$JAVA" "${jvm_args[@]}" -Xmx512m -cp "$spark_cp" \
+	org.apache.spark.deploy.SparkSubmit \
+	--master "$MASTER_URL" --deploy-mode client \
+	--jars "$plugin_jar" \
+	--conf spark.plugins=org.nativepool.spark.NativePoolPlugin \
+	--conf spark.memory.offHeap.enabled=true \
+	--conf spark.memory.offHeap.size=${OFFHEAP_MB}m \
+	--conf spark.executor.memory=${EXEC_MEMORY_MB}m \
+	--conf spark.executor.cores=1 \
+	--conf spark.cores.max=2 \
+	--conf spark.driver.host=127.0.0.1 \
+	--conf spark.driver.bindAddress=127.0.0.1 \
+	--conf spark.ui.port="$SHORT_UI" \
+	--class org.nativepool.spark.clustertest.ShortJob \
+	"$app_jar" "$RUN" 4 >"$SHORT_OUT" 2>"$RUN/short.err" &
+short_pid=$!
+pids+=($short_pid)
+check_short_job_page_charts_every_executor() {
+	wait_for 200 "$SHORT_OUT" "^READY " "$short_pid" || { tail -20 "$RUN/short.err"; return 1; }
+	local url="http://127.0.0.1:$SHORT_UI/$PAGE/"
+	sed -n 's/^JOB /  job: /p' "$SHORT_OUT"
+	# the last task end's sample travels after the job's end: give it a moment
+	sleep 2
+	chromium_dom "$url" "$RUN/short-page.html" || { echo "  chromium could not load $url"; return 1; }
+	echo "  $url: $(wc -c <"$RUN/short-page.html") bytes of DOM"
+	python3 - "$RUN/short-page.html" "$SHORT_OUT" <<'PYEOF'
+import re, sys
+html = open(sys.argv[1], encoding="utf-8", errors="replace").read()
+job = open(sys.argv[2]).read()
+ms = int(re.search(r"^JOB (\d+) ms", job, re.M).group(1))
+execs = sorted(set(re.findall(r"[\w.-]+", re.search(r"^JOB \d+ ms on \[(.*)\]", job, re.M).group(1))))
+ok = ms < 60_000
+print("  the job took %d ms, %s one sampling period (60 s)" % (ms, "under" if ok else "NOT under"))
+for ex in execs:
+    m = re.search(r'<h2 id="executor-%s">(.*?)</h2>(.*?)(?=<h2|$)' % re.escape(ex), html, re.S)
+    if not m:
+        print("  no heading for executor %s" % ex); ok = False; continue
+    pts = [int(x) for x in re.findall(r'<svg[^>]*data-samples="(\d+)"', m.group(2))]
+    print("  executor %s: chart(s) with %s sample(s)" % (ex, pts))
+    if not pts or pts[0] < 2 or "a chart needs two" in m.group(2):
+        print("  executor %s has no chart of two points or more" % ex); ok = False
+sys.exit(0 if ok and execs else 1)
+PYEOF
+}
+check short_job_page_charts_every_executor check_short_job_page_charts_every_executor
+touch "$RUN/release-short"
+wait "$short_pid" || true
 
 # ---- measured: the event log's samples per executor-hour, the page's timeline ----
 if [[ -s $EVENT_LOG ]]; then

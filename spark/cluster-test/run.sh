@@ -180,27 +180,36 @@ pids+=($!)
 wait_for 120 "$RUN/worker.log" "Successfully registered with master" "${pids[-1]}"
 echo "test-cluster: master $MASTER_URL (UI $MASTER_UI), worker UI $WORKER_UI"
 
-# The settings of docs/DEPLOYING.md ("Standalone"), plus the test's ports and a small off-heap
-# budget so that Spark must make the native consumer spill.
-submit_conf=(
-	--master "$MASTER_URL" --deploy-mode client
-	--conf spark.plugins=org.nativepool.spark.NativePoolPlugin
-	--conf spark.memory.offHeap.enabled=true
-	--conf spark.memory.offHeap.size=64m
-	--conf spark.executor.memory=512m
-	--conf spark.executor.cores=1
-	--conf spark.cores.max=2
+# The README's spark-submit line (its "Deploy"; docs/DEPLOYING.md gives the same, DocsExamplesTest
+# keeps them equal), run as written but for the master's address, the plugin jar (submit adds the
+# jar it tests) and the application (each submit names its own), plus the test's own settings:
+# its driver's address, and Spark's leak check throwing.
+mapfile -t readme_args < <(python3 - "$root/README.md" <<'PY'
+import re, shlex, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+mark = "<!-- spark-submit: run by spark/cluster-test/run.sh -->"
+m = re.compile(r"```[a-z]*\n(.*?)```", re.S).search(text, text.index(mark))
+args = shlex.split(m.group(1).replace("\\\n", " "))
+assert args[0] == "spark-submit" and args[-3:] == ["--class", "your.App", "your-app.jar"], args
+out, i = [], 1
+while i < len(args) - 3:
+    if args[i] == "--jars":
+        i += 2  # submit adds the jar under test
+        continue
+    out.append(args[i].replace("spark://MASTER-HOST:7077", "MASTER_URL"))
+    i += 1
+print("\n".join(out))
+PY
+)
+((${#readme_args[@]} > 10)) || { echo "test-cluster: no spark-submit line in README.md" >&2; exit 2; }
+submit_conf=()
+for a in "${readme_args[@]}"; do submit_conf+=("${a/MASTER_URL/$MASTER_URL}"); done
+submit_conf+=(
 	--conf spark.driver.host=127.0.0.1
 	--conf spark.driver.bindAddress=127.0.0.1
 	--conf spark.unsafe.exceptionOnMemoryLeak=true
-	# the driver's Prometheus endpoint (docs/DEPLOYING.md "Metrics"), executors' figures every 2 s
-	--conf spark.ui.prometheus.enabled=true
-	--conf spark.metrics.conf.*.sink.prometheusServlet.class=org.apache.spark.metrics.sink.PrometheusServlet
-	--conf spark.metrics.conf.*.sink.prometheusServlet.path=/metrics/prometheus
-	--conf spark.executor.heartbeatInterval=2s
-	# a level each task pool crosses: the Go side's warning names its task in the executor log
-	--conf spark.nativepool.thresholds=16m
 )
+echo "test-cluster: the README's spark-submit arguments: ${readme_args[*]}"
 submit() { # submit <name> <timeout s> <extra args...>: driver output in $RUN/<name>.{out,err};
 	# the plugin jar is $plugin_jar, or $jars when set
 	local name=$1 limit=$2
@@ -312,7 +321,8 @@ check_prometheus_lists_nativepool_gauges_per_executor() {
 	local body e v missing ids
 	ids=$(grep -o '^RESULT executor=[^ ]*' "$MAIN_OUT" | cut -d= -f2 | sort -u)
 	for _ in $(seq 30); do
-		body=$(curl -fsSL "http://127.0.0.1:$DRIVER_UI/metrics/prometheus") || return 1
+		# the URL as the README prints it, trailing slash included: no redirect to follow
+		body=$(curl -fsS "http://127.0.0.1:$DRIVER_UI/metrics/prometheus/") || return 1
 		printf '%s\n' "$body" >"$RUN/prometheus.txt"
 		missing=0
 		for e in $ids; do

@@ -2,6 +2,7 @@ package org.nativepool.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.File;
 import java.io.InputStream;
@@ -42,13 +43,24 @@ class PluginFailureTest {
     return probeWith(null, library, driverCheck, settings);
   }
 
-  /**
-   * Runs {@link PluginFailureProbe} in a fresh JVM, with {@code first} (a directory, or null)
-   * ahead of this JVM's classpath.
-   */
   private static String probeWith(
       Path first, String library, String driverCheck, String... settings) throws Exception {
+    return probeIn(null, first, library, driverCheck, settings);
+  }
+
+  /**
+   * Runs {@link PluginFailureProbe} in a fresh JVM, with {@code first} (a directory, or null)
+   * ahead of this JVM's classpath, in the cgroup-v1 memory cgroup {@code cgroup} (or none) from
+   * its first instruction.
+   */
+  private static String probeIn(
+      Path cgroup, Path first, String library, String driverCheck, String... settings)
+      throws Exception {
     List<String> cmd = new ArrayList<>();
+    if (cgroup != null) {
+      cmd.addAll(
+          List.of("sh", "-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"", cgroup.toString()));
+    }
     cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
     for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
       if (a.startsWith("--add-opens")
@@ -121,6 +133,38 @@ class PluginFailureTest {
     assertTrue(
         result.contains("cannot run on Spark " + running.sparkVersion() + " with Scala "), result);
     assertTrue(result.contains(": deploy " + running.artifact() + " instead"), result);
+  }
+
+  /**
+   * What only an executor knows fails that executor's start: a pod guard reserve above the limit
+   * of the executor's memory cgroup, which the driver cannot read, fails it loudly with the key,
+   * the value and the limit, here the SparkContext, whose local executor starts inside it. Needs
+   * a writable cgroup-v1 memory controller (root), else skipped.
+   */
+  @Test
+  void aGuardReserveAboveTheExecutorsCgroupLimitFailsItsStart() throws Exception {
+    Path memory = Paths.get("/sys/fs/cgroup/memory");
+    assumeTrue(
+        Files.isWritable(memory) && Files.exists(memory.resolve("cgroup.procs")),
+        "no writable cgroup-v1 memory controller");
+    Path cg = memory.resolve("nativepool-plugin-failure-" + ProcessHandle.current().pid());
+    Files.createDirectory(cg);
+    try {
+      Files.writeString(cg.resolve("memory.limit_in_bytes"), (1536L << 20) + "\n");
+      String result =
+          probeIn(
+              cg, null, LocalSpark.library(), "true", "spark.nativepool.guard.reserve=2g");
+      assertTrue(
+          result.startsWith(
+              "context-failed nativepool: spark.nativepool.guard.reserve = 2.0 GiB: not below this"
+                  + " executor's memory limit, 1.5 GiB (its memory cgroup's, read at its start)"),
+          result);
+    } finally {
+      for (int i = 0; i < 50 && !Files.readString(cg.resolve("cgroup.procs")).isBlank(); i++) {
+        Thread.sleep(100);
+      }
+      Files.delete(cg);
+    }
   }
 
   /**

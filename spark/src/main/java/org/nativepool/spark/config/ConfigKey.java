@@ -11,9 +11,9 @@ import org.slf4j.LoggerFactory;
  * One configuration key, declared once in {@link NativePoolConf}: its name, its default as an
  * operator writes it, its unit, what it does, which side reads it, and the parser that turns a
  * value into {@code T}. The settings views ({@link PoolSettings}, {@link ReportingSettings},
- * {@link LedgerSettings}) read every key through {@link #read}, and the README's table is rendered
- * from the same declarations ({@link NativePoolConf#markdownTable()}), so a key, its default and
- * its documentation cannot disagree.
+ * {@link LedgerSettings}) read every key through {@link #read}, and the table of
+ * docs/CONFIGURATION.md is rendered from the same declarations ({@link
+ * NativePoolConf#markdownTable()}), so a key, its default and its documentation cannot disagree.
  *
  * <p>Immutable and safe for concurrent use.
  *
@@ -48,7 +48,7 @@ public final class ConfigKey<T> {
    * @param key the full key, {@code spark.nativepool.…}
    * @param defaultText the value used when the key is unset, as an operator would write it ({@code
    *     null}: the parser is given {@code null} and derives the default itself)
-   * @param defaultDoc the default as the README states it (e.g. "unset: derived")
+   * @param defaultDoc the default as the configuration table states it (e.g. "unset: derived")
    * @param unit what a value is (e.g. "size", "boolean")
    * @param doc what the key does, one paragraph of Markdown
    * @param side which plugin side reads it

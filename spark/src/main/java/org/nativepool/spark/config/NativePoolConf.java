@@ -5,14 +5,18 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.function.Function;
+import org.apache.spark.SparkConf;
 import org.apache.spark.network.util.JavaUtils;
 import org.nativepool.spark.config.ConfigKey.Side;
+import scala.Tuple2;
 
 /**
  * Every {@code spark.nativepool.*} key the plugin reads, each declared once with its default, unit,
  * documentation, side and parser, as Comet's {@code CometConf} declares its keys. The settings
- * views read their values from here, and the README's configuration table is rendered from here
- * ({@link #markdownTable()}; a test fails if the README's copy differs). A key that was replaced
+ * views read their values from here, and the configuration table of docs/CONFIGURATION.md is
+ * rendered from here ({@link #markdownTable()}; a test fails if the copy there differs). The driver
+ * checks every key of an application against this registry when it starts ({@link SettingsCheck}).
+ * A key that was replaced
  * stays readable as its successor's {@link ConfigKey#deprecatedKey()}, with a warning, so a setting
  * never silently stops working.
  *
@@ -214,7 +218,7 @@ public final class NativePoolConf {
           "sets `org.nativepool` and every logger below it (the Go side's and the plugin's) to"
               + " this level in log4j when the plugin starts, over log4j's own configuration for"
               + " them (needs log4j 2, Spark's SLF4J backend; with another, logged and ignored)."
-              + " See \"Logs\" below");
+              + " See docs/OBSERVING.md, \"Logs\"");
 
   /** Whether Go Arrow allocators and Java reservations record their allocation sites. */
   public static final ConfigKey<Boolean> ALLOCATION_SITES =
@@ -324,7 +328,9 @@ public final class NativePoolConf {
               + " its survival point within 0.1 s, and 32 MiB is two of the 16 MiB Netty chunks"
               + " Spark's shuffle and spill readers allocate at once; 2% scales it with larger"
               + " executors, whose bursts come from more threads at once. Must be below the"
-              + " limit");
+              + " limit: the driver refuses one not below `spark.nativepool.guard.limit` when the"
+              + " application starts, and an executor whose memory cgroup's limit is at or below"
+              + " it fails its start");
 
   /** The limit the pod guard keeps without a cgroup limit; null (unset): the container size. */
   public static final ConfigKey<Long> GUARD_LIMIT =
@@ -455,8 +461,12 @@ public final class NativePoolConf {
           Side.EXECUTOR,
           LedgerThreshold::parse,
           "thresholds on the executor memory ledger: `total` (the RSS), `unexplained`, or any"
-              + " part (`native.allocated`, `jvm.direct`, `netty.shared.direct`, …; see \"Executor"
-              + " memory ledger\"). Each crossing, up or down, reaches the `LedgerListener`s, a"
+              + " part (`native.allocated`, `jvm.direct`, `netty.shared.direct`, …;"
+              + " docs/OBSERVING.md, \"The executor memory ledger\"): a part a reading may have,"
+              + " `netty.<pool>.<figure>` for any pool name and `offHeap.<engine>` for `comet`,"
+              + " `gluten`, `spark` or"
+              + " `other`; another name fails the application at its start, naming the parts."
+              + " Each crossing, up or down, reaches the `LedgerListener`s, a"
               + " log line on `org.nativepool.spark.ledger.ExecutorLedger` (WARN up, INFO down),"
               + " the counter `ledger.thresholdCrossings` and the event log"
               + " (`LedgerCrossingEvent`). Read every poll period (the heartbeat interval, at most"
@@ -484,8 +494,9 @@ public final class NativePoolConf {
           Side.EXECUTOR,
           NativePoolConf::names,
           "`LedgerListener` classes (public, no-argument constructor) the executor plugin"
-              + " registers at startup; a class that cannot be made disables native pools on"
-              + " that executor, with the reason");
+              + " registers at startup; the driver refuses a class it cannot find or that is no"
+              + " such class when the application starts; one an executor cannot make is left out"
+              + " there, logged at ERROR, and the pools work on");
 
   /** Task ends per window of the growth detector. */
   public static final ConfigKey<Integer> GROWTH_WINDOW =
@@ -530,8 +541,117 @@ public final class NativePoolConf {
     return Collections.unmodifiableList(KEYS);
   }
 
+  /** The prefix of every key the plugin reads; a key under it the registry lacks is unknown. */
+  public static final String PREFIX = "spark.nativepool.";
+
   /**
-   * The README's configuration table: one row per key, in declaration order: key, default, unit,
+   * Every key an operator may set: the registry's keys and the deprecated ones still read in their
+   * place.
+   */
+  public static List<String> knownKeys() {
+    List<String> out = new ArrayList<>();
+    for (ConfigKey<?> k : KEYS) {
+      out.add(k.key());
+      if (k.deprecatedKey() != null && !out.contains(k.deprecatedKey())) {
+        out.add(k.deprecatedKey());
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The keys of {@code conf} meant for the plugin that the registry does not know: under {@value
+   * #PREFIX} in any case (Spark keys are case-sensitive, so {@code spark.NativePool.chunkSize} is
+   * as much a slip as {@code spark.nativepool.chunksize}), or under a misspelt prefix ({@code
+   * spark.nativpool.}, {@code spark.native.pool.}: a second word that starts with {@code native}
+   * or is within two letters of {@code nativepool}). The plugin ignores each.
+   */
+  public static List<String> unknownKeys(SparkConf conf) {
+    List<String> known = knownKeys();
+    List<String> out = new ArrayList<>();
+    for (Tuple2<String, String> kv : conf.getAll()) {
+      String k = kv._1();
+      if (meantForThePlugin(k) && !known.contains(k)) {
+        out.add(k);
+      }
+    }
+    Collections.sort(out);
+    return out;
+  }
+
+  /** Whether {@code key}'s prefix is the plugin's, in any case or misspelt a little. */
+  static boolean meantForThePlugin(String key) {
+    String k = key.toLowerCase(Locale.ROOT);
+    if (k.startsWith(PREFIX)) {
+      return true;
+    }
+    String[] words = k.split("\\.", 3);
+    return words.length == 3
+        && words[0].equals("spark")
+        && (words[1].startsWith("native") || editDistance(words[1], "nativepool") <= 2);
+  }
+
+  /**
+   * The known key closest to {@code key}: the least edit distance between the two, ignoring case
+   * (so a wrong case alone is distance 0), the first declared among equals.
+   */
+  public static String closestKey(String key) {
+    String best = null;
+    int bestDistance = Integer.MAX_VALUE;
+    String k = key.toLowerCase(Locale.ROOT);
+    for (String known : knownKeys()) {
+      int d = editDistance(k, known.toLowerCase(Locale.ROOT));
+      if (d < bestDistance) {
+        best = known;
+        bestDistance = d;
+      }
+    }
+    return best;
+  }
+
+  /**
+   * The warning for an unknown key: it is ignored, and the closest known key is named, e.g. {@code
+   * nativepool: spark.nativepool.chunksize is not a setting of the plugin and is ignored (keys are
+   * case-sensitive): did you mean spark.nativepool.chunkSize?}.
+   */
+  public static String unknownKeyWarning(String key) {
+    String closest = closestKey(key);
+    boolean caseOnly = closest.equalsIgnoreCase(key);
+    return "nativepool: "
+        + key
+        + " is not a setting of the plugin and is ignored"
+        + (caseOnly ? " (keys are case-sensitive)" : "")
+        + ": did you mean "
+        + closest
+        + "? (every key: docs/CONFIGURATION.md)";
+  }
+
+  /**
+   * Levenshtein's distance between {@code a} and {@code b}: the fewest insertions, deletions and
+   * changes of one character that make one the other; for naming the closest known name.
+   */
+  public static int editDistance(String a, String b) {
+    int[] prev = new int[b.length() + 1];
+    int[] cur = new int[b.length() + 1];
+    for (int j = 0; j <= b.length(); j++) {
+      prev[j] = j;
+    }
+    for (int i = 1; i <= a.length(); i++) {
+      cur[0] = i;
+      for (int j = 1; j <= b.length(); j++) {
+        int change = prev[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1);
+        cur[j] = Math.min(change, Math.min(prev[j] + 1, cur[j - 1] + 1));
+      }
+      int[] t = prev;
+      prev = cur;
+      cur = t;
+    }
+    return prev[b.length()];
+  }
+
+  /**
+   * The configuration table of docs/CONFIGURATION.md: one row per key, in declaration order: key,
+   * default, unit,
    * meaning.
    */
   public static String markdownTable() {

@@ -4,22 +4,30 @@ import org.apache.spark.SparkConf;
 import org.nativepool.spark.arrow.CDataOrigin;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.PoolSettings;
+import org.nativepool.spark.config.SettingsCheck;
 import org.nativepool.spark.config.SparkLine;
 import org.nativepool.spark.jni.LibraryLoader;
+import org.nativepool.spark.ledger.ExecutorLedger;
+import org.nativepool.spark.ledger.LedgerReader;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The driver's startup check. The plugin jar must be built for this Spark's line ({@link
- * SparkLine#requireBuiltLine()}: the message names both lines and the artifact to deploy). The
- * application's {@code spark.nativepool.*} settings must parse (a bad value throws here, naming
- * the key), and a setting this Spark line cannot honour is refused rather than ignored ({@link
- * NativePoolConf#AUTO_OVERHEAD} before Spark 4.1). Unless {@link NativePoolConf#DRIVER_CHECK} is
- * false the library the executors will load is loaded and version-checked in the driver's JVM, so
- * that a missing library or a version mismatch fails the application once, when the SparkContext
- * starts, instead of in every task. Without an explicit path on a driver platform the jar carries
- * no library for (a macOS client, say) it only logs that it skipped the check; the executors still
- * refuse their tasks. Stateless.
+ * The driver's startup check, run by the driver plugin's {@code init}, before any executor exists,
+ * so that whatever would fail the application later fails its SparkContext now, once, with the
+ * reason. The plugin jar must be built for this Spark's line ({@link SparkLine#requireBuiltLine()}:
+ * the message names both lines and the artifact to deploy). Every {@code spark.nativepool.*}
+ * setting must parse and fit the others ({@link SettingsCheck}: the key, the value and the rule),
+ * the pod guard's and the ledger's included, since executors that found a bad one could only
+ * disable what it sets; a ledger threshold must watch a part that exists ({@link
+ * LedgerReader#checkThresholds}), and a ledger listener class must be one the executors can make
+ * ({@link ExecutorLedger#checkListenerClasses}). A setting this Spark line cannot honour is refused
+ * rather than ignored ({@link NativePoolConf#AUTO_OVERHEAD} before Spark 4.1). Unless {@link
+ * NativePoolConf#DRIVER_CHECK} is false the library the executors will load is loaded and
+ * version-checked in the driver's JVM, so that a missing library or a version mismatch fails the
+ * application once, when the SparkContext starts, instead of in every task. Without an explicit
+ * path on a driver platform the jar carries no library for (a macOS client, say) it only logs that
+ * it skipped the check; the executors still refuse their tasks. Stateless.
  */
 final class DriverCheck {
   private static final Logger LOG = LoggerFactory.getLogger(DriverCheck.class);
@@ -27,28 +35,43 @@ final class DriverCheck {
   private DriverCheck() {}
 
   /**
-   * Runs the check.
+   * What the check found: the settings, what is worth a WARN, and where the library came from.
    *
-   * @return where the library was loaded from, or why the check was skipped
+   * @param settings every setting, checked
+   * @param library where the library was loaded from, or why the check was skipped
+   */
+  record Outcome(SettingsCheck settings, String library) {}
+
+  /**
+   * Runs the check; the warnings of {@link SettingsCheck#warnings()} are the caller's to log.
+   *
+   * @param conf the application's configuration
+   * @param loader where ledger listener classes are looked up (the driver's, which {@code --jars}
+   *     extends)
    * @throws IllegalStateException if the jar is built for another Spark line, or if the library
    *     cannot be loaded or reports another version (the message is the one every task would fail
    *     with)
-   * @throws IllegalArgumentException for a {@code spark.nativepool.*} value that does not parse,
-   *     or a setting this Spark line cannot honour
+   * @throws IllegalArgumentException for a {@code spark.nativepool.*} value that does not parse or
+   *     fit, or a setting this Spark line cannot honour: naming the key, the value and the rule
    */
-  static String run(SparkConf conf) {
+  static Outcome run(SparkConf conf, ClassLoader loader) {
     SparkLine line = SparkLine.current();
     line.requireBuiltLine();
-    PoolSettings s = PoolSettings.fromConf(conf);
+    SettingsCheck settings = SettingsCheck.of(conf);
+    LedgerReader.checkThresholds(
+        settings.ledger().thresholds(), conf.get(NativePoolConf.LEDGER_THRESHOLDS.key(), ""));
+    ExecutorLedger.checkListenerClasses(settings.ledger().listeners(), loader);
     refuseAutoOverheadWithoutEffect(conf, line);
     String cdata =
         CDataOrigin.conflict(
-            conf.get("spark.plugins", ""), Thread.currentThread().getContextClassLoader());
+            conf.get("spark.plugins", ""), loader);
     if (cdata != null) {
       LOG.warn(cdata);
     }
+    PoolSettings s = settings.pool();
     if (!NativePoolConf.DRIVER_CHECK.read(conf)) {
-      return "not checked on the driver (" + NativePoolConf.DRIVER_CHECK.key() + "=false)";
+      return new Outcome(
+          settings, "not checked on the driver (" + NativePoolConf.DRIVER_CHECK.key() + "=false)");
     }
     if (s.library() == null && LibraryLoader.bundledLibrary() == null) {
       String why =
@@ -56,11 +79,11 @@ final class DriverCheck {
               + LibraryLoader.platform()
               + "; executors check their own";
       LOG.warn("nativepool: {}", why);
-      return why;
+      return new Outcome(settings, why);
     }
     String source = LibraryLoader.ensureLoaded(s.library(), s.libraryOrigin());
     LOG.info("nativepool: driver check passed: {}; {}", source, line);
-    return source;
+    return new Outcome(settings, source);
   }
 
   /**

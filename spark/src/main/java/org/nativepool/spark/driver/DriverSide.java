@@ -15,6 +15,7 @@ import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.ReportingSettings;
+import org.nativepool.spark.config.SparkLine;
 import org.nativepool.spark.events.ExecutorSample;
 import org.nativepool.spark.events.ExecutorSampleEvent;
 import org.nativepool.spark.events.GrowthReportEvent;
@@ -22,6 +23,7 @@ import org.nativepool.spark.events.GuardEpisodeEvent;
 import org.nativepool.spark.events.LedgerCrossingEvent;
 import org.nativepool.spark.events.ReservedThresholdEvent;
 import org.nativepool.spark.events.StagePeaksEvent;
+import org.nativepool.spark.jni.LibraryLoader;
 import org.nativepool.spark.jni.ProcessStat;
 import org.nativepool.spark.ui.NativeMemoryListener;
 import org.nativepool.spark.ui.NativeMemoryPage;
@@ -41,10 +43,12 @@ import org.slf4j.LoggerFactory;
  *       {@code total.*};
  *   <li>{@link StagePeakTracker}: each stage's native peaks, posted as a {@link StagePeaksEvent},
  *       and the {@code stagePeak*} gauges;
+ *   <li>{@link SampleEvents}: which samples reach the event log, and so the Native Memory page;
  *   <li>{@link GuardEpisodes}: the executors' pod guard episodes and the {@code guard.*} gauges;
  *   <li>{@link ExecutorEnds}: the evidence kept per executor, the diagnosis of each removal and
  *       the {@code lost.*} gauges;
- *   <li>{@link DriverCheck} (the library, version and settings, at start) and {@link AutoOverhead}.
+ *   <li>{@link DriverCheck} (the library, version and every setting, at start), {@link StartupLine}
+ *       (the one line at WARN saying what runs) and {@link AutoOverhead}.
  * </ul>
  *
  * <p><b>Figures.</b> Each executor sends an {@link ExecutorSample} once per heartbeat interval over
@@ -67,7 +71,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Event log.</b> Posted to Spark's listener bus, so the event log keeps them and the History
  * Server replays them: one sample of each executor per {@link
- * NativePoolConf#EVENT_LOG_SAMPLE_EVERY} heartbeat intervals ({@link ExecutorSampleEvent}), every
+ * NativePoolConf#EVENT_LOG_SAMPLE_EVERY} heartbeat intervals ({@link ExecutorSampleEvent}), and a
+ * few more at its start, task ends and stage ends ({@link SampleEvents}), every
  * crossing of a {@link NativePoolConf#EXECUTOR_RESERVED_THRESHOLDS} level by an executor's reserved
  * bytes ({@link ReservedThresholdEvent}), each stage's peaks, the executors' ledger crossings and
  * growth reports, their pod guard episodes, and the diagnosis of each executor Spark removed.
@@ -89,6 +94,7 @@ public final class DriverSide implements DriverPlugin {
   // The parts, made by init.
   private ExecutorRegistry executors;
   private StagePeakTracker stagePeaks;
+  private SampleEvents sampleEvents;
   private final GuardEpisodes guard = new GuardEpisodes();
   private ExecutorEnds ends;
 
@@ -103,9 +109,14 @@ public final class DriverSide implements DriverPlugin {
   @Override
   public Map<String, String> init(SparkContext sc, PluginContext ctx) {
     // A bad library, version or setting fails the SparkContext here, once, with the reason.
-    DriverCheck.run(sc.getConf());
+    ClassLoader loader = Thread.currentThread().getContextClassLoader();
+    DriverCheck.Outcome check =
+        DriverCheck.run(sc.getConf(), loader != null ? loader : DriverSide.class.getClassLoader());
+    for (String warning : check.settings().warnings()) {
+      LOG.warn(warning);
+    }
     this.sc = sc;
-    this.settings = ReportingSettings.fromConf(ctx.conf());
+    this.settings = check.settings().reporting();
     this.thresholds = settings.executorThresholds();
     if (settings.autoOverhead()) {
       AutoOverhead.Choice c = AutoOverhead.choose(ctx.conf());
@@ -127,6 +138,8 @@ public final class DriverSide implements DriverPlugin {
     MetricRegistry registry = ctx.metricRegistry();
     executors = new ExecutorRegistry(registry, thresholds.length);
     stagePeaks = new StagePeakTracker(settings.heartbeatMillis(), this::post);
+    sampleEvents =
+        new SampleEvents(settings.eventLogSampleEvery() * settings.heartbeatMillis(), this::post);
     ends = new ExecutorEnds(ctx.conf(), settings, executors::isRemoved, this::post);
     executors.registerTotals();
     stagePeaks.registerTotals(registry);
@@ -137,6 +150,13 @@ public final class DriverSide implements DriverPlugin {
       attachPage(sc);
     }
     LOG.info("nativepool: driver side started ({})", settings);
+    LOG.warn(
+        StartupLine.of(
+            sc.getConf(),
+            check.settings(),
+            SparkLine.current(),
+            LibraryLoader.release(),
+            sc.uiWebUrl().isDefined() ? sc.uiWebUrl().get() : null));
     return Collections.emptyMap();
   }
 
@@ -200,14 +220,7 @@ public final class DriverSide implements DriverPlugin {
     stagePeaks.add(e, s, executors.live());
     stagePeaks.postDue(now, false);
     crossings(e, s, s.figure(ExecutorSample.INTERVAL_PEAK_RESERVED, 0));
-    // At most one sample event per executor per N heartbeat intervals (executors also send as
-    // tasks end, so counting samples would not bound the rate).
-    long every = settings.eventLogSampleEvery() * settings.heartbeatMillis();
-    if (every > 0 && (e.sampleEvents == 0 || s.timeMillis() - e.lastSampleEventMillis >= every)) {
-      e.sampleEvents++;
-      e.lastSampleEventMillis = s.timeMillis();
-      post(new ExecutorSampleEvent(s.executorId(), s.timeMillis(), s.sequence(), s.figures()));
-    }
+    sampleEvents.onSample(e, s); // the timer's, and the start's and task ends', rate-limited
     executors.forgetStale(now, 10 * settings.heartbeatMillis());
   }
 
@@ -265,6 +278,7 @@ public final class DriverSide implements DriverPlugin {
     @Override
     public void onStageCompleted(SparkListenerStageCompleted event) {
       stagePeaks.stageCompleted(event.stageInfo(), executors.live());
+      sampleEvents.stageCompleted(executors.live()); // a point at each stage's end
     }
 
     @Override

@@ -233,10 +233,20 @@ final class ExecutorRegistry {
     /** Set once, when the executor's gauges are removed. Guarded by this. */
     boolean removed;
 
-    /** Sample events posted, and when the last was (sample time). Written by the RPC thread. */
+    /**
+     * Sample events posted, when the last was (sample time) and its sequence; the boundary events
+     * of the current timer period, and when that period began. Guarded by this ({@link
+     * SampleEvents}).
+     */
     long sampleEvents;
 
     long lastSampleEventMillis;
+
+    long lastPostedSequence = -1;
+
+    long boundaryEvents;
+
+    long boundaryWindowStartMillis;
 
     View(String id, ExecutorSample first, int levels) {
       this.id = id;

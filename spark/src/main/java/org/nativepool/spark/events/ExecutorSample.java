@@ -7,7 +7,7 @@ import java.util.Map;
 
 /**
  * One executor's figures, sent to the driver side of the plugin over plugin RPC ({@code
- * PluginContext.send}) once per heartbeat interval, and when a task ends. Immutable;
+ * PluginContext.send}) once per heartbeat interval, at its start and when a task ends. Immutable;
  * Java-serialisable (Spark's RPC serialiser), carrying only JDK types besides its own records.
  *
  * @param executorId the sending executor ({@code PluginContext.executorID()})
@@ -20,6 +20,9 @@ import java.util.Map;
  *     sample: polled readings, and the peaks of task pools that closed meanwhile
  * @param intervalPeakHeld the highest bytes held from Spark it saw since its previous sample
  * @param ledger the executor memory ledger's part of the sample
+ * @param boundary whether the executor sent it at a boundary of its work, its start or a task's
+ *     end, rather than on its timer: the driver posts such samples to the event log beyond its
+ *     timer's rate, so that a job shorter than one sampling period still has points
  */
 public record ExecutorSample(
     String executorId,
@@ -28,7 +31,8 @@ public record ExecutorSample(
     Map<String, Long> gauges,
     long intervalPeakReserved,
     long intervalPeakHeld,
-    LedgerSample ledger)
+    LedgerSample ledger,
+    boolean boundary)
     implements Serializable {
   private static final long serialVersionUID = 1L;
 
@@ -45,6 +49,26 @@ public record ExecutorSample(
   public ExecutorSample {
     gauges = Collections.unmodifiableMap(new LinkedHashMap<>(gauges));
     ledger = ledger == null ? LedgerSample.EMPTY : ledger;
+  }
+
+  /** A sample the executor sent on its timer ({@code boundary} false). */
+  public ExecutorSample(
+      String executorId,
+      long timeMillis,
+      long sequence,
+      Map<String, Long> gauges,
+      long intervalPeakReserved,
+      long intervalPeakHeld,
+      LedgerSample ledger) {
+    this(
+        executorId,
+        timeMillis,
+        sequence,
+        gauges,
+        intervalPeakReserved,
+        intervalPeakHeld,
+        ledger,
+        false);
   }
 
   /**

@@ -38,9 +38,13 @@ import org.slf4j.LoggerFactory;
  *       runs at most once a second however often the stats are read (the Go side's {@code
  *       MallocRetainedInterval});
  *   <li>sends an {@link ExecutorSample} to the driver side every heartbeat interval ({@code
- *       PluginContext.send}: one-way, nothing waits for the driver), and when a task ends if none
- *       went out within the poll period, with the ledger's figures; a task pool that closed in the
- *       interval counts in its peak of reserved bytes ({@link ExecutorLedger#poolClosed});
+ *       PluginContext.send}: one-way, nothing waits for the driver), with the ledger's figures; a
+ *       task pool that closed in the interval counts in its peak of reserved bytes ({@link
+ *       ExecutorLedger#poolClosed}). It also sends one, from a fresh reading, at the executor's
+ *       start and when a task ends if none went out within the poll period: such a sample is marked
+ *       {@link ExecutorSample#boundary()}, and the driver posts it to the event log beyond its
+ *       timer's rate, so that the Native Memory page has points for a job shorter than one
+ *       sampling period;
  *   <li>logs one summary line every {@link NativePoolConf#LOG_INTERVAL}, if set, ending with the
  *       ledger ({@link LedgerSnapshot#line()});
  *   <li>with the pod guard on, polls its episodes every {@value GuardEpisodeReports#POLL_MILLIS}
@@ -112,8 +116,9 @@ final class ExecutorReporter {
     ExecutorReporter r = new ExecutorReporter(ctx, settings, gauges, ledger, guard);
     long poll = settings.pollMillis();
     long send = settings.heartbeatMillis();
+    r.thread.execute(r::boundarySample); // a point at the executor's start
     r.thread.scheduleWithFixedDelay(r::poll, poll, poll, TimeUnit.MILLISECONDS);
-    r.thread.scheduleWithFixedDelay(r::send, send, send, TimeUnit.MILLISECONDS);
+    r.thread.scheduleWithFixedDelay(() -> r.send(false), send, send, TimeUnit.MILLISECONDS);
     long log = settings.logIntervalMillis();
     if (log > 0) {
       r.thread.scheduleWithFixedDelay(r::logSummary, log, log, TimeUnit.MILLISECONDS);
@@ -126,8 +131,9 @@ final class ExecutorReporter {
   }
 
   /**
-   * Called when a task ends: sends a sample now unless one went out within the poll period, so that
-   * the driver gets the task's interval peak close to its stage's end.
+   * Called when a task ends: sends a sample from a fresh reading now unless one went out within the
+   * poll period, so that the driver gets the task's interval peak close to its stage's end and the
+   * Native Memory page a point at the task's end.
    */
   void taskEnded() {
     try {
@@ -137,7 +143,7 @@ final class ExecutorReporter {
         thread.execute(this::taskBoundary);
       }
       if (System.currentTimeMillis() - lastSendMillis >= settings.pollMillis()) {
-        thread.execute(this::send);
+        thread.execute(this::boundarySample);
       }
     } catch (RejectedExecutionException stopped) {
       // shut down meanwhile: nothing to send
@@ -189,7 +195,19 @@ final class ExecutorReporter {
     }
   }
 
-  private void send() {
+  /**
+   * A reading and a sample marked as a boundary's, unless a sample went out within the poll period
+   * meanwhile (a burst of task ends queues one).
+   */
+  private void boundarySample() {
+    if (lastSendMillis > 0 && System.currentTimeMillis() - lastSendMillis < settings.pollMillis()) {
+      return;
+    }
+    poll();
+    send(true);
+  }
+
+  private void send(boolean boundary) {
     try {
       ExecutorGauges.Reading r = gauges.latest();
       Map<String, Long> f = gauges.figures(r);
@@ -205,7 +223,14 @@ final class ExecutorReporter {
           Math.max(r.process().get(ProcessStat.HELD), l.partPeak(LedgerReader.NATIVE_HELD));
       ctx.send(
           new ExecutorSample(
-              ctx.executorID(), r.timeMillis(), sequence++, f, peakReserved, peakHeld, l));
+              ctx.executorID(),
+              r.timeMillis(),
+              sequence++,
+              f,
+              peakReserved,
+              peakHeld,
+              l,
+              boundary));
     } catch (IOException | RuntimeException e) {
       failed("send the native figures", e);
     }

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.TaskFailedReason;
@@ -12,6 +13,7 @@ import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
 import org.nativepool.spark.arrow.CDataOrigin;
 import org.nativepool.spark.config.Bytes;
+import org.nativepool.spark.config.CgroupLimit;
 import org.nativepool.spark.config.GuardSettings;
 import org.nativepool.spark.config.LedgerSettings;
 import org.nativepool.spark.config.NativePoolConf;
@@ -29,6 +31,7 @@ import org.nativepool.spark.memory.ExecutorState;
 import org.nativepool.spark.memory.SparkOffHeap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import scala.Tuple2;
 
 /**
  * The executor side of the plugin. Its {@code init} reads the settings, loads the library ({@code
@@ -43,10 +46,17 @@ import org.slf4j.LoggerFactory;
  * registers no gauges and starts no reporter: nothing reads the native figures or the ledger.
  *
  * <p>A jar built for another Spark line ({@link SparkLine}), a library that does not load or a
- * setting that does not parse never makes {@code init} throw: that would make Spark kill the
- * executor and start another one that fails the same way. The reason is logged once and installed
- * instead ({@link ExecutorState#disable}), so every task asking for a native pool fails with it,
- * and the job fails after Spark's task retries.
+ * setting of the pools that does not parse never makes {@code init} throw: that would make Spark
+ * kill the executor and start another one that fails the same way. The reason is logged once and
+ * installed instead ({@link ExecutorState#disable}), so every task asking for a native pool fails
+ * with it, and the job fails after Spark's task retries. The driver refuses every bad setting at
+ * the application's start already ({@code driver.DriverCheck}), so only what the executor alone
+ * sees gets here (a library path of its own, its classpath). A monitoring setting never disables
+ * the pools: a bad one falls back to its defaults, a ledger listener that cannot be made is left
+ * out, each logged at ERROR. What only the executor's own limit can refuse fails its start: a
+ * {@link NativePoolConf#GUARD_RESERVE} not below its memory cgroup's limit makes {@code init}
+ * throw, which fails the SparkContext in local mode and the executor's start elsewhere, with the
+ * key, the value and the limit (Spark's limit on executor failures then ends the application).
  */
 public final class ExecutorSide implements ExecutorPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(ExecutorSide.class);
@@ -67,25 +77,13 @@ public final class ExecutorSide implements ExecutorPlugin {
   @Override
   public void init(PluginContext ctx, Map<String, String> extraConf) {
     PoolSettings s;
-    ReportingSettings reporting;
     GuardSettings guard;
-    ExecutorLedger ledger;
     String source;
     try {
       // A jar of another Spark line: its tasks would fail later with NoClassDefFoundError.
       SparkLine.current().requireBuiltLine();
       s = PoolSettings.fromConf(ctx.conf());
-      reporting = ReportingSettings.fromConf(ctx.conf());
       guard = GuardSettings.fromConf(ctx.conf());
-      ledger =
-          new ExecutorLedger(
-              ctx.executorID(),
-              LedgerSettings.fromConf(ctx.conf()),
-              new LedgerReader(),
-              reporting.monitoring() ? ctx.metricRegistry() : null,
-              message -> toDriver(ctx, message),
-              LiveNative::describeTop); // the live Go Arrow memory by consumer and site
-      ledger.loadListeners(Thread.currentThread().getContextClassLoader());
       source = LibraryLoader.ensureLoaded(s.library(), s.libraryOrigin());
     } catch (IllegalStateException | IllegalArgumentException e) {
       installed = ExecutorState.disable(e);
@@ -94,6 +92,37 @@ public final class ExecutorSide implements ExecutorPlugin {
           ctx.executorID(),
           e.getMessage());
       return;
+    }
+    // Monitoring never disables native pools: a setting of it the driver's check did not see
+    // (it checks every one at the application's start) falls back to the defaults, loudly.
+    ReportingSettings reporting;
+    LedgerSettings ledgerSettings;
+    try {
+      reporting = ReportingSettings.fromConf(ctx.conf());
+      ledgerSettings = LedgerSettings.fromConf(ctx.conf());
+    } catch (IllegalArgumentException e) {
+      LOG.error(
+          "nativepool: executor {}: {}; its monitoring runs with the defaults",
+          ctx.executorID(),
+          e.getMessage());
+      reporting = ReportingSettings.fromConf(withoutNativepoolKeys(ctx.conf()));
+      ledgerSettings = LedgerSettings.defaults();
+    }
+    ExecutorLedger ledger =
+        new ExecutorLedger(
+            ctx.executorID(),
+            ledgerSettings,
+            new LedgerReader(),
+            reporting.monitoring() ? ctx.metricRegistry() : null,
+            message -> toDriver(ctx, message),
+            LiveNative::describeTop); // the live Go Arrow memory by consumer and site
+    ledger.loadListeners(Thread.currentThread().getContextClassLoader()); // failures: ERROR
+    // Only this executor knows its memory cgroup's limit: a reserve the guard cannot keep under
+    // it fails its start, loudly, rather than a guard that would spill native memory without end.
+    String unkeepable = reserveNotBelowLimit(guard, CgroupLimit.of());
+    if (unkeepable != null) {
+      LOG.error(unkeepable);
+      throw new IllegalArgumentException(unkeepable);
     }
     GoLog.configure(s.logLevel()); // first: Go's records reach log4j
     Natives.configure(s.logging(), s.taskThresholds());
@@ -151,6 +180,40 @@ public final class ExecutorSide implements ExecutorPlugin {
           NativePoolConf.MONITORING.key());
     }
     LOG.info("nativepool: executor {} uses {}; {} ({})", ctx.executorID(), s, guard, source);
+  }
+
+  /**
+   * Why the pod guard cannot keep {@link NativePoolConf#GUARD_RESERVE} under {@code cgroupLimit},
+   * the limit of this executor's memory cgroup ({@link CgroupLimit}, which only the executor can
+   * read; the driver already refused a reserve not below {@link NativePoolConf#GUARD_LIMIT}), or
+   * null when it can (or the guard is off, the reserve is the default, which scales with the
+   * limit, or there is no limit).
+   */
+  static String reserveNotBelowLimit(GuardSettings guard, long cgroupLimit) {
+    long limit = cgroupLimit;
+    if (!guard.enabled() || guard.reserve() <= 0 || limit <= 0 || guard.reserve() < limit) {
+      return null;
+    }
+    return "nativepool: "
+        + NativePoolConf.GUARD_RESERVE.key()
+        + " = "
+        + Bytes.format(guard.reserve())
+        + ": not below this executor's memory limit, "
+        + Bytes.format(limit)
+        + " (its memory cgroup's, read at its start): the pod guard would find the headroom short"
+        + " at every sample and spill native memory without end. The reserve must be below the"
+        + " limit: lower it, or unset it for 2% of the limit (at least 32 MiB)";
+  }
+
+  /** {@code conf} without its {@code spark.nativepool.*} keys: the monitoring defaults. */
+  private static SparkConf withoutNativepoolKeys(SparkConf conf) {
+    SparkConf c = conf.clone();
+    for (Tuple2<String, String> kv : conf.getAll()) {
+      if (kv._1().startsWith(NativePoolConf.PREFIX)) {
+        c.remove(kv._1());
+      }
+    }
+    return c;
   }
 
   /**

@@ -141,6 +141,18 @@ public final class LibraryLoader {
   }
 
   /**
+   * The nativepool release this jar is, as its stamp says ({@value #RESOURCE_DIR}{@code
+   * /version.properties}), for the startup line; {@code "?"} when the stamp cannot be read.
+   */
+  public static String release() {
+    try {
+      return jarVersion();
+    } catch (IOException e) {
+      return "?";
+    }
+  }
+
+  /**
    * The version the jar is stamped with ({@value #RESOURCE_DIR}{@code /version.properties}).
    *
    * @throws IOException if the stamp is missing or unreadable

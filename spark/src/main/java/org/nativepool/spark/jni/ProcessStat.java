@@ -59,7 +59,7 @@ public enum ProcessStat {
   VM_HWM("vmHWM"),
   /**
    * Peak usage of the process's memory cgroup (v1 memory.max_usage_in_bytes, v2 memory.peak); -1 =
-   * not in one.
+   * not in one, or in one shared with processes other than its own ancestors and descendants.
    */
   CGROUP_PEAK("cgroupPeak"),
   /**

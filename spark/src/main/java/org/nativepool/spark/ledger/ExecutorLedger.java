@@ -3,6 +3,7 @@ package org.nativepool.spark.ledger;
 import com.codahale.metrics.Counter;
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
+import java.lang.reflect.Modifier;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
@@ -148,26 +149,81 @@ public final class ExecutorLedger implements TaskPoolObserver {
   }
 
   /**
-   * Loads the listeners {@link NativePoolConf#LEDGER_LISTENERS} names.
+   * Loads the listeners {@link NativePoolConf#LEDGER_LISTENERS} names. A class that cannot be made
+   * is left out and logged at ERROR: the ledger and the native pools work on without it, since a
+   * monitoring setting never disables native pools (the driver refuses such a class at the
+   * application's start already, {@link #checkListenerClasses}, so only a class the executor's
+   * classpath lacks gets here).
    *
-   * @throws IllegalArgumentException naming the key and the class, if one cannot be made
+   * @return the reasons of the classes left out, one line each
    */
-  public void loadListeners(ClassLoader loader) {
+  public List<String> loadListeners(ClassLoader loader) {
+    List<String> failed = new ArrayList<>();
     for (String name : settings.listeners()) {
       try {
         Class<?> c = Class.forName(name, true, loader);
         addListener((LedgerListener) c.getDeclaredConstructor().newInstance());
         LOG.info("nativepool: ledger listener {} registered", name);
       } catch (ReflectiveOperationException | ClassCastException | LinkageError e) {
-        throw new IllegalArgumentException(
-            "nativepool: "
+        String why =
+            "nativepool: executor "
+                + executorId
+                + ": "
                 + NativePoolConf.LEDGER_LISTENERS.key()
                 + ": cannot make a LedgerListener of "
                 + name
-                + ": "
-                + e,
-            e);
+                + " ("
+                + e
+                + "); the ledger runs without it";
+        LOG.error(why);
+        failed.add(why);
       }
+    }
+    return failed;
+  }
+
+  /**
+   * Checks the classes {@code names} without making one: each must be found by {@code loader}, be a
+   * public, concrete {@link LedgerListener} and have a public no-argument constructor. The driver's
+   * check at the application's start, so that a listener the executors cannot make fails the
+   * application once instead of being left out on every executor.
+   *
+   * @throws IllegalArgumentException naming the key, the class and the rule, for the first class
+   *     that fails
+   */
+  public static void checkListenerClasses(List<String> names, ClassLoader loader) {
+    for (String name : names) {
+      String why;
+      try {
+        Class<?> c = Class.forName(name, false, loader);
+        if (!LedgerListener.class.isAssignableFrom(c)) {
+          why = "does not implement " + LedgerListener.class.getName();
+        } else if (!Modifier.isPublic(c.getModifiers())
+            || Modifier.isAbstract(c.getModifiers())
+            || c.isInterface()) {
+          why = "is not a public concrete class";
+        } else {
+          c.getConstructor(); // public, no argument
+          continue;
+        }
+      } catch (ClassNotFoundException | LinkageError e) {
+        why = "not found on the driver's classpath (ship it with --jars, which puts it on the"
+            + " driver's and the executors')";
+      } catch (NoSuchMethodException e) {
+        why = "has no public no-argument constructor";
+      }
+      throw new IllegalArgumentException(
+          "nativepool: "
+              + NativePoolConf.LEDGER_LISTENERS.key()
+              + " = '"
+              + String.join(",", names)
+              + "': class "
+              + name
+              + " "
+              + why
+              + "; each must be a public class implementing "
+              + LedgerListener.class.getName()
+              + " with a public no-argument constructor");
     }
   }
 

@@ -12,9 +12,11 @@ import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
 import java.lang.management.MemoryUsage;
 import java.lang.reflect.Field;
+import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -25,6 +27,9 @@ import javax.management.ObjectName;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.spark.SparkEnv;
 import org.nativepool.spark.arrow.TaskArrowAllocators;
+import org.nativepool.spark.config.LedgerSettings;
+import org.nativepool.spark.config.LedgerThreshold;
+import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.jni.ArrowProcessStat;
 import org.nativepool.spark.jni.ArrowProcessStats;
 import org.nativepool.spark.jni.Natives;
@@ -32,6 +37,7 @@ import org.nativepool.spark.jni.ProcessStat;
 import org.nativepool.spark.jni.ProcessStats;
 import org.nativepool.spark.ledger.LedgerSnapshot.Kind;
 import org.nativepool.spark.memory.ExecutorState;
+import org.nativepool.spark.memory.SparkConsumers;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -52,16 +58,20 @@ import org.slf4j.LoggerFactory;
  *       buffer pools);
  *   <li>JVM, from Native Memory Tracking when the JVM runs with {@code
  *       -XX:NativeMemoryTracking=summary}: {@value #JVM_THREADS} (thread stacks and thread
- *       structures), {@value #JVM_GC} (the collector's structures), {@value #JVM_NATIVE} (the JVM's
- *       other native memory: compiler, symbols, the class-data archive …) and {@value #JVM_UNSAFE}
+ *       structures), {@value #JVM_GC} (the collector's structures, but G1's concurrent mark
+ *       stack, committed whole and hardly ever touched: {@link #G1_MARK_STACK}), {@value
+ *       #JVM_NATIVE} (the JVM's other native memory: compiler, symbols, the class-data archive …)
+ *       and {@value #JVM_UNSAFE}
  *       (memory allocated through {@code Unsafe} that no part below claims: Spark's off-heap
  *       Tungsten pages, its spill readers' buffers). Without NMT these are absent and their bytes
  *       are unexplained;
- *   <li>{@code netty.<pool>.direct}, {@code .heap}, {@code .used}: each pooled allocator Spark's
- *       transport created (the shared ones, and those of the RPC environment and the block transfer
- *       service), chunks allocated and the bytes in use in them. The direct chunks are resident
- *       when netty allocates them without a cleaner (as in Spark); otherwise the {@value
- *       #JVM_DIRECT} pool counts them and they are detail;
+ *   <li>{@code netty.<pool>.direct}, {@code .heap}, {@code .used} (detail): each pooled allocator
+ *       Spark's transport created (the shared ones, and those of the RPC environment and the block
+ *       transfer service), chunks allocated and the bytes in use in them; {@code
+ *       netty.<pool>.resident} (resident), where netty allocates its direct chunks without a
+ *       cleaner (as in Spark): the resident bytes of those chunks ({@link PageResidency}), which a
+ *       chunk gains page by page as netty hands out its runs, so that untouched chunk memory is not
+ *       counted as resident. With a cleaner the {@value #JVM_DIRECT} pool counts the chunks;
  *   <li>{@value #ARROW_JAVA}: bytes allocated by the Arrow Java allocators of the plugin's tasks,
  *       Spark's own root allocator and any {@link #registerArrowAllocator registered} one;
  *   <li>{@value #NATIVE_RESERVED}, {@value #NATIVE_HELD}, {@value #NATIVE_SLACK} (accounting): the
@@ -183,8 +193,172 @@ public final class LedgerReader {
   /** What the pod guard holds of Spark's off-heap memory (accounting). */
   public static final String GUARD_OFF_HEAP_BALLAST = "guard.offHeapBallast";
 
-  /** Prefix of the netty allocator parts: {@code netty.<pool>.direct|heap|used}. */
+  /**
+   * Spark's off-heap memory in use (accounting): execution memory (nativepool's pools' share,
+   * {@value #NATIVE_HELD}, included) and storage memory (the pod guard's hold, {@value
+   * #GUARD_OFF_HEAP_BALLAST}, included), from the executor's memory manager: what {@code
+   * spark.memory.offHeap.size} bounds. Absent where the executor has no off-heap memory.
+   */
+  public static final String SPARK_OFF_HEAP_USED = "spark.offHeapUsed";
+
+  /** Prefix of the netty allocator parts: {@code netty.<pool>.resident|direct|heap|used}. */
   public static final String NETTY_PREFIX = "netty.";
+
+  /**
+   * The share of the RSS above which, with Native Memory Tracking off, the unexplained remainder
+   * is called large and {@link LedgerSnapshot#NMT_HINT} is given: the JVM's own native memory
+   * alone is 10–20% of an idle executor's RSS.
+   */
+  public static final int NMT_HINT_PERCENT = 10;
+
+  /**
+   * How far the resident parts of one reading may exceed the RSS: what the process allocates
+   * between the reads of one reading, which takes 3–12 ms (the RSS first, then the JVM's beans
+   * and Native Memory Tracking, netty, Arrow, the Go runtime), such as a few Tungsten pages or a
+   * netty chunk being touched. Every part counts resident bytes, so {@value #UNEXPLAINED} is never
+   * below minus this; the demo's 484 readings never went below +25 MiB, and {@code
+   * ExecutorLedgerSparkTest} checks the bound on an idle executor.
+   */
+  public static final long NOISE_BYTES = 16L << 20;
+
+  /**
+   * The figures of each netty pool: {@code netty.<pool>.resident} (resident bytes of its direct
+   * chunks, where netty allocates them without a cleaner), {@code .direct} (direct chunks
+   * allocated), {@code .heap} (heap chunks), {@code .used} (bytes in use in its chunks).
+   */
+  public static final List<String> NETTY_FIGURES = List.of("resident", "direct", "heap", "used");
+
+  /**
+   * The parts whose names are fixed, in display order: every part a reading may have but the
+   * netty pools' and the engines' off-heap parts, whose names are made at run time ({@link
+   * #knownPart}).
+   */
+  public static final List<String> FIXED_PARTS =
+      List.of(
+          RSS,
+          UNEXPLAINED,
+          JVM_HEAP_RESIDENT,
+          JVM_HEAP_COMMITTED,
+          JVM_HEAP_USED,
+          JVM_METASPACE,
+          JVM_CODE_CACHE,
+          JVM_THREADS,
+          JVM_GC,
+          JVM_NATIVE,
+          JVM_UNSAFE,
+          JVM_DIRECT,
+          JVM_MAPPED,
+          ARROW_JAVA,
+          NATIVE_RESERVED,
+          NATIVE_HELD,
+          NATIVE_SLACK,
+          LEAKED_RESIDENT,
+          NATIVE_ALLOCATED,
+          GO_HEAP_IN_USE,
+          GO_HEAP_IDLE,
+          GO_STACKS,
+          GO_GC_META,
+          GO_OTHER,
+          MALLOC_RETAINED,
+          GUARD_OFF_HEAP_BALLAST,
+          SPARK_OFF_HEAP_USED);
+
+  /**
+   * Whether a reading may have a part named {@code part}, so that a threshold on it can cross: one
+   * of {@link #FIXED_PARTS}; {@code netty.<pool>.}{@link #NETTY_FIGURES one of its figures} for any
+   * pool name, since Spark's transport names its pools at run time ({@code shared}, {@code
+   * sharedNoCache}, {@code rpc.clientFactory}, {@code blockTransfer.server}, …) and a pool that
+   * never appears never crosses; or {@code offHeap.<engine>} for one of {@link
+   * SparkConsumers#ENGINES}. The threshold name {@code total}, the RSS, is the settings' and not
+   * a part.
+   */
+  public static boolean knownPart(String part) {
+    if (FIXED_PARTS.contains(part)) {
+      return true;
+    }
+    if (part.startsWith(NETTY_PREFIX)) {
+      int dot = part.lastIndexOf('.');
+      return dot > NETTY_PREFIX.length() && NETTY_FIGURES.contains(part.substring(dot + 1));
+    }
+    return part.startsWith(OFF_HEAP_PREFIX)
+        && SparkConsumers.ENGINES.contains(part.substring(OFF_HEAP_PREFIX.length()));
+  }
+
+  /**
+   * Checks that each threshold watches a part a reading may have ({@link #knownPart}, or {@value
+   * LedgerSettings#TOTAL}): a threshold on a part that does not exist could never fire.
+   *
+   * @param value the setting as written, for the message
+   * @throws IllegalArgumentException naming the key, the value, the unknown part, the closest
+   *     known one and every part that exists
+   */
+  public static void checkThresholds(List<LedgerThreshold> thresholds, String value) {
+    for (LedgerThreshold t : thresholds) {
+      if (t.part().equals(LedgerSettings.TOTAL) || knownPart(t.part())) {
+        continue;
+      }
+      List<String> names = new ArrayList<>();
+      names.add(LedgerSettings.TOTAL);
+      names.addAll(FIXED_PARTS);
+      for (String f : NETTY_FIGURES) {
+        names.add(NETTY_PREFIX + "shared." + f);
+      }
+      for (String e : SparkConsumers.ENGINES) {
+        names.add(OFF_HEAP_PREFIX + e);
+      }
+      String closest = names.get(0);
+      int best = Integer.MAX_VALUE;
+      for (String n : names) {
+        int d =
+            NativePoolConf.editDistance(
+                t.part().toLowerCase(Locale.ROOT), n.toLowerCase(Locale.ROOT));
+        if (d < best) {
+          best = d;
+          closest = n;
+        }
+      }
+      throw new IllegalArgumentException(
+          "nativepool: "
+              + NativePoolConf.LEDGER_THRESHOLDS.key()
+              + " = '"
+              + value
+              + "': no ledger part '"
+              + t.part()
+              + "' (did you mean "
+              + closest
+              + "?), so its threshold could never fire; the parts are "
+              + LedgerSettings.TOTAL
+              + " (the RSS), "
+              + String.join(", ", FIXED_PARTS)
+              + ", netty.<pool>.resident, netty.<pool>.direct, netty.<pool>.heap and"
+              + " netty.<pool>.used for each of Spark's netty pools (e.g. netty.shared.direct),"
+              + " and "
+              + OFF_HEAP_PREFIX
+              + String.join(", " + OFF_HEAP_PREFIX, SparkConsumers.ENGINES));
+    }
+  }
+
+  /**
+   * G1's concurrent mark stack, bytes: committed when the JVM starts ({@code MarkStackSize}
+   * entries of 8 bytes, 32 MiB by default) and touched only when concurrent marking overflows its
+   * tasks' queues into it, so that NMT's committed "GC" bytes hold it whole while almost none of it
+   * is resident: {@value #JVM_GC} leaves it out, and what marking did touch of it counts as
+   * unexplained. 0 under another collector.
+   */
+  static final long G1_MARK_STACK = g1MarkStackBytes();
+
+  private static long g1MarkStackBytes() {
+    try {
+      com.sun.management.HotSpotDiagnosticMXBean hs =
+          ManagementFactory.getPlatformMXBean(com.sun.management.HotSpotDiagnosticMXBean.class);
+      if (hs == null || !Boolean.parseBoolean(hs.getVMOption("UseG1GC").getValue())) {
+        return 0;
+      }
+      return Long.parseLong(hs.getVMOption("MarkStackSize").getValue()) * 8;
+    } catch (RuntimeException | LinkageError e) {
+      return 0;
+    }
+  }
 
   /** How often the list of netty allocators is looked up again (they are created lazily). */
   private static final long NETTY_REFRESH_MILLIS = 30_000;
@@ -256,8 +430,8 @@ public final class LedgerReader {
    * memory of its own that adds up to the resident set: the resident parts and {@value
    * #UNEXPLAINED}; not {@value #RSS}, the accounting parts, the heap's used bytes, the heap's
    * committed bytes when {@code heapResident} (the sample has {@value #JVM_HEAP_RESIDENT}), or a
-   * netty pool's heap and used bytes. Netty's direct chunks count, though {@value #JVM_DIRECT} may
-   * count them too when netty allocates them with a cleaner.
+   * netty pool's figures other than its resident bytes ({@code netty.<pool>.resident}, the one it
+   * adds).
    */
   public static boolean adds(String part, boolean heapResident) {
     switch (part) {
@@ -267,12 +441,13 @@ public final class LedgerReader {
           NATIVE_SLACK,
           LEAKED_RESIDENT,
           JVM_HEAP_USED,
-          GUARD_OFF_HEAP_BALLAST:
+          GUARD_OFF_HEAP_BALLAST,
+          SPARK_OFF_HEAP_USED:
         return false;
       case JVM_HEAP_COMMITTED:
         return !heapResident;
       default:
-        return !part.startsWith(NETTY_PREFIX) || part.endsWith(".direct");
+        return !part.startsWith(NETTY_PREFIX) || part.endsWith(".resident");
     }
   }
 
@@ -341,7 +516,7 @@ public final class LedgerReader {
               - other
               - metaspace;
       parts.put(JVM_THREADS, threads, Kind.RESIDENT);
-      parts.put(JVM_GC, gc, Kind.RESIDENT);
+      parts.put(JVM_GC, Math.max(0, gc - G1_MARK_STACK), Kind.RESIDENT);
       parts.put(JVM_NATIVE, Math.max(0, rest), Kind.RESIDENT);
       parts.put(JVM_UNSAFE, Math.max(0, other - direct - nettyUnsafe - arrowJava), Kind.RESIDENT);
     }
@@ -378,8 +553,22 @@ public final class LedgerReader {
     if (offHeapBallast > 0 || ExecutorState.sparkConsumers().tasks() > 0) {
       parts.put(GUARD_OFF_HEAP_BALLAST, offHeapBallast, Kind.ACCOUNTING);
     }
+    parts.put(SPARK_OFF_HEAP_USED, sparkOffHeapUsed(), Kind.ACCOUNTING);
     return new LedgerSnapshot(
         System.currentTimeMillis(), a[ArrowProcessStat.RSS.ordinal()], parts.bytes, parts.kinds);
+  }
+
+  /**
+   * Spark's off-heap execution and storage memory in use now, from the executor's memory manager;
+   * -1 (left out) without a SparkEnv or without off-heap memory.
+   */
+  private static long sparkOffHeapUsed() {
+    SparkEnv env = SparkEnv.get();
+    if (env == null || !env.conf().getBoolean("spark.memory.offHeap.enabled", false)) {
+      return -1;
+    }
+    org.apache.spark.memory.MemoryManager mm = env.memoryManager();
+    return mm.offHeapExecutionMemoryUsed() + mm.offHeapStorageMemoryUsed();
   }
 
   /**
@@ -497,10 +686,14 @@ public final class LedgerReader {
         long heapChunks = m.usedHeapMemory();
         long used = used(m.directArenas()) + used(m.heapArenas());
         String base = NETTY_PREFIX + e.getValue();
-        parts.put(base + ".direct", directChunks, noCleaner ? Kind.RESIDENT : Kind.DETAIL);
+        parts.put(base + ".direct", directChunks, Kind.DETAIL);
         parts.put(base + ".heap", heapChunks, Kind.DETAIL);
         parts.put(base + ".used", used, Kind.DETAIL);
         if (noCleaner) {
+          // Allocated whole, backed page by page as runs are handed out: count what is resident.
+          long resident = resident(m.directArenas());
+          parts.put(
+              base + ".resident", resident < 0 ? directChunks : resident, Kind.RESIDENT);
           unsafe += Math.max(0, directChunks);
         }
       } catch (RuntimeException ex) {
@@ -508,6 +701,58 @@ public final class LedgerReader {
       }
     }
     return unsafe;
+  }
+
+  /**
+   * The resident bytes of the direct arenas' chunks ({@link PageResidency}), plus their huge
+   * (unpooled) allocations counted whole; -1 when a chunk's memory cannot be found or pagemap
+   * cannot be read (then the caller counts the chunks whole).
+   */
+  private static long resident(List<PoolArenaMetric> arenas) {
+    Field memory = chunkMemoryField();
+    if (memory == null) {
+      return -1;
+    }
+    long resident = 0;
+    for (PoolArenaMetric a : arenas) {
+      long chunks = 0;
+      for (PoolChunkListMetric list : a.chunkLists()) {
+        for (PoolChunkMetric c : list) {
+          chunks += c.chunkSize();
+          try {
+            if (!(memory.get(c) instanceof java.nio.ByteBuffer b) || !b.isDirect()) {
+              return -1;
+            }
+            long r =
+                PageResidency.of(
+                    io.netty.util.internal.PlatformDependent.directBufferAddress(b), b.capacity());
+            if (r < 0) {
+              return -1;
+            }
+            resident += r;
+          } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+            cannotReflect(
+                "io.netty.buffer.PoolChunk.memory", e, "netty's direct chunks are counted whole");
+            return -1;
+          }
+        }
+      }
+      resident += Math.max(0, a.numActiveBytes() - chunks); // huge allocations
+    }
+    return resident;
+  }
+
+  /** {@code io.netty.buffer.PoolChunk.memory}, accessible; null (reported once) if not found. */
+  private static Field chunkMemoryField() {
+    try {
+      Field f = Class.forName("io.netty.buffer.PoolChunk").getDeclaredField("memory");
+      f.setAccessible(true);
+      return f;
+    } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+      cannotReflect(
+          "io.netty.buffer.PoolChunk.memory", e, "netty's direct chunks are counted whole");
+      return null;
+    }
   }
 
   /** Bytes in use in the arenas' chunks: chunk sizes less their free bytes, plus huge ones. */

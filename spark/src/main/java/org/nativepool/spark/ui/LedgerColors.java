@@ -16,9 +16,10 @@ import java.util.Map;
  *
  * <p>The order is the stacking order, bottom first: the parts of {@link #PARTS} in the ledger's
  * display order (the JVM, Spark's transport, Arrow Java, native memory, the Go runtime, the C
- * allocator, Spark's off-heap memory held by other engines' consumers), {@code netty.<pool>.direct} parts at the place of the transport, parts the table
- * does not name by name after them, then {@value #OTHER} (small parts summed), then {@value
- * #UNEXPLAINED} on top. Legends list the series top first, as they are stacked. Stateless.
+ * allocator, Spark's off-heap memory held by other engines' consumers), {@code
+ * netty.<pool>.resident} parts at the place of the transport, parts the table does not name by
+ * name after them, then {@value #OTHER} (small parts summed), then {@value #UNEXPLAINED} on top.
+ * Legends list the series top first, as they are stacked. Stateless.
  */
 final class LedgerColors {
   /** The series of small parts summed. */
@@ -27,7 +28,7 @@ final class LedgerColors {
   /** The ledger's remainder: the resident set less the resident parts. */
   static final String UNEXPLAINED = "unexplained";
 
-  /** The prefix of the parts netty's pools make, one per pool ({@code netty.<pool>.direct}). */
+  /** The prefix of the parts netty's pools make, one per pool ({@code netty.<pool>.resident}). */
   static final String NETTY_PREFIX = "netty.";
 
   /** Part → colour, in stacking order. The Go copy is partColors in examples/chart/colors.go. */
@@ -57,7 +58,7 @@ final class LedgerColors {
           "offHeap.other", "#79706e");
 
   /**
-   * The colours of netty's pools ({@code netty.<pool>.direct}), whose names are known only at run
+   * The colours of netty's pools ({@code netty.<pool>.resident}), whose names are known only at run
    * time: a part takes {@code NETTY_COLORS[sum of its name's UTF-8 bytes % size]}, so a pool keeps
    * its colour everywhere. The Go copy is nettyColors in examples/chart/colors.go.
    */
@@ -71,6 +72,18 @@ final class LedgerColors {
 
   /** The colour of {@value #UNEXPLAINED}. The Go copy is unexplainedColor. */
   static final String UNEXPLAINED_COLOR = "#c8c8c8";
+
+  /**
+   * The colours of the Native Memory page's off-heap chart, which stacks accounting figures, not
+   * ledger parts: what nativepool's pools hold of Spark's off-heap memory, what Spark's and other
+   * engines' consumers and cached blocks hold, and the pod guard's ballast. No other chart uses
+   * them, so no Go copy.
+   */
+  static final String OFF_HEAP_POOLS_COLOR = "#c44e52";
+
+  static final String OFF_HEAP_OTHERS_COLOR = "#9c9ede";
+
+  static final String OFF_HEAP_BALLAST_COLOR = "#6b6ecf";
 
   private static final List<String> KNOWN = List.copyOf(PARTS.keySet());
 

@@ -10,15 +10,19 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import org.nativepool.spark.config.Bytes;
+import org.nativepool.spark.ledger.LedgerReader;
+import org.nativepool.spark.ledger.LedgerSnapshot;
 import org.nativepool.spark.ui.NativeMemoryTimeline.Snapshot;
 
 /**
  * The Native Memory page as one self-contained HTML document, from a {@link Snapshot}: per executor
- * a stacked chart of its ledger parts over time ({@link SvgChart}) with its memory limit and the
- * off-heap budget as lines, markers for threshold crossings, growth reports and its end, bands for
- * pod guard episodes, and its diagnosis; then tables of the executors' ends, their leak figures and
- * the stages' native peaks. No script, no stylesheet or font from elsewhere. A pure function;
- * stateless.
+ * a stacked chart of its ledger parts over time ({@link SvgChart}) with its memory limit as a line,
+ * markers for threshold crossings, growth reports and its end, bands for pod guard episodes, and
+ * its diagnosis; under it, where executors have off-heap memory, Spark's off-heap memory in use
+ * against the off-heap budget, the one figure that budget bounds; words where an executor has
+ * fewer than two samples, and where its unexplained memory is large without Native Memory
+ * Tracking; then tables of the executors' ends, their leak figures and the stages' native peaks.
+ * No script, no stylesheet or font from elsewhere. A pure function; stateless.
  */
 public final class NativeMemoryPage {
   /**
@@ -29,6 +33,18 @@ public final class NativeMemoryPage {
 
   static final int WIDTH = 960;
   static final int HEIGHT = 300;
+
+  /** The off-heap chart's plot height: a second panel, smaller. */
+  static final int OFF_HEAP_HEIGHT = 180;
+
+  /** The off-heap chart's colours, each its own ({@link LedgerColors}' rule). */
+  static final String OFF_HEAP_POOLS_COLOR = LedgerColors.OFF_HEAP_POOLS_COLOR;
+
+  static final String OFF_HEAP_OTHERS_COLOR = LedgerColors.OFF_HEAP_OTHERS_COLOR;
+
+  static final String OFF_HEAP_BALLAST_COLOR = LedgerColors.OFF_HEAP_BALLAST_COLOR;
+
+  static final String OFF_HEAP_BUDGET_COLOR = "#08306b";
 
   /** The most parts a chart names; the smaller ones are summed as {@code other}. */
   static final int SERIES_NAMED = 9;
@@ -93,7 +109,91 @@ public final class NativeMemoryPage {
     if (e.end() != null) {
       b.append("<p class=\"verdict\">").append(SvgChart.escape(e.end().verdict())).append("</p>");
     }
-    b.append(SvgChart.render(chart(e, offHeap), WIDTH, HEIGHT));
+    if (e.times().length < 2) {
+      b.append("<p class=\"few\">")
+          .append(e.times().length == 0 ? "No sample" : "One sample")
+          .append(" of this executor so far, and a chart needs two. Executors send one at their")
+          .append(" start, at task ends and every heartbeat; the event log, from which this page")
+          .append(" is drawn, keeps one a minute (spark.nativepool.eventLog.sampleEvery) and those")
+          .append(" of its start, task ends and stage ends, a few a minute at most.</p>");
+    }
+    String hint = nmtHint(e);
+    if (hint != null) {
+      b.append("<p class=\"nmt\">").append(SvgChart.escape(hint)).append("</p>");
+    }
+    b.append(SvgChart.render(chart(e), WIDTH, HEIGHT));
+    if (offHeap > 0 && e.times().length >= 2) {
+      b.append(SvgChart.render(offHeapChart(e, offHeap), WIDTH, OFF_HEAP_HEIGHT));
+    }
+  }
+
+  /**
+   * The Native Memory Tracking hint of the executor's latest sample ({@link
+   * LedgerSnapshot#nmtHint}): its unexplained memory large and its ledger without NMT's parts;
+   * null otherwise.
+   */
+  static String nmtHint(Snapshot.Executor e) {
+    int n = e.times().length;
+    if (n == 0) {
+      return null;
+    }
+    long rss = 0;
+    long unexplained = 0;
+    boolean nmt = false;
+    for (int p = 0; p < e.parts().size(); p++) {
+      long v = e.values()[p][n - 1];
+      rss += v;
+      if (e.parts().get(p).equals(LedgerReader.UNEXPLAINED)) {
+        unexplained = v;
+      }
+      nmt |= e.parts().get(p).equals(LedgerReader.JVM_THREADS);
+    }
+    String h = LedgerSnapshot.nmtHint(rss, unexplained, nmt);
+    return h == null ? null : "In its latest sample, " + h + ".";
+  }
+
+  /**
+   * The second chart of an executor with off-heap memory: Spark's off-heap memory in use against
+   * {@code spark.memory.offHeap.size}, which bounds it (not the resident set, which holds the heap,
+   * the JVM and everything else): what nativepool's pools hold of it, what the pod guard holds, and
+   * the rest, Spark's own and other engines' consumers and off-heap cached blocks.
+   */
+  static SvgChart.Chart offHeapChart(Snapshot.Executor e, long offHeap) {
+    int[] drawn = drawn(e.times().length);
+    long[] held = e.offHeap().getOrDefault(LedgerReader.NATIVE_HELD, new long[e.times().length]);
+    long[] ballast =
+        e.offHeap().getOrDefault(LedgerReader.GUARD_OFF_HEAP_BALLAST, new long[e.times().length]);
+    long[] used = e.offHeap().get(LedgerReader.SPARK_OFF_HEAP_USED);
+    List<SvgChart.Series> series = new ArrayList<>();
+    series.add(
+        new SvgChart.Series(
+            "nativepool's pools (held from Spark)", pick(held, drawn), OFF_HEAP_POOLS_COLOR));
+    if (used != null) {
+      long[] rest = new long[used.length];
+      for (int i = 0; i < used.length; i++) {
+        rest[i] = Math.max(0, used[i] - held[i] - ballast[i]);
+      }
+      series.add(
+          new SvgChart.Series(
+              "Spark's and other engines' consumers, cached blocks",
+              pick(rest, drawn),
+              OFF_HEAP_OTHERS_COLOR));
+    }
+    series.add(
+        new SvgChart.Series(
+            "held by the pod guard (ballast)", pick(ballast, drawn), OFF_HEAP_BALLAST_COLOR));
+    return new SvgChart.Chart(
+        "executor " + e.executorId() + ": Spark's off-heap memory in use",
+        pick(e.times(), drawn),
+        series,
+        List.of(
+            new SvgChart.Line(
+                "off-heap budget (spark.memory.offHeap.size): bounds this chart, not the resident"
+                    + " set",
+                offHeap,
+                OFF_HEAP_BUDGET_COLOR)),
+        List.of(),
+        List.of());
   }
 
   /**
@@ -102,7 +202,7 @@ public final class NativeMemoryPage {
    * those under {@value #OTHER_PERCENT}% of the highest total, and those past the {@value
    * #SERIES_NAMED} largest, are summed as {@code other}.
    */
-  static SvgChart.Chart chart(Snapshot.Executor e, long offHeap) {
+  static SvgChart.Chart chart(Snapshot.Executor e) {
     int n = e.times().length;
     long[] total = new long[n];
     long[] max = new long[e.parts().size()];
@@ -155,9 +255,6 @@ public final class NativeMemoryPage {
     List<SvgChart.Line> lines = new ArrayList<>();
     if (e.limit() > 0) {
       lines.add(new SvgChart.Line("memory limit (pod guard)", e.limit(), "#d62728"));
-    }
-    if (offHeap > 0) {
-      lines.add(new SvgChart.Line("off-heap budget", offHeap, "#08306b"));
     }
     List<SvgChart.Marker> markers = new ArrayList<>();
     for (Snapshot.Mark m : e.marks()) {

@@ -39,6 +39,20 @@ public final class NativeMemoryTimeline {
   static final int EXECUTORS_KEPT = 100;
   static final int LOST_STAGES_KEPT = 10;
 
+  /** Where a kept sample holds an accounting figure, apart from the parts that add up. */
+  private static final String ACCOUNTING_PREFIX = "acct.";
+
+  /**
+   * The accounting figures the page's off-heap panel shows, by ledger part: what nativepool's pools
+   * hold of Spark's off-heap memory, what the pod guard holds of it, and Spark's off-heap memory in
+   * use in all.
+   */
+  static final List<String> OFF_HEAP_FIGURES =
+      List.of(
+          LedgerReader.NATIVE_HELD,
+          LedgerReader.GUARD_OFF_HEAP_BALLAST,
+          LedgerReader.SPARK_OFF_HEAP_USED);
+
   /** The leak figures of a sample the page shows, by gauge name. */
   static final List<String> LEAK_FIGURES =
       List.of(
@@ -210,10 +224,13 @@ public final class NativeMemoryTimeline {
           f.containsKey(ExecutorSample.LEDGER_PREFIX + LedgerReader.JVM_HEAP_RESIDENT);
       for (Map.Entry<String, Long> e : f.entrySet()) {
         String k = e.getKey();
-        if (k.startsWith(ExecutorSample.LEDGER_PREFIX)
-            && LedgerReader.adds(
-                k.substring(ExecutorSample.LEDGER_PREFIX.length()), heapResident)) {
-          kept.put(k, e.getValue());
+        if (k.startsWith(ExecutorSample.LEDGER_PREFIX)) {
+          String part = k.substring(ExecutorSample.LEDGER_PREFIX.length());
+          if (LedgerReader.adds(part, heapResident)) {
+            kept.put(k, e.getValue());
+          } else if (OFF_HEAP_FIGURES.contains(part)) {
+            kept.put(ACCOUNTING_PREFIX + part, e.getValue());
+          }
         }
       }
       if (lastProvisional) { // the newest sample is always shown
@@ -262,12 +279,19 @@ public final class NativeMemoryTimeline {
       List<String> parts = List.copyOf(names);
       long[] t = new long[times.size()];
       long[][] v = new long[parts.size()][t.length];
+      Map<String, long[]> offHeap = new LinkedHashMap<>();
       long limit = -1;
       for (int i = 0; i < t.length; i++) {
         t[i] = times.get(i);
         Map<String, Long> f = figures.get(i);
         for (int p = 0; p < parts.size(); p++) {
           v[p][i] = f.getOrDefault(ExecutorSample.LEDGER_PREFIX + parts.get(p), 0L);
+        }
+        for (String o : OFF_HEAP_FIGURES) {
+          Long x = f.get(ACCOUNTING_PREFIX + o);
+          if (x != null) {
+            offHeap.computeIfAbsent(o, k -> new long[t.length])[i] = x;
+          }
         }
         limit = Math.max(limit, f.getOrDefault(ProcessStat.GUARD_LIMIT.gaugeName(), -1L));
       }
@@ -276,6 +300,7 @@ public final class NativeMemoryTimeline {
           t,
           parts,
           v,
+          offHeap,
           limit,
           List.copyOf(marks),
           List.copyOf(bands),
@@ -302,6 +327,8 @@ public final class NativeMemoryTimeline {
      * @param times its samples' times (epoch ms)
      * @param parts the ledger parts sampled, which add up to its resident set
      * @param values per part, one value per time
+     * @param offHeap the accounting figures of {@link #OFF_HEAP_FIGURES} each sample had, one value
+     *     per time (0 where a sample lacked it)
      * @param limit the highest memory limit its pod guard reported, bytes; -1: none
      * @param marks crossings, growth reports and its end
      * @param bands its pod guard episodes
@@ -317,6 +344,7 @@ public final class NativeMemoryTimeline {
         long[] times,
         List<String> parts,
         long[][] values,
+        Map<String, long[]> offHeap,
         long limit,
         List<Mark> marks,
         List<Band> bands,

@@ -63,13 +63,18 @@ public final class SvgChart {
 
   /**
    * The chart as one {@code <svg>} element of {@code width} × (plot {@code height} + legend)
-   * pixels. A chart without times says so in a small SVG of its own.
+   * pixels, its attribute {@code data-samples} the number of times drawn. A chart with fewer than
+   * two times has no span to draw over: it says so in words, in a small SVG of its own.
    */
   public static String render(Chart c, int width, int height) {
-    int legendRows = (c.stacked().size() + c.lines().size() + 3) / 4;
-    int total = height + legendRows * LEGEND_ROW + 8;
+    int columns = legendColumns(c, width);
+    int legendRows = (c.stacked().size() + c.lines().size() + columns - 1) / columns;
+    // fewer than two times: a heading and a sentence, no plot
+    int total = c.times().length < 2 ? TOP + 32 : height + legendRows * LEGEND_ROW + 8;
     StringBuilder b = new StringBuilder();
-    b.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"")
+    b.append("<svg xmlns=\"http://www.w3.org/2000/svg\" data-samples=\"")
+        .append(c.times().length)
+        .append("\" width=\"")
         .append(width)
         .append("\" height=\"")
         .append(total)
@@ -85,9 +90,16 @@ public final class SvgChart {
         .append(escape(c.title()))
         .append("</text>");
     long[] t = c.times();
-    if (t.length == 0) {
-      b.append("<text x=\"").append(LEFT).append("\" y=\"").append(TOP + 20);
-      b.append("\">no samples</text></svg>");
+    if (t.length < 2) {
+      b.append("<text class=\"few\" x=\"").append(LEFT).append("\" y=\"").append(TOP + 20);
+      b.append("\">")
+          .append(
+              t.length == 0
+                  ? "no samples yet: nothing to draw"
+                  : "one sample so far, at "
+                      + CLOCK.format(Instant.ofEpochMilli(t[0]))
+                      + " UTC: a chart needs two")
+          .append("</text></svg>");
       return b.toString();
     }
     int n = t.length;
@@ -142,9 +154,15 @@ public final class SvgChart {
           .append(escape(axisLabel(y, step)))
           .append("</text>");
     }
-    // x axis: five clock ticks, UTC
+    // x axis: five clock ticks, UTC, each label once (a span of a few seconds has fewer)
+    String previous = null;
     for (int k = 0; k <= 4; k++) {
       long tt = t0 + (t1 - t0) * k / 4;
+      String label = CLOCK.format(Instant.ofEpochMilli(tt));
+      if (label.equals(previous)) {
+        continue;
+      }
+      previous = label;
       b.append("<text x=\"")
           .append(fmt(sc.x(tt)))
           .append("\" y=\"")
@@ -152,7 +170,7 @@ public final class SvgChart {
           .append("\" text-anchor=\"")
           .append(k == 0 ? "start" : k == 4 ? "end" : "middle")
           .append("\">")
-          .append(CLOCK.format(Instant.ofEpochMilli(tt)))
+          .append(label)
           .append("</text>");
     }
     // bands under the areas' outlines
@@ -249,19 +267,42 @@ public final class SvgChart {
     int item = 0;
     for (int s = c.stacked().size() - 1; s >= 0; s--, item++) {
       Series se = c.stacked().get(s);
-      legend(b, item, height, width, se.color(), false, se.name());
+      legend(b, item, columns, height, width, se.color(), false, se.name());
     }
     for (Line l : c.lines()) {
-      legend(b, item++, height, width, l.color(), true, l.name());
+      legend(b, item++, columns, height, width, l.color(), true, l.name());
     }
     return b.append("</svg>").toString();
   }
 
+  /**
+   * How many legend items fit side by side: four, fewer where the longest name needs it (about
+   * 6.5 pixels a character at the legend's 11 pixels, and 24 for the swatch and a gap).
+   */
+  static int legendColumns(Chart c, int width) {
+    int longest = 1;
+    for (Series se : c.stacked()) {
+      longest = Math.max(longest, se.name().length());
+    }
+    for (Line l : c.lines()) {
+      longest = Math.max(longest, l.name().length());
+    }
+    int fit = (int) ((width - LEFT - RIGHT) / (longest * 6.5 + 24));
+    return Math.max(1, Math.min(4, fit));
+  }
+
   private static void legend(
-      StringBuilder b, int item, int height, int width, String color, boolean line, String name) {
-    int colWidth = (width - LEFT - RIGHT) / 4;
-    double x = LEFT + (item % 4) * colWidth;
-    double y = height + 4 + (item / 4) * LEGEND_ROW;
+      StringBuilder b,
+      int item,
+      int columns,
+      int height,
+      int width,
+      String color,
+      boolean line,
+      String name) {
+    int colWidth = (width - LEFT - RIGHT) / columns;
+    double x = LEFT + (item % columns) * colWidth;
+    double y = height + 4 + (item / columns) * LEGEND_ROW;
     if (line) {
       b.append("<line class=\"legend\" x1=\"")
           .append(fmt(x))

@@ -90,7 +90,19 @@ class ArrowTaskPluginTest {
     }
     GoBatch.importFrom(op, ArrowTask.longs(arrows.producer(), 0, 10), arrows.producer())
         .copy(op); // leaked: neither the import, nor the copy, nor the Java root is closed
+    // The gauges serve the reporter's latest reading, taken every poll period (at most 1 s), at
+    // the executor's start and at task ends: wait for one taken while this task holds its batches.
     Map<String, Long> sample = new HashMap<>(gauges());
+    for (long deadline = System.nanoTime() + 5_000_000_000L;
+        sample.getOrDefault("nativeAllocated", 0L) <= 0 && System.nanoTime() < deadline; ) {
+      try {
+        Thread.sleep(100);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+      sample = new HashMap<>(gauges());
+    }
     sample.put("sum", sum);
     sample.put("rows", (long) n);
     sample.put("goAllocated", GoAllocators.stats(op).allocated());

@@ -175,4 +175,82 @@ class SettingsTest {
                     new SparkConf(false).set(NativePoolConf.MONITORING.key(), "off")));
     assertTrue(e.getMessage().contains("spark.nativepool.monitoring"), e::getMessage);
   }
+
+  /**
+   * A misspelt key is named with the closest known one: a wrong case alone, a letter too many or
+   * too few, a dot for a word.
+   */
+  @Test
+  void theClosestKnownKeyIsNamedForAMisspelling() {
+    assertEquals(
+        "spark.nativepool.chunkSize", NativePoolConf.closestKey("spark.nativepool.chunksize"));
+    assertEquals(
+        "spark.nativepool.poolSize", NativePoolConf.closestKey("spark.nativepool.poolsize"));
+    assertEquals(
+        "spark.nativepool.guard.enabled",
+        NativePoolConf.closestKey("spark.nativepool.guard.enable"));
+    assertEquals(
+        "spark.nativepool.ledger.thresholds",
+        NativePoolConf.closestKey("spark.nativepool.ledger.threshold"));
+    assertEquals(
+        "spark.nativepool.memory.logInterval",
+        NativePoolConf.closestKey("spark.nativepool.memory.loginterval"));
+    assertEquals(
+        "spark.nativepool.logLevel", NativePoolConf.closestKey("spark.nativepool.loglevl"));
+  }
+
+  /** Only keys under the plugin's prefix, in any case, that the registry lacks are unknown. */
+  @Test
+  void unknownKeysAreThoseUnderThePrefixTheRegistryLacks() {
+    SparkConf conf =
+        new SparkConf(false)
+            .set("spark.nativepool.chunkSize", "1m")
+            .set("spark.nativepool.thresholds", "16m") // deprecated, still read
+            .set("spark.NativePool.poolSize", "1g")
+            .set("spark.nativepool.guard.enable", "true")
+            .set("spark.nativpool.chunkSize", "1m")
+            .set("spark.native.pool.chunkSize", "1m")
+            .set("spark.memory.offHeap.size", "1g")
+            .set("spark.sql.nativeThing", "1"); // not the plugin's
+    assertEquals(
+        java.util.List.of(
+            "spark.NativePool.poolSize",
+            "spark.native.pool.chunkSize",
+            "spark.nativepool.guard.enable",
+            "spark.nativpool.chunkSize"),
+        NativePoolConf.unknownKeys(conf));
+    assertEquals(
+        "spark.nativepool.chunkSize", NativePoolConf.closestKey("spark.nativpool.chunkSize"));
+    assertEquals(
+        "spark.nativepool.chunkSize", NativePoolConf.closestKey("spark.native.pool.chunkSize"));
+  }
+
+  /** Every setting is checked together, and what is worth a WARN comes back, not thrown. */
+  @Test
+  void theSettingsCheckRefusesAZeroFairPoolAndWarnsOfNoOffHeapMemory() {
+    SparkConf conf =
+        new SparkConf(false)
+            .set("spark.memory.offHeap.enabled", "true")
+            .set("spark.memory.offHeap.size", "1g");
+    assertEquals(java.util.List.of(), SettingsCheck.of(conf).warnings());
+    IllegalArgumentException e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> SettingsCheck.of(conf.clone().set("spark.nativepool.poolSize", "0")));
+    assertTrue(
+        e.getMessage().startsWith("nativepool: spark.nativepool.poolSize = '0': "), e::getMessage);
+    SettingsCheck.of(
+        conf.clone()
+            .set("spark.nativepool.poolSize", "0")
+            .set("spark.nativepool.pool", "greedy_unified"));
+    java.util.List<String> w =
+        SettingsCheck.of(new SparkConf(false).set("spark.nativepool.chunksize", "1m")).warnings();
+    assertEquals(2, w.size(), w::toString);
+    assertTrue(w.get(0).contains("did you mean spark.nativepool.chunkSize?"), w::toString);
+    assertTrue(w.get(1).contains("every native grow will be refused"), w::toString);
+    java.util.List<String> floor =
+        SettingsCheck.of(conf.clone().set("spark.nativepool.guard.offHeapFloor", "2g")).warnings();
+    assertEquals(1, floor.size(), floor::toString);
+    assertTrue(floor.get(0).contains("will leave Spark's consumers all of it"), floor::toString);
+  }
 }

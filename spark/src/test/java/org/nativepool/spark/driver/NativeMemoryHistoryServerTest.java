@@ -125,7 +125,9 @@ class NativeMemoryHistoryServerTest {
               "<h2 id=\"executor-3\">Executor 3: killed by its container&#39;s memory"
                   + " limit</h2>"),
           "the diagnosis, replayed");
-      assertTrue(html.contains("<title>off-heap budget: 64.0 MiB</title>"), "from the environment");
+      assertTrue(html.contains(
+              "<title>off-heap budget (spark.memory.offHeap.size): bounds this chart, not the"
+                  + " resident set: 64.0 MiB</title>"), "from the environment");
       assertTrue(html.contains("<title>jvm.direct</title>"), "the samples, replayed");
     } finally {
       server.stop();

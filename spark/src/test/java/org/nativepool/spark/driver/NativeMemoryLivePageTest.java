@@ -111,7 +111,9 @@ class NativeMemoryLivePageTest {
       assertTrue(html.contains(">" + NativeMemoryWeb.TAB_NAME + "</a>"), "in Spark's tab bar");
       assertTrue(html.contains("<div class=\"nativepool\">"), "inside Spark's page");
       assertTrue(html.contains("<h2 id=\"executor-7\">Executor 7: exited by itself</h2>"), "h2");
-      assertTrue(html.contains("<title>off-heap budget: 128.0 MiB</title>"), "budget");
+      assertTrue(html.contains(
+              "<title>off-heap budget (spark.memory.offHeap.size): bounds this chart, not the"
+                  + " resident set: 128.0 MiB</title>"), "budget");
       assertTrue(html.contains("class=\"marker end\""), "the end marker");
       assertTrue(html.contains("<title>jvm.direct</title>"), "the direct buffers' series");
       assertTrue(html.contains("<td>1 (stages 2.0)</td>"), "the task lost with it");

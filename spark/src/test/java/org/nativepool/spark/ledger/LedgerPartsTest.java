@@ -205,6 +205,17 @@ class LedgerPartsTest {
     return new LedgerSnapshot(1, rss, v, k);
   }
 
+  /**
+   * The NMT hint is given only where it helps: unexplained above a tenth of RSS, and NMT off (no
+   * jvm.threads part).
+   */
+  @Test
+  void theNmtHintNeedsALargeRemainderAndNmtOff() {
+    assertEquals(null, LedgerSnapshot.nmtHint(1000 * MIB, 100 * MIB, false), "a tenth: no hint");
+    assertTrue(LedgerSnapshot.nmtHint(1000 * MIB, 101 * MIB, false).contains("10% of RSS"));
+    assertEquals(null, LedgerSnapshot.nmtHint(1000 * MIB, 500 * MIB, true), "NMT on: no hint");
+  }
+
   @Test
   void onlyResidentPartsAreSummedAndTheRestIsUnexplained() {
     LedgerSnapshot s = snapshot(150 * MIB);
@@ -217,8 +228,11 @@ class LedgerPartsTest {
         List.of("jvm.heap.committed", "native.allocated"), s.partsOf(LedgerSnapshot.Kind.RESIDENT));
     assertEquals(
         "RSS 150.0 MiB = jvm.heap.committed 100.0 MiB + native.allocated 30.0 MiB"
-            + " + unexplained 20.0 MiB (native.reserved 50.0 MiB)",
-        s.line());
+            + " + unexplained 20.0 MiB (native.reserved 50.0 MiB); unexplained is 13% of RSS"
+            + " with Native Memory Tracking off: "
+            + LedgerSnapshot.NMT_HINT,
+        s.line(),
+        "a large unexplained remainder without NMT says what NMT would split, and its cost");
     assertEquals(-10 * MIB, snapshot(120 * MIB).unexplained(), "committed is not resident");
     assertTrue(snapshot(120 * MIB).line().contains("unexplained -10.0 MiB"));
     assertEquals(-1, snapshot(-1).get(LedgerReader.UNEXPLAINED), "RSS unknown");

@@ -50,6 +50,9 @@ class LedgerColorsTest {
     all.addAll(LedgerColors.UNKNOWN_COLORS);
     all.add(LedgerColors.OTHER_COLOR);
     all.add(LedgerColors.UNEXPLAINED_COLOR);
+    all.add(LedgerColors.OFF_HEAP_POOLS_COLOR);
+    all.add(LedgerColors.OFF_HEAP_OTHERS_COLOR);
+    all.add(LedgerColors.OFF_HEAP_BALLAST_COLOR);
     all.addAll(List.of("#d62728", "#08306b", "#b35806", "#542788", "#000000", "#888888"));
     assertEquals(all.size(), new HashSet<>(all).size(), "no colour means two things: " + all);
   }

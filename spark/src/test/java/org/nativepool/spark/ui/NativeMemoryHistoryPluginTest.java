@@ -134,7 +134,11 @@ class NativeMemoryHistoryPluginTest {
     assertEquals(10, s.executors().get(0).times().length);
     String html = NativeMemoryPage.render(s, "replayed");
     assertTrue(html.contains("<h2 id=\"executor-7\">Executor 7: exited by itself</h2>"), "h2");
-    assertTrue(html.contains("<title>off-heap budget: 256.0 MiB</title>"), "budget line");
+    assertTrue(
+        html.contains(
+            "<title>off-heap budget (spark.memory.offHeap.size): bounds this chart, not the"
+                + " resident set: 256.0 MiB</title>"),
+        "budget line");
     assertTrue(html.contains("<title>memory limit (pod guard): 2.0 GiB</title>"), "limit line");
   }
 

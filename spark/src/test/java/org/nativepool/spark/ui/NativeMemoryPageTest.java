@@ -127,9 +127,16 @@ class NativeMemoryPageTest {
             "<h2 id=\"executor-7\">Executor 7: killed by its container&#39;s memory limit</h2>"),
         "h2");
     assertTrue(html.contains("the last sample &lt;0.5 s before&gt; was at 99%"), "escaped");
-    assertEquals(2, html.split("<svg ", -1).length - 1, "one chart per executor");
+    assertEquals(
+        3,
+        html.split("<svg ", -1).length - 1,
+        "executor 7: its ledger and its off-heap memory; executor 8, one sample: words");
     assertTrue(html.contains("<title>memory limit (pod guard): 2.0 GiB</title>"));
-    assertTrue(html.contains("<title>off-heap budget: 256.0 MiB</title>"));
+    assertTrue(
+        html.contains(
+            "<title>off-heap budget (spark.memory.offHeap.size): bounds this chart, not the"
+                + " resident set: 256.0 MiB</title>"));
+    assertTrue(html.contains("One sample of this executor so far, and a chart needs two."), html);
     assertTrue(html.contains("class=\"marker crossing\""));
     assertTrue(html.contains("class=\"marker growth\""));
     assertTrue(html.contains("class=\"marker end\""));
@@ -155,7 +162,7 @@ class NativeMemoryPageTest {
         List.of("jvm.heap.resident", "jvm.direct", "go.stacks", "unexplained"),
         e.parts(),
         "no rss, accounting or detail parts");
-    SvgChart.Chart c = NativeMemoryPage.chart(e, 256 * MIB);
+    SvgChart.Chart c = NativeMemoryPage.chart(e);
     assertEquals(
         List.of("jvm.heap.resident", "jvm.direct", "other"),
         c.stacked().stream().map(SvgChart.Series::name).toList(),
@@ -195,12 +202,83 @@ class NativeMemoryPageTest {
     List<String> order = List.of("jvm.heap.resident", "jvm.direct", "go.heapInUse", "unexplained");
     List<String> colours = List.of("#4e79a7", "#b07aa1", "#59a14f", "#c8c8c8");
     for (NativeMemoryTimeline.Snapshot.Executor e : tl.snapshot().executors()) {
-      SvgChart.Chart c = NativeMemoryPage.chart(e, 0);
+      SvgChart.Chart c = NativeMemoryPage.chart(e);
       assertEquals(
           order, c.stacked().stream().map(SvgChart.Series::name).toList(), e.executorId());
       assertEquals(
           colours, c.stacked().stream().map(SvgChart.Series::color).toList(), e.executorId());
     }
+  }
+
+  /**
+   * A job shorter than one sampling period may leave an executor one sample: its chart says so in
+   * words instead of drawing nothing, and the page says why.
+   */
+  @Test
+  void anExecutorWithOneSampleGetsWordsNotAnEmptyChart() {
+    NativeMemoryTimeline tl = new NativeMemoryTimeline();
+    tl.accept(sample("3", T0, MIB));
+    String html = NativeMemoryPage.content(tl.snapshot());
+    assertTrue(html.contains("data-samples=\"1\""), html);
+    assertTrue(html.contains("one sample so far, at 22:13:20 UTC: a chart needs two"), html);
+    assertTrue(html.contains("Executors send one at their start, at task ends"), html);
+    assertFalse(html.contains("<polygon"), "nothing drawn with no span");
+  }
+
+  /**
+   * The off-heap budget bounds Spark's off-heap memory, not the resident set: it is drawn over its
+   * own chart of what nativepool's pools, the pod guard and everyone else hold of it, and no longer
+   * across the stack of the whole resident set.
+   */
+  @Test
+  void theOffHeapBudgetIsDrawnAgainstSparksOffHeapMemoryNotTheResidentSet() {
+    NativeMemoryTimeline tl = new NativeMemoryTimeline();
+    tl.setOffHeapBudget(256 * MIB);
+    for (int i = 0; i < 3; i++) {
+      ExecutorSampleEvent s = sample("5", T0 + i * 1000L, MIB);
+      Map<String, Long> f = new LinkedHashMap<>(s.getFigures());
+      f.put("ledger.native.held", 64 * MIB);
+      f.put("ledger.guard.offHeapBallast", 16 * MIB);
+      f.put("ledger.spark.offHeapUsed", 200 * MIB);
+      tl.accept(new ExecutorSampleEvent("5", s.getTimeMillis(), s.getSequence(), f));
+    }
+    NativeMemoryTimeline.Snapshot.Executor e = tl.snapshot().executors().get(0);
+    assertTrue(
+        NativeMemoryPage.chart(e).lines().stream().noneMatch(l -> l.name().contains("off-heap")),
+        "no budget line across the resident set");
+    SvgChart.Chart o = NativeMemoryPage.offHeapChart(e, 256 * MIB);
+    assertEquals(
+        List.of(
+            "nativepool's pools (held from Spark)",
+            "Spark's and other engines' consumers, cached blocks",
+            "held by the pod guard (ballast)"),
+        o.stacked().stream().map(SvgChart.Series::name).toList());
+    assertEquals(64 * MIB, o.stacked().get(0).values()[2]);
+    assertEquals(120 * MIB, o.stacked().get(1).values()[2], "200 in use - 64 pools - 16 ballast");
+    assertEquals(256 * MIB, o.lines().get(0).value());
+  }
+
+  /**
+   * Without Native Memory Tracking the JVM's own native memory is unexplained: where that is large,
+   * the page says what NMT would split and what it costs; with NMT on, it does not.
+   */
+  @Test
+  void largeUnexplainedMemoryWithoutNmtGetsTheHintAndWithNmtDoesNot() {
+    NativeMemoryTimeline tl = new NativeMemoryTimeline();
+    for (int i = 0; i < 2; i++) {
+      tl.accept(
+          ledgerSample("1", Map.of("jvm.heap.resident", 400L, "unexplained", 120L)));
+      tl.accept(
+          ledgerSample(
+              "2", Map.of("jvm.heap.resident", 400L, "jvm.threads", 20L, "unexplained", 120L)));
+    }
+    String html = NativeMemoryPage.content(tl.snapshot());
+    int one = html.indexOf("id=\"executor-1\"");
+    int two = html.indexOf("id=\"executor-2\"");
+    String first = html.substring(one, two);
+    assertTrue(first.contains("unexplained is 23% of RSS with Native Memory Tracking off"), first);
+    assertTrue(first.contains("-XX:NativeMemoryTracking=summary"), first);
+    assertFalse(html.substring(two).contains("NativeMemoryTracking=summary"), "NMT on: no hint");
   }
 
   @Test

@@ -113,7 +113,28 @@ class SvgChartTest {
             400,
             200);
     parse(svg);
-    assertTrue(svg.contains(">no samples</text>"), svg);
+    assertTrue(svg.contains(">no samples yet: nothing to draw</text>"), svg);
+  }
+
+  /** A short job's chart (two samples a second apart) names each second once on its time axis. */
+  @Test
+  void aSpanOfASecondLabelsEachClockTimeOnce() throws Exception {
+    long t0 = 1_700_000_000_000L;
+    String svg =
+        SvgChart.render(
+            new SvgChart.Chart(
+                "executor 2",
+                new long[] {t0, t0 + 1000},
+                List.of(new SvgChart.Series("jvm.heap.resident", new long[] {1, 2}, "#4e79a7")),
+                List.of(),
+                List.of(),
+                List.of()),
+            400,
+            200);
+    parse(svg);
+    assertTrue(svg.contains("data-samples=\"2\""), svg);
+    assertEquals(1, svg.split(">22:13:20<", -1).length - 1, svg);
+    assertEquals(1, svg.split(">22:13:21<", -1).length - 1, svg);
   }
 
   @Test

@@ -213,51 +213,22 @@ public final class DemoConfig implements Serializable {
     return new File(outDir, "tmp").getAbsolutePath();
   }
 
-  static final String USAGE =
-      String.join(
-          "\n",
-          "usage: SortDemo [--job demo|sort] [--rows N] [--budget SIZE] [--chunk SIZE] [--pool"
-              + " fair_unified|greedy_unified]",
-          "                [--pool-size SIZE]",
-          "                [--batch ROWS] [--groups G] [--partitions P] [--threads T] [--warmup N]",
-          "                [--seed S] [--library PATH] [--out DIR] [--guard auto|true|false]",
-          "                [--sampling on|off] [--idle S]",
-          "                [--burst SIZE] [--burst-at S] [--burst-ramp S] [--burst-hold S]",
-          "  --job        demo: the sort next to a Spark aggregation (default); sort: the native"
-              + " sort",
-          "               alone, its output checked and dropped in the task (pool-size defaults to"
-              + " 0)",
-          "  --rows       rows to sort (default 32000000)",
-          "  --budget     spark.memory.offHeap.size (default 64m)",
-          "  --chunk      spark.nativepool.chunkSize, bytes borrowed from Spark at a time (default"
-              + " 2m)",
-          "  --pool       spark.nativepool.pool (default fair_unified)",
-          "  --pool-size  spark.nativepool.poolSize, the fair_unified pool's own size per task",
-          "               (default 16m; 0 = the budget)",
-          "  --batch      rows per Arrow batch, both directions (default 8192)",
-          "  --groups     groups of the Spark aggregation, pmod(key, G) (default 175000)",
-          "  --partitions tasks of the sort stage (default ceil(rows / 16000000), at least T;",
-          "               the sort job: T)",
-          "  --threads    local[T] (default 2)",
-          "  --warmup     rows of the unmeasured warm-up run (default rows/8, at most 1000000)",
-          "  --seed       generator seed (default 1)",
-          "  --library    libnativesort.so (default build/lib/libnativesort.so, or"
-              + " -Dnativepool.library)",
-          "  --out        output directory (default build/demo)",
-          "  --guard      spark.nativepool.guard.enabled, the pod guard (default auto: on under a",
-          "               memory cgroup limit)",
-          "  --sampling   on: the demo samples the process every 50 ms and the ledger every 250 ms",
-          "               (default); off: only at the measured run's start and end",
-          "  --idle       seconds the SparkSession stays up, idle, after the measured run (default"
-              + " 0)",
-          "  --burst      direct buffers the JVM takes outside any accounting during the measured"
-              + " run,",
-          "               as Netty chunks and spill readers do (default 0: none)",
-          "  --burst-at   seconds into the measured run, once the native pools hold memory (default"
-              + " 2)",
-          "  --burst-ramp seconds to reach the burst's size in 4 MiB steps; 0 takes it at once",
-          "               (default 2)",
-          "  --burst-hold seconds the burst is held before it is freed (default 10)");
+  /**
+   * The options in words: {@code usage.txt} beside this class, the one copy, which {@code run.sh
+   * --help} prints too without building anything.
+   */
+  static final String USAGE = usage();
+
+  private static String usage() {
+    try (java.io.InputStream in = DemoConfig.class.getResourceAsStream("usage.txt")) {
+      if (in == null) {
+        return "usage: SortDemo [options] (usage.txt missing from the classpath)";
+      }
+      return new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).stripTrailing();
+    } catch (java.io.IOException e) {
+      return "usage: SortDemo [options] (usage.txt unreadable: " + e + ")";
+    }
+  }
 
   /**
    * Parses {@code --name value} options; sizes accept Spark's suffixes (64m, 1g).

@@ -209,6 +209,15 @@ final class MemorySampler extends CsvSampler {
   }
 
   /** {@code VmRSS} of {@code /proc/self/status}, in bytes. */
+  /**
+   * The growth of malloc's retained free bytes at its highest sample over its first reading:
+   * memory freed and kept by glibc, which counts in RSS without being anyone's; 0 when unknown.
+   */
+  synchronized long mallocRetainedGrowth() {
+    long peak = peakMallocRetained.get();
+    return peak >= 0 && baselineMalloc >= 0 ? Math.max(0, peak - baselineMalloc) : 0;
+  }
+
   static long readRss() {
     long rss = TruePeaks.rss();
     if (rss < 0) {

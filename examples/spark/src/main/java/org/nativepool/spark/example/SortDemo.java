@@ -67,6 +67,11 @@ public final class SortDemo {
    * Runs the demo; exits 0 if the result is correct and the books held, 1 otherwise, 2 on usage.
    */
   public static void main(String[] args) throws IOException {
+    if (java.util.Arrays.asList(args).contains("--help")
+        || java.util.Arrays.asList(args).contains("-h")) {
+      System.out.println(DemoConfig.USAGE); // asked for: not an error
+      return;
+    }
     DemoConfig cfg;
     try {
       cfg = DemoConfig.parse(args);
@@ -169,7 +174,10 @@ public final class SortDemo {
       metrics.clear();
       ProcessStats before = Natives.processStats();
       long[] sampleBefore = SortBridge.sample();
-      long baseline = MemorySampler.readRss();
+      // The baseline, and how much RSS moves by itself with no job: the spread of a quiet second.
+      long[] quiet = quietRss(QUIET_READS, QUIET_PERIOD_MS);
+      long baseline = quiet[2];
+      long baselineVariation = quiet[1] - quiet[0];
       // The kernel's peaks from here on: VmHWM, and the memory cgroup's if the JVM is in one.
       boolean hwmReset = TruePeaks.resetHighWaterMark();
       TruePeaks.Cgroup cgroup = TruePeaks.cgroup();
@@ -273,6 +281,7 @@ public final class SortDemo {
           sampleBefore,
           sampleAfter,
           baseline,
+          baselineVariation,
           goLoadRss,
           goRuntimeAtLoad,
           elapsedMs,
@@ -296,10 +305,12 @@ public final class SortDemo {
     } finally {
       spark.stop();
     }
+    String coloured = (String) r.props.remove("coloured");
     try (OutputStream o = Files.newOutputStream(dir.resolve("report.properties"))) {
       r.props.store(o, "nativepool sortdemo");
     }
-    out.print(r.props.getProperty("text"));
+    out.print(
+        coloured == null ? r.props.getProperty("text", "") : forOutput(coloured, colour()));
     return r;
   }
 
@@ -474,6 +485,7 @@ public final class SortDemo {
       long[] sampleBefore,
       long[] sampleAfter,
       long baseline,
+      long baselineVariation,
       long goLoadRss,
       long goRuntimeAtLoad,
       long elapsedMs,
@@ -556,6 +568,8 @@ public final class SortDemo {
     long truePeak = Math.max(peaks.hwm(), smp.peakRss.get());
     long hwmGrowth = truePeak - baseline;
     long over = truePeak - (baseline + sparkPeak);
+    Noise noise = new Noise(goPeakGrowth, smp.mallocRetainedGrowth(), baselineVariation);
+    boolean exceeds = over > noise.total();
     long untrackedBound = Math.max(0, hwmGrowth - sparkPeak - goPeakGrowth);
     long untrackedSampled = Math.max(0, smp.peakUntracked.get());
     double hwmRatio = sparkPeak > 0 ? (double) hwmGrowth / sparkPeak : Double.NaN;
@@ -601,7 +615,11 @@ public final class SortDemo {
     r.put("hwmGrowth", hwmGrowth);
     r.put("hwmRatio", String.format(Locale.ROOT, "%.3f", hwmRatio));
     r.put("overReservedPlusBaseline", Math.max(0, over));
-    r.put("exceedsReserved", over > 0);
+    r.put("noise", noise.total());
+    r.put("noiseGoRuntime", noise.goRuntime());
+    r.put("noiseMallocRetained", noise.mallocRetained());
+    r.put("noiseBaselineVariation", noise.baselineVariation());
+    r.put("exceedsReserved", exceeds);
     r.put("goRuntimePeak", sampleAfter[SortBridge.SAMPLE_GO_PEAK]);
     r.put("goRuntimePeakGrowth", goPeakGrowth);
     r.put("goRuntimeMapped", sampleAfter[SortBridge.SAMPLE_GO_MAPPED]);
@@ -765,32 +783,17 @@ public final class SortDemo {
             peaks.hwmReset()
                 ? ""
                 : "; VmHWM could not be reset: it is the process's lifetime peak");
-    if (over > 0) {
-      line(
-          b,
-          "true peak",
-          red(
-              peakText
-                  + String.format(
-                      Locale.ROOT,
-                      "; EXCEEDS reserved + baseline by %s (Go runtime %s, JVM untracked ≥ %s)",
-                      size(over),
-                      size(goPeakGrowth),
-                      size(untrackedBound))));
-    } else {
-      line(b, "true peak", peakText + "; within reserved + baseline");
-    }
+    line(b, "true peak", peakText + "; " + truePeakVerdict(over, noise, untrackedBound));
     TruePeaks.Cgroup c = peaks.cgroup();
-    int procs = c == null ? 0 : c.processes();
-    if (c != null && procs != 1) {
+    int procs = c == null ? 0 : c.others();
+    if (c != null && procs != 0) {
       line(
           b,
           "cgroup peak",
           String.format(
               Locale.ROOT,
-              "not reported: the JVM's memory cgroup %s holds %d processes (DEMO_CGROUP puts the"
-                  + " JVM in one of its own)",
-              c.path(),
+              "not reported: the JVM's memory cgroup holds %d other processes (DEMO_CGROUP puts"
+                  + " the JVM in one of its own)",
               procs));
     } else if (c != null) {
       line(
@@ -840,7 +843,7 @@ public final class SortDemo {
             size(untrackedBound),
             size(untrackedSampled),
             SampleWords.of(cfg.sampling).worst(),
-            size(smp.mallocRetainedAtUntrackedPeak),
+            size(Math.max(0, smp.mallocRetainedAtUntrackedPeak)),
             size(directBaseline),
             size(smp.peakDirect.get())));
     line(
@@ -862,7 +865,7 @@ public final class SortDemo {
             "%.2f sampled (%.2f without the Go runtime's growth); %s true (VmHWM)",
             ratio,
             ratioNet,
-            over > 0
+            exceeds
                 ? red(String.format(Locale.ROOT, "%.2f", hwmRatio))
                 : String.format(Locale.ROOT, "%.2f", hwmRatio)));
     line(
@@ -884,11 +887,12 @@ public final class SortDemo {
             "%.1f s (%d samples in %s)",
             elapsedMs / 1000.0,
             smp.samples.get(),
-            Path.of(cfg.outDir, "samples.csv")));
-    LedgerReport.add(r, b, ledger, executorLedger, Path.of(cfg.outDir, "ledger.csv").toString());
+            shown(Path.of(cfg.outDir, "samples.csv"))));
+    LedgerReport.add(r, b, ledger, executorLedger, shown(Path.of(cfg.outDir, "ledger.csv")));
     GuardReport.add(r, b, cfg.burst, burst, before, after, episodes, smp.peakBallast.get());
     b.append(ok ? "result: OK\n" : "result: FAIL\n");
-    r.put("text", b.toString());
+    r.put("text", plain(b.toString())); // the file never has colour codes
+    r.put("coloured", b.toString());
   }
 
   /** Bytes in the JVM's direct buffers ({@code java.nio}'s "direct" pool) now. */
@@ -899,9 +903,129 @@ public final class SortDemo {
         .sum();
   }
 
-  /** {@code s} in red (ANSI), unless NO_COLOR is set. */
+  /**
+   * {@code file} as the report names it: relative to the working directory when it is below it
+   * ({@code build/demo/samples.csv}), so that a report copied elsewhere names no machine's path.
+   */
+  static String shown(Path file) {
+    Path cwd = Path.of("").toAbsolutePath();
+    Path f = file.toAbsolutePath().normalize();
+    return f.startsWith(cwd) ? cwd.relativize(f).toString() : f.toString();
+  }
+
+  /** Reads of RSS in the quiet window before the measured run, and their period. */
+  static final int QUIET_READS = 20;
+
+  static final long QUIET_PERIOD_MS = 50;
+
+  /**
+   * {@code n} reads of RSS {@code periodMs} apart, with no job running: {lowest, highest, last}.
+   * The spread is how much RSS moves by itself (the JIT, the GC's own structures, Spark's
+   * heartbeats), part of the report's noise.
+   */
+  static long[] quietRss(int n, long periodMs) {
+    long lo = Long.MAX_VALUE;
+    long hi = Long.MIN_VALUE;
+    long last = 0;
+    for (int i = 0; i < n; i++) {
+      if (i > 0) {
+        try {
+          Thread.sleep(periodMs);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          n = i; // stop here: the reads so far
+        }
+      }
+      last = MemorySampler.readRss();
+      lo = Math.min(lo, last);
+      hi = Math.max(hi, last);
+    }
+    return new long[] {lo, hi, last};
+  }
+
+  /**
+   * What the report measures as noise when it holds the true peak against reserved + baseline:
+   * memory that moves by itself or belongs to no book, none of it native memory outside its
+   * reservations. An excess within it is no finding; one beyond it is.
+   *
+   * @param goRuntime the Go runtime's growth over the baseline at its peak (its own heap and
+   *     stacks: the library's fixed cost, not the pools')
+   * @param mallocRetained how much more freed memory glibc kept at its highest sample than at the
+   *     start (mallinfo2: free, but resident)
+   * @param baselineVariation the spread of RSS over a quiet second before the run
+   */
+  record Noise(long goRuntime, long mallocRetained, long baselineVariation) {
+    /** The sum, bytes. */
+    long total() {
+      return goRuntime + mallocRetained + baselineVariation;
+    }
+
+    /** The noise in words, e.g. "10.9 MiB: Go runtime 2.1 MiB, …". */
+    String describe() {
+      return String.format(
+          Locale.ROOT,
+          "%s: the Go runtime's growth %s, free memory glibc kept %s more, RSS's own spread %s",
+          size(total()),
+          size(goRuntime),
+          size(mallocRetained),
+          size(baselineVariation));
+    }
+  }
+
+  /**
+   * The true peak's verdict against reserved + baseline: within it, within the measured noise
+   * above it, or, in red, EXCEEDS by more than the noise: memory nobody's books hold.
+   *
+   * @param over the true peak less (baseline + reserved), bytes (negative: below)
+   * @param noise what the report measured as noise
+   * @param untracked the JVM's memory outside Spark's and the native side's books, at least
+   */
+  static String truePeakVerdict(long over, Noise noise, long untracked) {
+    if (over <= 0) {
+      return "within reserved + baseline";
+    }
+    if (over <= noise.total()) {
+      return String.format(
+          Locale.ROOT,
+          "%s over reserved + baseline, within noise (%s)",
+          size(over),
+          noise.describe());
+    }
+    return red(
+        String.format(
+            Locale.ROOT,
+            "EXCEEDS reserved + baseline by %s, %s beyond the measured noise of %s (JVM untracked"
+                + " ≥ %s)",
+            size(over),
+            size(over - noise.total()),
+            noise.describe(),
+            size(untracked)));
+  }
+
+  /**
+   * {@code s} marked red: ANSI codes, which {@link #forOutput} keeps only for a terminal. The report
+   * file never has them ({@link #plain}).
+   */
   static String red(String s) {
-    return System.getenv("NO_COLOR") != null ? "!! " + s : "\u001b[31m" + s + "\u001b[0m";
+    return "\u001b[31m" + s + "\u001b[0m";
+  }
+
+  /**
+   * Whether the report may colour its output: stdout is a terminal ({@code System.console()}) and
+   * {@code NO_COLOR} is unset (no-color.org).
+   */
+  static boolean colour() {
+    return System.console() != null && System.getenv("NO_COLOR") == null;
+  }
+
+  /** {@code text} without ANSI colour codes. */
+  static String plain(String text) {
+    return text.replaceAll("\u001b\\[[0-9;]*m", "");
+  }
+
+  /** {@code text} as printed: coloured on a terminal ({@link #colour()}), plain otherwise. */
+  static String forOutput(String text, boolean colour) {
+    return colour ? text : plain(text);
   }
 
   /** Every MALLOC_* and GLIBC_TUNABLES variable of the environment, "NAME=value, ..." (or ""). */

@@ -16,7 +16,8 @@ import java.util.List;
  *
  * <p>A cgroup's usage counts the page cache of the files its processes write (Spark's and the
  * sorter's spill files), so its peak is an upper bound of what the JVM itself held; its anonymous
- * memory is not. The root cgroup ({@code /}) is not reported: it is the whole machine or the
+ * memory is not. A cgroup shared with other processes than the JVM's own ({@link Cgroup#others})
+ * is not reported, nor is the root cgroup ({@code /}): it is the whole machine or the
  * container, shared with other processes.
  */
 final class TruePeaks {
@@ -45,13 +46,27 @@ final class TruePeaks {
       return l >= (1L << 60) ? -1 : l;
     }
 
-    /** Processes in the cgroup now (itself included), or -1. */
-    int processes() {
+    /**
+     * Processes in the cgroup now that are not this JVM, one of its ancestors (the shell or init
+     * that launched it) or one of its descendants, or -1 if unreadable: a cgroup holding any is
+     * shared with other processes, and its peak says nothing of this JVM (the plugin's {@code
+     * cgroupPeak} gauge follows the same rule).
+     */
+    int others() {
+      java.util.Set<Long> own = new java.util.HashSet<>();
+      ProcessHandle self = ProcessHandle.current();
+      own.add(self.pid());
+      for (ProcessHandle p = self.parent().orElse(null); p != null; p = p.parent().orElse(null)) {
+        own.add(p.pid());
+      }
+      self.descendants().forEach(d -> own.add(d.pid()));
       try {
-        return (int) Files.readAllLines(dir.resolve("cgroup.procs")).stream()
-            .filter(s -> !s.isBlank())
-            .count();
-      } catch (IOException e) {
+        return (int)
+            Files.readAllLines(dir.resolve("cgroup.procs")).stream()
+                .filter(l -> !l.isBlank())
+                .filter(l -> !own.contains(Long.parseLong(l.trim())))
+                .count();
+      } catch (IOException | NumberFormatException e) {
         return -1;
       }
     }

@@ -28,7 +28,9 @@ class TruePeaksTest {
     write(dir.resolve("memory.usage_in_bytes"), "500000000\n");
     write(dir.resolve("memory.limit_in_bytes"), "9223372036854771712\n");
     write(dir.resolve("memory.stat"), "cache 1000\nrss 5\ntotal_cache 2000\ntotal_rss 420000000\n");
-    write(dir.resolve("cgroup.procs"), "4242\n");
+    long self = ProcessHandle.current().pid();
+    long parent = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(self);
+    write(dir.resolve("cgroup.procs"), self + "\n" + parent + "\n");
     Path proc =
         write(tmp.resolve("cgroup"), "12:pids:/x\n4:cpu,memory:/pods/demo\n1:cpu:/\n0::/\n");
 
@@ -41,7 +43,9 @@ class TruePeaksTest {
     assertEquals(500000000L, c.usage());
     assertEquals(420000000L, c.anon(), "total_rss, not rss");
     assertEquals(-1, c.limit(), "v1's page-counter maximum is no limit");
-    assertEquals(1, c.processes());
+    assertEquals(0, c.others(), "this JVM and its launcher are its own");
+    write(dir.resolve("cgroup.procs"), self + "\n" + parent + "\n2147483646\n");
+    assertEquals(1, c.others(), "a process of someone else's: shared");
   }
 
   @Test

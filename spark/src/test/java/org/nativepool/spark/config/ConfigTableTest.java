@@ -21,18 +21,18 @@ import org.apache.spark.SparkConf;
 import org.junit.jupiter.api.Test;
 
 /**
- * The registry is the one declaration of every key: the README's configuration table is rendered
- * from it, and no code names a {@code spark.nativepool.*} key the registry does not declare. No
- * native library needed. To rewrite the README's table after changing a key, run {@code make
- * config-table} (this test with {@code -Dnativepool.updateReadme=true}).
+ * The registry is the one declaration of every key: the configuration table of
+ * docs/CONFIGURATION.md is rendered from it, and no code names a {@code spark.nativepool.*} key the
+ * registry does not declare. No native library needed. To rewrite the table after changing a key,
+ * run {@code make config-table} (this test with {@code -Dnativepool.updateReadme=true}).
  */
-class ConfigReadmeTest {
-  /** The README's generated table sits between these two lines. */
+class ConfigTableTest {
+  /** The generated table sits between these two lines of docs/CONFIGURATION.md. */
   static final String BEGIN = "<!-- spark.nativepool.* keys: rendered from NativePoolConf -->";
 
   static final String END = "<!-- end of the rendered table -->";
 
-  private static final Path README = Path.of("..", "README.md");
+  private static final Path README = Path.of("..", "docs", "CONFIGURATION.md");
 
   private static final Pattern KEY_LITERAL = Pattern.compile("\"(spark\\.nativepool\\.[A-Za-z0-9.]+)\"");
 
@@ -41,7 +41,7 @@ class ConfigReadmeTest {
     String readme = Files.readString(README, StandardCharsets.UTF_8);
     int b = readme.indexOf(BEGIN);
     int e = readme.indexOf(END);
-    assertTrue(b >= 0 && e > b, "README.md has no rendered configuration table between the markers");
+    assertTrue(b >= 0 && e > b, "docs/CONFIGURATION.md has no rendered configuration table between the markers");
     String listed = readme.substring(b + BEGIN.length() + 1, e);
     String rendered = NativePoolConf.markdownTable();
     if (!listed.equals(rendered)) {
@@ -53,7 +53,8 @@ class ConfigReadmeTest {
         return;
       }
       fail(
-          "README.md's configuration table differs from NativePoolConf: run make config-table."
+          "docs/CONFIGURATION.md's configuration table differs from NativePoolConf: run make"
+              + " config-table."
               + " Expected:\n"
               + rendered);
     }
