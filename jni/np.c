@@ -22,7 +22,7 @@ static jmethodID np_exc_ctor[3];
 static jmethodID np_mid_acquire;     /* Upstream.acquireMemory(J)J */
 static jmethodID np_mid_release;     /* Upstream.releaseMemory(J)V */
 static jmethodID np_mid_spill;       /* Spiller.spill(J)J */
-static jmethodID np_mid_oh_take;     /* OffHeap.take(J)J */
+static jmethodID np_mid_oh_take;     /* OffHeap.take(JJ)J */
 static jmethodID np_mid_oh_give;     /* OffHeap.giveBack(J)V */
 static jmethodID np_mid_oh_free;     /* OffHeap.free()J */
 static jmethodID np_mid_class_name;  /* java.lang.Class.getName()Ljava/lang/String; */
@@ -121,7 +121,7 @@ int np_init(JNIEnv *env) {
 	if ((np_mid_spill = (*env)->GetMethodID(env, np_cls_spiller, "spill", "(J)J")) == NULL) {
 		goto out;
 	}
-	if ((np_mid_oh_take = (*env)->GetMethodID(env, np_cls_offheap, "take", "(J)J")) == NULL) {
+	if ((np_mid_oh_take = (*env)->GetMethodID(env, np_cls_offheap, "take", "(JJ)J")) == NULL) {
 		goto out;
 	}
 	if ((np_mid_oh_give = (*env)->GetMethodID(env, np_cls_offheap, "giveBack", "(J)V")) == NULL) {
@@ -222,7 +222,7 @@ int np_release(jobject upstream, jlong n, jthrowable *exc) {
 	return np_take_exception(env, exc);
 }
 
-int np_offheap_take(jobject offheap, jlong n, jlong *granted, jthrowable *exc) {
+int np_offheap_take(jobject offheap, jlong n, jlong native, jlong *granted, jthrowable *exc) {
 	*granted = 0;
 	*exc = NULL;
 	if (!np_ready()) {
@@ -232,7 +232,7 @@ int np_offheap_take(jobject offheap, jlong n, jlong *granted, jthrowable *exc) {
 	if (env == NULL) {
 		return NP_NO_ENV;
 	}
-	jlong got = (*env)->CallLongMethod(env, offheap, np_mid_oh_take, n);
+	jlong got = (*env)->CallLongMethod(env, offheap, np_mid_oh_take, n, native);
 	int rc = np_take_exception(env, exc);
 	if (rc == NP_OK) {
 		*granted = got;

@@ -38,8 +38,8 @@ func newJVMOffHeap(env *jniEnv, offHeap jobject) (*jvmOffHeap, error) {
 	return &jvmOffHeap{ref: sharedref.New(ref, deleteGlobalRef)}, nil
 }
 
-// Acquire implements guard.OffHeap: take(n).
-func (o *jvmOffHeap) Acquire(n int64) (int64, error) {
+// Acquire implements guard.OffHeap: take(n, native).
+func (o *jvmOffHeap) Acquire(n, native int64) (int64, error) {
 	ref, ok := o.ref.Use()
 	if !ok {
 		return 0, fmt.Errorf("nativepool: OffHeap.take(%d) after the guard stopped", n)
@@ -47,7 +47,7 @@ func (o *jvmOffHeap) Acquire(n int64) (int64, error) {
 	defer o.ref.Done()
 	var granted C.jlong
 	var exc C.jthrowable
-	switch rc := C.np_offheap_take(C.jobject(ref), C.jlong(n), &granted, &exc); rc {
+	switch rc := C.np_offheap_take(C.jobject(ref), C.jlong(n), C.jlong(native), &granted, &exc); rc {
 	case npOK:
 		return int64(granted), nil
 	case npException:

@@ -42,14 +42,17 @@ type Native interface {
 // sorters, aggregations and joins in off-heap mode, another engine's pools,
 // nativepool's). Acquire sets aside up to n bytes of what is free as
 // ballast and returns how many; it never takes so much that the executor's
-// consumers are left less than a floor (a page for each running task), so
-// that each can still make progress. Release hands n bytes of the ballast
-// back. Neither blocks, makes a consumer spill or calls back into the
-// guard: what the guard holds makes every consumer meet less room at its
-// next borrow and spill then, on its own thread. pool.Upstream has this
-// shape, with Free; the JVM side's implementation is one.
+// other consumers, beyond the native bytes nativepool's own pools hold of
+// it (their claim and their ballast), are left less than a floor, so that
+// each task can still get pages and spill into files of a useful size (a
+// consumer held to a sliver spills again and again, and Spark merges all
+// of a sorter's spill files at once, a read buffer each). Release hands n
+// bytes of the ballast back. Neither blocks, makes a consumer spill or
+// calls back into the guard: what the guard holds makes every consumer
+// meet less room at its next borrow and spill then, on its own thread. The
+// JVM side's implementation is one.
 type OffHeap interface {
-	Acquire(n int64) (granted int64, err error)
+	Acquire(n, native int64) (granted int64, err error)
 	Release(n int64) error
 	// Free is what is free of Spark's off-heap memory now, not held by
 	// anyone: what its consumers may still grow into. The guard hands its
@@ -455,7 +458,7 @@ func (g *Guard) Step() Sample {
 			g.endEpisode(s)
 		} else if g.updateOpen(s) {
 			// While the episode lasts, what any consumer frees is held too.
-			took := g.holdOffHeap()
+			took := g.holdOffHeap(s)
 			s.OffHeapBallast = g.offHeapHeld.Load() - g.offHeapLent.Load()
 			s.OffHeapFree = max(0, s.OffHeapFree-took)
 		}
@@ -485,11 +488,11 @@ func (g *Guard) Step() Sample {
 
 // holdOffHeap takes what is free of Spark's off-heap memory as ballast, up
 // to the episode's target and never below the floor the OffHeap side
-// keeps (Runtime.OffHeap; nothing without one), and returns how many bytes
-// it took; the open episode counts them. Nothing is taken while a loan is
-// A failure is logged (at WARN once) and takes nothing: the
+// keeps beyond what the native pools hold in s (Runtime.OffHeap; nothing
+// without one), and returns how many bytes it took; the open episode
+// counts them. A failure is logged (at WARN once) and takes nothing: the
 // guard goes on without the off-heap ballast.
-func (g *Guard) holdOffHeap() int64 {
+func (g *Guard) holdOffHeap(s Sample) int64 {
 	if g.rt.OffHeap == nil {
 		return 0
 	}
@@ -498,7 +501,7 @@ func (g *Guard) holdOffHeap() int64 {
 		return 0
 	}
 	g.offHeapMu.Lock()
-	got, err := g.rt.OffHeap.Acquire(ask)
+	got, err := g.rt.OffHeap.Acquire(ask, s.Held)
 	if err != nil {
 		g.offHeapFailed("take", err)
 	}
@@ -721,7 +724,7 @@ func (g *Guard) react(s Sample, deficit int64) Sample {
 		if owed := max(0, g.offHeapTarget.Load()-held-free); short > owed {
 			g.offHeapTarget.Store(held + free + short)
 		}
-		took = g.holdOffHeap()
+		took = g.holdOffHeap(after)
 		after.OffHeapBallast = g.offHeapHeld.Load() - g.offHeapLent.Load()
 		after.OffHeapFree = max(0, free-took)
 	}

@@ -16,23 +16,26 @@ import (
 // fakeOffHeap is Spark's off-heap memory as a whole: total bytes, what its
 // consumers hold (used: Spark's own, another engine's and the native
 // pools'), and what the guard holds as ballast. Acquire takes what is
-// free, never so much that the consumers are left less than floor.
+// free, never so much that the consumers other than the native pools are
+// left less than floor.
 type fakeOffHeap struct {
 	mu                          sync.Mutex
 	total, used, ballast, floor int64
+	native                      int64 // the native pools' held, as the last Acquire was told
 	acquires, releases          int
 	fail                        error
 }
 
-func (o *fakeOffHeap) Acquire(n int64) (int64, error) {
+func (o *fakeOffHeap) Acquire(n, native int64) (int64, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.acquires++
+	o.native = native
 	if o.fail != nil {
 		return 0, o.fail
 	}
 	free := o.total - o.used - o.ballast
-	room := o.total - o.ballast - o.floor
+	room := o.total - o.ballast - native - o.floor
 	got := max(0, min(n, free, room))
 	o.ballast += got
 	return got, nil
@@ -163,7 +166,8 @@ func TestWithoutNativeMemoryTheGuardHoldsSparksOffHeapMemoryByTheShortage(t *tes
 // Native consumers give way first, into their pools' ballast (held from
 // Spark, spent by their own consumers only); then the guard holds what is
 // free of Spark's off-heap memory and what is still short, which Spark's
-// other consumers give up at their next borrow.
+// other consumers give up at their next borrow, but never so much that
+// they keep less than the floor beyond what the native pools hold.
 func TestNativeMemoryGivesWayFirstThenSparksConsumersGiveWhatIsStillShort(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
 	// 64 MiB of off-heap memory: the native sort holds 40 of it (30
@@ -186,23 +190,22 @@ func TestNativeMemoryGivesWayFirstThenSparksConsumersGiveWhatIsStillShort(t *tes
 	assert.Equal(t, int64(30*mib), e.Spilled)
 	assert.Equal(t, int64(4*mib), e.OffHeapTaken)
 
-	// The aggregation spills 16 MiB at its next borrow, all held; then 16
-	// more, of which 8 are held: the 24 MiB short. The rest is theirs.
-	consumersSpill(p, off, 16*mib)
+	assert.Equal(t, int64(40*mib), off.native, "the guard told the off-heap side what the native pools hold")
+
+	// The aggregation spills 8 MiB at its next borrow, all held; then 8
+	// more, of which 4 are held: with the native pools' 40 MiB, the 8 MiB
+	// floor leaves the hold 16, not the 28 that free + short would be.
+	consumersSpill(p, off, 8*mib)
+	g.Step()
+	used, ballast = off.get()
+	assert.Equal(t, int64(52*mib), used)
+	assert.Equal(t, int64(12*mib), ballast)
+	consumersSpill(p, off, 8*mib)
 	g.Step()
 	used, ballast = off.get()
 	assert.Equal(t, int64(44*mib), used)
-	assert.Equal(t, int64(20*mib), ballast)
-	consumersSpill(p, off, 4*mib)
-	g.Step()
-	used, ballast = off.get()
-	assert.Equal(t, int64(40*mib), used)
-	assert.Equal(t, int64(24*mib), ballast)
-	consumersSpill(p, off, 4*mib)
-	g.Step()
-	_, ballast = off.get()
-	assert.Equal(t, int64(28*mib), ballast, "4 free + 24 short, no more")
-	assert.Equal(t, int64(28*mib), g.Episodes()[0].OffHeapTaken)
+	assert.Equal(t, int64(16*mib), ballast, "the aggregation's 4 MiB and the 4 free are its floor")
+	assert.Equal(t, int64(16*mib), g.Episodes()[0].OffHeapTaken)
 }
 
 // However short the pod is, the guard never holds so much that Spark's

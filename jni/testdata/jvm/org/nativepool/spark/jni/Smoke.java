@@ -234,7 +234,7 @@ public class Smoke {
 
     // the pod guard: a limit far above this JVM, against its resident set (or a cgroup's)
     OffHeap offHeap = new OffHeap() {
-      public long take(long n) { return 0; }
+      public long take(long n, long nativeHeld) { return 0; }
       public void giveBack(long n) { throw new IllegalStateException("nothing was taken"); }
       public long free() { return 0; }
     };

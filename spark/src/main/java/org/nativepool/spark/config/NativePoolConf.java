@@ -375,16 +375,18 @@ public final class NativePoolConf {
       key(
           "spark.nativepool.guard.offHeapFloor",
           null,
-          "unset: two pages per task slot, at least an eighth of the off-heap memory",
+          "unset: what execution keeps beside a full storage region",
           "size",
           Side.EXECUTOR,
           v -> v == null || v.isEmpty() ? null : atLeast(Bytes.parse(v), 0),
-          "the off-heap memory the pod guard always leaves Spark's consumers while it holds the"
-              + " rest, so that every running task can still get a page and make progress (a"
-              + " consumer that cannot get one after spilling fails its task). Unset: two of"
-              + " Spark's pages (`spark.buffer.pageSize`, or Spark's own choice) for each task"
-              + " slot, and at least an eighth of `spark.memory.offHeap.size`; never more than"
-              + " half of it");
+          "the off-heap memory the pod guard always leaves Spark's consumers, beyond what"
+              + " nativepool's own pools hold, while it holds the rest: held lower, a Tungsten"
+              + " consumer that cannot get a page after spilling fails its task, and one held to a"
+              + " sliver spills again and again into files Spark then merges all at once (a 1 MiB"
+              + " heap array and a 1 MiB read buffer each). Unset: Spark's own line, what execution"
+              + " keeps beside a storage region full of cached blocks, which no execution acquire"
+              + " may evict: `spark.memory.offHeap.size` less `spark.memory.storageFraction` of it"
+              + " (half, by default), and at least two of Spark's pages for each task slot");
 
   // ---- reporting ----
 

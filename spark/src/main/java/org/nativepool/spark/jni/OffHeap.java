@@ -19,12 +19,15 @@ public interface OffHeap {
 
   /**
    * Called from native code through JNI. Takes up to {@code n} bytes ({@code n > 0}) of free
-   * off-heap memory as ballast, never so much that the executor's consumers are left less than the
-   * floor.
+   * off-heap memory as ballast, never so much that the executor's other consumers are left less
+   * than the floor beyond the {@code nativeHeld} bytes of execution memory nativepool's own pools
+   * hold (their claim and their ballast, which serve no other consumer).
    *
+   * @param nativeHeld what nativepool's pools hold of Spark's execution memory, as the guard last
+   *     read it ({@code >= 0})
    * @return bytes taken, {@code 0 <= taken <= n}
    */
-  long take(long n);
+  long take(long n, long nativeHeld);
 
   /**
    * Called from native code through JNI. Hands {@code n} bytes ({@code n > 0}, never more than

@@ -23,8 +23,14 @@ import org.slf4j.LoggerFactory;
  * and spill, each on its own task thread (nothing here calls their {@code spill()}). Only what is
  * free is taken: the amount asked is capped, under the memory manager's lock, by the memory free of
  * both pools, so that taking never evicts a cached block, and by the floor, so that Spark's
- * consumers always keep {@link #floor()} bytes between them: every running task can still get a
- * page (a Tungsten consumer that cannot get one after spilling fails its task). Handing back
+ * consumers always keep {@link #floor()} bytes between them beyond what nativepool's own pools
+ * hold. The floor is Spark's own line by default: what execution keeps beside a storage region
+ * full of cached blocks, which no execution acquire may evict ({@code spark.memory.storageFraction}
+ * of the off-heap memory, half by default), so that the hold leaves Spark's consumers no less than
+ * Spark itself may. Held lower, they fail or thrash: a Tungsten consumer that cannot get a page
+ * after spilling fails its task ({@code AGGREGATE_OUT_OF_MEMORY}), and one held to a sliver spills
+ * again and again, into files Spark then merges all at once, with a 1 MiB array on the heap and a
+ * 1 MiB read buffer off it for each. Handing back
  * releases the storage memory and wakes the tasks waiting in Spark's 1/2N wait ({@code
  * notifyAll} on the memory manager, as Spark's own task end does). While it holds, the executor's
  * off-heap storage memory (the UI's "Storage Memory") shows the ballast.
@@ -35,6 +41,12 @@ import org.slf4j.LoggerFactory;
  */
 public final class SparkOffHeap implements OffHeap {
   private static final Logger LOG = LoggerFactory.getLogger(SparkOffHeap.class);
+
+  /** Spark's setting for the storage memory immune to eviction, a fraction of the memory. */
+  static final String STORAGE_FRACTION = "spark.memory.storageFraction";
+
+  /** Spark's default for {@link #STORAGE_FRACTION}. */
+  static final double DEFAULT_STORAGE_FRACTION = 0.5;
 
   private final MemoryManager mm;
   private final long floor;
@@ -75,17 +87,26 @@ public final class SparkOffHeap implements OffHeap {
     if (total <= 0) {
       return null;
     }
-    long f = floor != null ? floor : defaultFloor(total, mm.pageSizeBytes(), taskSlots);
+    long f =
+        floor != null
+            ? floor
+            : defaultFloor(
+                total,
+                env.conf().getDouble(STORAGE_FRACTION, DEFAULT_STORAGE_FRACTION),
+                mm.pageSizeBytes(),
+                taskSlots);
     return new SparkOffHeap(env, Math.min(f, total));
   }
 
   /**
-   * The floor by default: two pages for each task slot, at least an eighth of the off-heap memory,
-   * and never more than half of it.
+   * The floor by default: what execution keeps beside a full storage region ({@code total} less
+   * {@code storageFraction} of it, as Spark sizes the region), and at least two pages for each task
+   * slot, never more than all of it.
    */
-  public static long defaultFloor(long total, long pageSize, int taskSlots) {
+  public static long defaultFloor(long total, double storageFraction, long pageSize, int taskSlots) {
+    long region = (long) (total * Math.min(1, Math.max(0, storageFraction)));
     long twoPages = 2 * pageSize * Math.max(1, taskSlots);
-    return Math.min(total / 2, Math.max(total / 8, twoPages));
+    return Math.min(total, Math.max(total - region, twoPages));
   }
 
   /** Spark's off-heap memory in all: execution and storage, used and free. */
@@ -108,17 +129,19 @@ public final class SparkOffHeap implements OffHeap {
   }
 
   @Override
-  public long take(long n) {
-    if (n <= 0) {
-      throw new IllegalArgumentException("nativepool: OffHeap.take(" + n + "): not positive");
+  public long take(long n, long nativeHeld) {
+    if (n <= 0 || nativeHeld < 0) {
+      throw new IllegalArgumentException(
+          "nativepool: OffHeap.take(" + n + ", " + nativeHeld + "): not positive, or negative");
     }
     synchronized (mm) {
       long execution = mm.offHeapExecutionMemoryUsed();
       long storage = mm.offHeapStorageMemoryUsed();
       long total = mm.maxOffHeapStorageMemory() + execution;
       long free = total - execution - storage;
-      // Spark's consumers may use at most total − storage; keep that at the floor or above.
-      long grant = Math.min(n, Math.min(free, total - storage - floor));
+      // Spark's consumers may use at most total − storage, nativepool's pools nativeHeld of it;
+      // keep the rest at the floor or above.
+      long grant = Math.min(n, Math.min(free, total - storage - nativeHeld - floor));
       if (grant <= 0) {
         return 0;
       }

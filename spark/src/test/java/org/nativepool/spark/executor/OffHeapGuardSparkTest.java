@@ -96,6 +96,9 @@ class OffHeapGuardSparkTest {
     spark =
         LocalSpark.builder("local[2]", "OffHeapGuardSparkTest", Long.toString(OFF_HEAP))
             .config("spark.buffer.pageSize", "1m")
+            // The hold's floor follows Spark's storage region: a quarter of 128 MiB is left to
+            // execution, less than the sorters need, so that they spill under the hold.
+            .config("spark.memory.storageFraction", "0.75")
             .config("spark.sql.shuffle.partitions", "2")
             .config("spark.sql.adaptive.enabled", "false")
             .getOrCreate();
@@ -201,7 +204,10 @@ class OffHeapGuardSparkTest {
     SparkOffHeap offHeap =
         SparkOffHeap.forExecutor(null, TaskSlots.of(spark.sparkContext().conf()));
     assertNotNull(offHeap, "the executor has off-heap memory");
-    assertEquals(OFF_HEAP / 8, offHeap.floor(), "an eighth of 128 MiB is more than two 1 MiB pages a slot");
+    assertEquals(
+        OFF_HEAP / 4,
+        offHeap.floor(),
+        "what execution keeps beside a storage region of three quarters of 128 MiB");
 
     spilledByTask.clear();
     consumers.clear();

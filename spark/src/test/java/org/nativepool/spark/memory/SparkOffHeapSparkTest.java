@@ -74,11 +74,11 @@ class SparkOffHeapSparkTest {
     try {
       assertEquals(20 * MIB, sort.take(20 * MIB));
       assertEquals(44 * MIB, hold.free());
-      assertEquals(10 * MIB, hold.take(10 * MIB), "what was asked, while free");
-      assertEquals(34 * MIB, hold.take(1L << 40), "then everything free: the sort holds 20 MiB");
+      assertEquals(10 * MIB, hold.take(10 * MIB, 0), "what was asked, while free");
+      assertEquals(34 * MIB, hold.take(1L << 40, 0), "then everything free: the sort holds 20 MiB");
       assertEquals(44 * MIB, hold.held());
       assertEquals(44 * MIB, mm.offHeapStorageMemoryUsed(), "held as off-heap storage memory");
-      assertEquals(0, hold.take(MIB), "nothing is free");
+      assertEquals(0, hold.take(MIB, 0), "nothing is free");
       assertEquals(0, hold.free());
 
       // A consumer that wants more meets no room and spills itself, on this thread, as a Tungsten
@@ -90,7 +90,7 @@ class SparkOffHeapSparkTest {
 
       // What the consumers gave up is held too, but never so much that they keep less than the
       // floor between them.
-      assertEquals(12 * MIB, hold.take(1L << 40), "down to the 8 MiB floor, 1 of it the sort's");
+      assertEquals(12 * MIB, hold.take(1L << 40, 0), "down to the 8 MiB floor, 1 of it the sort's");
       assertEquals(56 * MIB, hold.held());
       assertEquals(7 * MIB, hold.free(), "the floor's rest is free for the consumers");
       assertEquals(7 * MIB, sort.take(7 * MIB));
@@ -102,11 +102,11 @@ class SparkOffHeapSparkTest {
 
   @Test
   void handingBackMoreThanHeldIsRefusedAndChangesNothing() {
-    assertEquals(4 * MIB, hold.take(4 * MIB));
+    assertEquals(4 * MIB, hold.take(4 * MIB, 0));
     IllegalStateException e = assertThrows(IllegalStateException.class, () -> hold.giveBack(5 * MIB));
     assertTrue(e.getMessage().contains("holds 4.0 MiB"), e.getMessage());
     assertThrows(IllegalStateException.class, () -> hold.giveBack(0));
-    assertThrows(IllegalArgumentException.class, () -> hold.take(0));
+    assertThrows(IllegalArgumentException.class, () -> hold.take(0, 0));
     assertEquals(4 * MIB, hold.held());
     assertEquals(4 * MIB, mm.offHeapStorageMemoryUsed());
     hold.giveBack(4 * MIB);
@@ -124,7 +124,7 @@ class SparkOffHeapSparkTest {
     SparkTestConsumer b = new SparkTestConsumer(second, "b", false);
     try {
       assertEquals(8 * MIB, a.take(8 * MIB));
-      assertEquals(56 * MIB, hold.take(1L << 40), "all but the floor, which task a holds");
+      assertEquals(56 * MIB, hold.take(1L << 40, 0), "all but the floor, which task a holds");
       CompletableFuture<Long> waiting = CompletableFuture.supplyAsync(() -> b.take(4 * MIB));
       Thread.sleep(300);
       assertTrue(!waiting.isDone(), "task b waits for its share");
@@ -139,9 +139,30 @@ class SparkOffHeapSparkTest {
   }
 
   @Test
-  void theDefaultFloorIsTwoPagesATaskSlotAtLeastAnEighthAtMostHalf() {
-    assertEquals(8 * MIB, SparkOffHeap.defaultFloor(64 * MIB, MIB, 2), "an eighth of 64 MiB");
-    assertEquals(32 * MIB, SparkOffHeap.defaultFloor(128 * MIB, 4 * MIB, 4), "two 4 MiB pages × 4");
-    assertEquals(64 * MIB, SparkOffHeap.defaultFloor(128 * MIB, 64 * MIB, 8), "at most half");
+  void theFloorIsKeptBeyondWhatTheNativePoolsHold() {
+    TaskMemoryManager tmm = new TaskMemoryManager(mm, 9004);
+    SparkTestConsumer pool = new SparkTestConsumer(tmm, "a native pool", true);
+    try {
+      assertEquals(20 * MIB, pool.take(20 * MIB));
+      assertEquals(
+          36 * MIB,
+          hold.take(1L << 40, 20 * MIB),
+          "the pool's 20 MiB serve no other consumer: the 8 MiB floor is kept beside them");
+      assertEquals(8 * MIB, hold.free());
+      assertEquals(0, hold.take(MIB, 20 * MIB));
+    } finally {
+      pool.giveAll();
+      tmm.cleanUpAllAllocatedMemory();
+    }
+  }
+
+  @Test
+  void theDefaultFloorIsWhatExecutionKeepsBesideAFullStorageRegion() {
+    assertEquals(32 * MIB, SparkOffHeap.defaultFloor(64 * MIB, 0.5, 2 * MIB, 2), "Spark's default");
+    assertEquals(16 * MIB, SparkOffHeap.defaultFloor(64 * MIB, 0.75, MIB, 2), "a larger region");
+    assertEquals(
+        16 * MIB, SparkOffHeap.defaultFloor(64 * MIB, 0.9, 4 * MIB, 2), "two 4 MiB pages a slot");
+    assertEquals(64 * MIB, SparkOffHeap.defaultFloor(64 * MIB, 0.1, 64 * MIB, 8), "never all");
+    assertEquals(64 * MIB, SparkOffHeap.defaultFloor(64 * MIB, 0, MIB, 2), "no region: nothing");
   }
 }
