@@ -35,7 +35,8 @@ final class HtmlCheck {
           "xmlns", "x", "y", "x1", "y1", "x2", "y2", "cx", "cy", "r", "points", "d", "fill",
           "stroke", "stroke-width", "stroke-dasharray", "opacity", "fill-opacity",
           "text-anchor", "font-size", "font-family", "dominant-baseline", "transform", "colspan",
-          "rowspan", "align", "role", "aria-label", "open", "preserveaspectratio", "font-weight");
+          "rowspan", "align", "role", "aria-label", "open", "preserveaspectratio", "font-weight",
+          "data-samples");
 
   private static final Pattern TAG =
       Pattern.compile("<(/?)([A-Za-z][A-Za-z0-9]*)((?:\\s+[A-Za-z][-A-Za-z0-9]*=\"[^\"<>]*\")*)\\s*(/?)>");
