@@ -74,17 +74,8 @@ spark_version=$(stamp_of "$plugin_jar" spark.version)
 scala_version=$(stamp_of "$plugin_jar" scala.binary.version)
 say "$LINE: $plugin_jar on Spark $spark_version, Scala $scala_version"
 
-# ---- SPARK_HOME: the line's Spark jars from Maven, as make test-cluster builds it (run.sh) ----
-export SPARK_HOME=$root/build/spark-home/$LINE
-stamp=$SPARK_HOME/jars/.complete-$spark_version-$scala_version-$(cksum <spark/cluster-test/spark-home.xml | cut -d' ' -f1)
-if [[ ! -f $stamp ]]; then
-	rm -rf "$SPARK_HOME/jars"
-	profile=()
-	grep -q "<id>spark-$spark_line</id>" spark/cluster-test/spark-home.xml && profile=(-Pspark-"$spark_line")
-	$MVN -q -f spark/cluster-test/spark-home.xml "${profile[@]}" -Dspark.version="$spark_version" \
-		-Dscala.binary.version="$scala_version" dependency:copy-dependencies -DoutputDirectory="$SPARK_HOME/jars"
-	touch "$stamp"
-fi
+# ---- SPARK_HOME: the line's Spark, as make test-cluster runs it (common.sh, spark_home) ----
+spark_home "$LINE" "$spark_version" "$scala_version"
 export SPARK_SCALA_VERSION=$scala_version
 export SPARK_LOCAL_IP=127.0.0.1
 spark_cp="$SPARK_HOME/jars/*"

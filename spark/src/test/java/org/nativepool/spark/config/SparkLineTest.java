@@ -20,13 +20,14 @@ class SparkLineTest {
           case "3.5" -> "3.5.9";
           case "4.0" -> "4.0.4";
           case "4.2" -> "4.2.0";
+          case "4.3" -> "4.3.0";
           default -> "4.1.3";
         };
     String arrow =
         switch (line) {
           case "3.5" -> "12.0.1";
           case "4.0" -> "18.1.0";
-          case "4.2" -> "19.0.0";
+          case "4.2", "4.3" -> "19.0.0";
           default -> "18.3.0";
         };
     return new SparkLine(line, scala, release, arrow, spark, scalaVersion);
