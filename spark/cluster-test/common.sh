@@ -5,6 +5,13 @@ check() { # check <name> <function>
 	if "$2"; then echo "PASS $1"; else echo "FAIL $1"; failed+=("$1"); fi
 }
 
+plugin_jar_of() { # plugin_jar_of <line>: that line's built plugin jar, spark/target[/<line>]/, if any
+	# (not the source and javadoc jars an install leaves beside it, nor shade's original-*)
+	find "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/spark/target" -maxdepth 2 \
+		-name "nativepool-spark-$1-*.jar" ! -name 'original-*' ! -name '*-sources.jar' ! -name '*-javadoc.jar' \
+		2>/dev/null | head -1
+}
+
 stamp_of() { # stamp_of <jar> <key>: a value of the jar's line stamp
 	python3 -c 'import sys, zipfile
 for l in zipfile.ZipFile(sys.argv[1]).read("org/nativepool/native/version.properties").decode().splitlines():

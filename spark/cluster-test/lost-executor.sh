@@ -64,7 +64,7 @@ MVN=${MVN:-mvn -B -ntp}
 # LINE is the Spark line whose plugin jar runs (default spark4.1_2.13), as for run.sh: the jar
 # spark/target[/<line>]/nativepool-spark-<line>-*.jar, and the Spark and Scala of its stamp.
 LINE=${LINE:-spark4.1_2.13}
-plugin_jar=$(find spark/target -maxdepth 2 -name "nativepool-spark-$LINE-*.jar" ! -name 'original-*' 2>/dev/null | head -1)
+plugin_jar=$(plugin_jar_of "$LINE")
 if [[ -z $plugin_jar ]]; then
 	say "no nativepool-spark-$LINE-*.jar under spark/target; run make jar (SPARK=, SCALA=)" >&2
 	exit 2
@@ -91,7 +91,8 @@ say "run directory $RUN"
 # ---- the application jar ----
 app_jar=$RUN/nativepool-lost-executor-job.jar
 mkdir -p "$RUN/classes"
-"$JAVA_HOME/bin/javac" -Xlint:all -Werror -proc:none --release 17 -d "$RUN/classes" \
+# -path: a release's jars/ (Spark 4.3's from PyPI) has derby, whose manifest names jars it lacks
+"$JAVA_HOME/bin/javac" -Xlint:all,-path -Werror -proc:none --release 17 -d "$RUN/classes" \
 	-cp "$spark_cp:$plugin_jar" spark/cluster-test/src/org/nativepool/spark/clustertest/*.java
 "$JAVA_HOME/bin/jar" --create --file "$app_jar" -C "$RUN/classes" .
 

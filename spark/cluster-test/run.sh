@@ -57,7 +57,7 @@ MVN=${MVN:-mvn -B -ntp}
 DEFAULT_LINE=spark4.1_2.13
 LINE=${LINE:-$DEFAULT_LINE}
 plugin_jars() { # plugin_jars <line>: the built jar of that line, if any
-	find "$root/spark/target" -maxdepth 2 -name "nativepool-spark-$1-*.jar" ! -name 'original-*' 2>/dev/null | head -1
+	plugin_jar_of "$1"
 }
 plugin_jar=$(plugin_jars "$LINE")
 if [[ -z $plugin_jar ]]; then
@@ -96,7 +96,8 @@ echo "test-cluster: run directory $RUN"
 # ---- the application jar (its own jar; compiled against Spark's jars and the plugin jar) ----
 app_jar=$RUN/nativepool-cluster-job.jar
 mkdir -p "$RUN/classes"
-"$JAVA_HOME/bin/javac" -Xlint:all -Werror -proc:none --release 17 -d "$RUN/classes" \
+# -path: a release's jars/ (Spark 4.3's from PyPI) has derby, whose manifest names jars it lacks
+"$JAVA_HOME/bin/javac" -Xlint:all,-path -Werror -proc:none --release 17 -d "$RUN/classes" \
 	-cp "$spark_cp:$plugin_jar" spark/cluster-test/src/org/nativepool/spark/clustertest/*.java
 "$JAVA_HOME/bin/jar" --create --file "$app_jar" -C "$RUN/classes" .
 
