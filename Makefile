@@ -26,7 +26,7 @@ JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
 export JAVA_HOME
 export CGO_CFLAGS := -O2 -g -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all lib lib-aarch64 jar line-dist config-table test-cluster test-cluster-oldest test-publish test-lost-executor test-spark test-matrix bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
+.PHONY: all lib lib-aarch64 jar line-dist config-table test-cluster test-cluster-oldest test-publish test-lost-executor test-yarn test-spark test-matrix bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
 
 all: lib jar
 
@@ -187,6 +187,17 @@ test-publish: lib
 ## (spark/cluster-test/lost-executor.sh). On the line SPARK, SCALA (make test: the default line).
 test-lost-executor: jar
 	LINE=$(LINE) bash $(PLUGIN_DIR)/cluster-test/lost-executor.sh
+
+## test-yarn: nativepool on a real YARN (spark/yarn-test/run.sh): Hadoop's MiniYARNCluster with
+## the NodeManager's physical-memory check on and no cgroups, and Spark in YARN client mode with only
+## our jars: the demo's native sort with a burst of direct buffers, the pod guard off, killed by the
+## NodeManager and diagnosed as YARN's memory kill (the container, YARN's limit, the part that grew;
+## the live Native Memory page); the same job with the guard on, alive and correct; a PySpark worker
+## outgrowing its container, counted by the guard and named by the diagnosis. On the line SPARK,
+## SCALA, with that release of Spark from PyPI (spark/dist/pyspark-home.sh). Not part of make test
+## (README.md says why).
+test-yarn: jar
+	LINE=$(LINE) bash $(PLUGIN_DIR)/yarn-test/run.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pool/ ./arbiter/ ./taskshared/ ./ffi/ | tee $(BUILD)/bench-go.txt
