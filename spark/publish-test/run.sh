@@ -6,7 +6,7 @@
 #
 #   bash spark/publish-test/run.sh [line ...]      (make test-publish; make lib first)
 #
-# The scratch repository, build/publish-test/repository, starts as a tree of symbolic links to the
+# The scratch repository, build/publish-test/_repository, starts as a tree of symbolic links to the
 # files of ~/.m2/repository (Maven's plugins, Spark's and Arrow's jars: nothing is downloaded
 # again), without org/nativepool, so that whatever nativepool artifact a build finds there is one
 # this run installed. Maven 3.8 has no chained local repositories; the links are the same thing.
@@ -39,7 +39,8 @@ lines=("$@")
 ((${#lines[@]} > 0)) || lines=(spark3.5_2.12 spark4.1_2.13)
 
 out=$root/build/publish-test
-R=$out/repository
+# (a name the go tool's ./... skips: the links may dangle where ~/.m2 changes under them)
+R=$out/_repository
 rm -rf "$out"
 mkdir -p "$out"
 if [[ -d $HOME/.m2/repository ]]; then
