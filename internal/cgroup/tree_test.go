@@ -175,14 +175,23 @@ func TestTreeReaderCountsThisProcessesChild(t *testing.T) {
 		t.Skip("no sleep:", err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	tr, err := NewTreeReader(os.ReadFile, ProcPIDs, os.Getpid(), int64(os.Getpagesize()), 0).Read()
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := NewTreeReader(os.ReadFile, ProcPIDs, os.Getpid(), int64(os.Getpagesize()), 0)
+	var tr Tree
 	var child *TreeProcess
-	for i := range tr.Others {
-		if tr.Others[i].PID == cmd.Process.Pid {
-			child = &tr.Others[i]
+	// until the child has exec'd sleep and touched its pages
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var err error
+		if tr, err = r.Read(); err != nil {
+			t.Fatal(err)
+		}
+		child = nil
+		for i := range tr.Others {
+			if tr.Others[i].PID == cmd.Process.Pid {
+				child = &tr.Others[i]
+			}
+		}
+		if child != nil && child.Command == "sleep" && child.Resident > 0 {
+			break
 		}
 	}
 	if child == nil || child.Command != "sleep" || child.Resident <= 0 {

@@ -81,7 +81,7 @@ class SparkLineTest {
   void aSparkWithoutAnArtifactIsNamedAsSuch() {
     String m = built("3.5", "2.12", "3.4.4", "2.12.17").mismatch();
     assertTrue(m.contains("cannot run on Spark 3.4.4 with Scala 2.12.17: no nativepool artifact is"
-        + " built for Spark 3.4 (the lines: Spark 3.5, 4.0, 4.1, 4.2)"), m);
+        + " built for Spark 3.4 (the lines: Spark 3.5, 4.0, 4.1, 4.2, 4.3)"), m);
     m = built("4.0", "2.13", "4.0.4", "2.12.18").mismatch();
     assertTrue(m.contains("no nativepool artifact is built for Spark 4.0 with Scala 2.12"), m);
   }
