@@ -2,18 +2,23 @@
 #   make example   runs the main demo
 #   make test      runs every test (Go with -race, every cgo-free package without cgo, go vet, gofmt check,
 #                  Java/JUnit against real Spark, the demo in pod-sized cgroups with and without a burst,
-#                  a standalone cluster on Spark 4.1 and on Spark 3.5 with Scala 2.12, an executor
+#                  a standalone cluster on Spark 4.1 and on Spark 3.5 with Scala 2.12, two lines'
+#                  artifacts installed and consumed from a scratch Maven repository, an executor
 #                  killed at its memory limit, the streaming soak's 5-minute smoke)
 # and, for the other Spark lines (docs/DEPLOYING.md, "Spark lines"):
 #   make jar SPARK=3.5 SCALA=2.12      the plugin jar of one line (default: SPARK=4.1 SCALA=2.13)
 #   make test-cluster SPARK=4.2        the standalone cluster test on that line's Spark
 #   make test-matrix                   every other line: its jar, Spark-facing tests and cluster test
+#   make test-yarn                     a real YARN (MiniYARNCluster): a container killed by its
+#                                      NodeManager, the guarded run, a PySpark worker
 SHELL := /bin/bash
 GO ?= go
 MVN ?= mvn -B -ntp
 BUILD := $(CURDIR)/build
 LIB := $(BUILD)/lib/libnativepool.so
-# The Maven reactor (pom.xml): the Spark plugin (spark/) and the demo (examples/spark/).
+# The Maven reactor (pom.xml): the default Spark line's plugin module (spark/lines/spark4.1_2.13,
+# built from spark/src by spark/pom.xml) and the demo (examples/spark/). Every line's build output
+# is under spark/target (spark/target/<line> but for the default line).
 PLUGIN_DIR := spark
 DEMO_DIR := examples/spark
 # cgo in jni/ and ffi/ needs jni.h: take it from the JDK that provides javac.
@@ -21,24 +26,32 @@ JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
 export JAVA_HOME
 export CGO_CFLAGS := -O2 -g -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: fuzz all lib lib-aarch64 jar config-table test-cluster test-cluster-oldest test-lost-executor test-spark test-matrix bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
+.PHONY: fuzz all lib lib-aarch64 jar line-dist config-table test-cluster test-cluster-oldest test-publish test-lost-executor test-yarn test-spark test-matrix bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
 
 all: lib jar
 
-## The Spark line (the root pom.xml's profiles; docs/DEPLOYING.md, "Spark lines"): SPARK=3.5, 4.0,
-## 4.1 or 4.2, SCALA=2.12 (3.5 only) or 2.13. 4.1 with Scala 2.13 by default; SPARK=3.5 alone means
-## Scala 2.12, as Spark 3.5's own distribution. jar, test-cluster and test-spark build and test that
-## line; every other target stays on the default line.
+## The Spark line (a module of its own, spark/lines/<line>/pom.xml; docs/DEPLOYING.md, "Spark
+## lines"): SPARK=3.5, 4.0, 4.1, 4.2 or 4.3, SCALA=2.12 (3.5 only) or 2.13. 4.1 with Scala 2.13 by
+## default; SPARK=3.5 alone means Scala 2.12, as Spark 3.5's own distribution. jar, test-cluster,
+## test-spark, test-lost-executor and test-yarn build and test that line; every other target stays
+## on the default line.
 SPARK ?= 4.1
 SCALA ?= $(if $(filter 3.5,$(SPARK)),2.12,2.13)
 LINE := spark$(SPARK)_$(SCALA)
 DEFAULT_LINE := spark4.1_2.13
-LINES := spark3.5_2.12 spark3.5_2.13 spark4.0_2.13 spark4.1_2.13 spark4.2_2.13
+LINES := spark3.5_2.12 spark3.5_2.13 spark4.0_2.13 spark4.1_2.13 spark4.2_2.13 spark4.3_2.13
 ifeq ($(filter $(LINE),$(LINES)),)
 $(error no Spark line SPARK=$(SPARK) SCALA=$(SCALA): the lines are $(LINES))
 endif
-# The default line builds with no profile, exactly as before the lines existed.
-LINE_ARGS := $(if $(filter $(DEFAULT_LINE),$(LINE)),,-Pspark-$(SPARK),scala-$(SCALA))
+# The line's module, built on its own (mvn -f): the root reactor holds the default line only.
+LINE_POM := $(PLUGIN_DIR)/lines/$(LINE)/pom.xml
+DEFAULT_POM := $(PLUGIN_DIR)/lines/$(DEFAULT_LINE)/pom.xml
+# Spark 4.3 builds against its release as PyPI ships it (pyspark, installed by
+# spark/dist/pyspark-home.sh into build/pyspark/<version>; spark/lines/spark4.3_2.13/pom.xml says
+# why): LINE_DIST is that directory for such a line, empty for the others.
+DIST_VERSION_spark4.3_2.13 := 4.3.0
+LINE_DIST := $(if $(DIST_VERSION_$(LINE)),$(BUILD)/pyspark/$(DIST_VERSION_$(LINE)))
+LINE_MVN := -f $(LINE_POM) $(if $(LINE_DIST),-Dnativepool.spark.dist=$(LINE_DIST))
 
 ## lib: the c-shared library the JVM loads (one Go runtime per process).
 lib: $(LIB)
@@ -68,8 +81,12 @@ lib-aarch64: $(LIB)
 ## <line>-*.jar for the others, carrying libnativepool.so (linux-x86_64, and linux-aarch64 when
 ## lib-aarch64 built it) and the arrow-c-data of that line's Arrow. Maven refuses to package without
 ## build/lib/libnativepool.so.
-jar: lib lib-aarch64
-	$(MVN) -q -pl $(PLUGIN_DIR) $(LINE_ARGS) -Dnativepool.lib.dir=$(BUILD)/lib -DskipTests package
+jar: lib lib-aarch64 line-dist
+	$(MVN) -q $(LINE_MVN) -Dnativepool.lib.dir=$(BUILD)/lib -DskipTests package
+
+## line-dist: the line's Spark release from PyPI, for a line that builds against it (LINE_DIST).
+line-dist:
+	$(if $(LINE_DIST),bash $(PLUGIN_DIR)/dist/pyspark-home.sh $(DIST_VERSION_$(LINE)) >/dev/null)
 
 vet:
 	$(GO) vet ./...
@@ -111,7 +128,7 @@ test-java-checkjni: lib
 	grep -E '^\[INFO\] (Tests run: .*Skipped: [0-9]+$$|Building nativepool|BUILD)' $(BUILD)/checkjni.log
 	python3 $(PLUGIN_DIR)/check_jni_warnings.py $(BUILD)/checkjni.log $$(ls $(PLUGIN_DIR)/target/surefire-reports/*.dumpstream $(DEMO_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null)
 
-test: test-go test-java test-java-checkjni test-container test-cluster test-cluster-oldest test-lost-executor soak-smoke
+test: test-go test-java test-java-checkjni test-container test-cluster test-cluster-oldest test-publish test-lost-executor soak-smoke
 
 ## fuzz: every fuzz target of the doors nativepool takes input from (docs/TESTING.md), for FUZZTIME
 ## each (default 2m; N followed by s, m or h), one after the other and one worker at a time,
@@ -136,7 +153,7 @@ fuzz: lib
 	done; \
 	for t in $(JAVA_FUZZ_TARGETS); do \
 		echo "== $$t for $(FUZZTIME)"; \
-		JAZZER_FUZZ=1 nice -n 19 $(MVN) -pl $(PLUGIN_DIR) -Dnativepool.lib.dir=$(BUILD)/lib \
+		JAZZER_FUZZ=1 nice -n 19 $(MVN) -f $(DEFAULT_POM) -Dnativepool.lib.dir=$(BUILD)/lib \
 			-Dnativepool.sparkTests.skip=true "-Dtest=$$t" -Dsurefire.failIfNoSpecifiedTests=false \
 			-Djazzer.internal.arg.0=fuzz -Djazzer.internal.arg.1=-max_total_time=$$secs test \
 			> $(BUILD)/fuzz-$${t%%\#*}.log 2>&1 || { tail -60 $(BUILD)/fuzz-$${t%%\#*}.log; exit 1; }; \
@@ -149,14 +166,14 @@ fuzz: lib
 ## Native Memory page in Spark's UI and History Server, the driver plugin and its diagnosis, the
 ## ledger, the line check). make test-java runs them, and every other test, on the default line.
 SPARK_FACING := org/nativepool/spark/*Test*,org/nativepool/spark/config/**,org/nativepool/spark/events/**,org/nativepool/spark/arrow/**,org/nativepool/spark/memory/**,org/nativepool/spark/ledger/**,org/nativepool/spark/ui/**,org/nativepool/spark/driver/**,org/nativepool/spark/executor/PodGuardSparkTest*,org/nativepool/spark/executor/OffHeapGuardSparkTest*,org/nativepool/spark/executor/ExecutorGaugesSparkTest*,org/nativepool/spark/executor/MonitoringOffSparkTest*,org/nativepool/spark/jni/GoLogTest*
-test-spark: lib
-	$(MVN) -pl $(PLUGIN_DIR) $(LINE_ARGS) -Dnativepool.lib.dir=$(BUILD)/lib '-Dtest=$(SPARK_FACING)' \
+test-spark: lib line-dist
+	$(MVN) $(LINE_MVN) -Dnativepool.lib.dir=$(BUILD)/lib '-Dtest=$(SPARK_FACING)' \
 		-Dsurefire.failIfNoSpecifiedTests=false test
 
 ## config-table: renders the configuration table of docs/CONFIGURATION.md from the key registry
 ## (org.nativepool.spark.config.NativePoolConf); a test fails while the two differ.
 config-table:
-	$(MVN) -q -pl $(PLUGIN_DIR) -Dnativepool.lib.dir=$(BUILD)/lib -Dtest=ConfigTableTest \
+	$(MVN) -q -f $(DEFAULT_POM) -Dnativepool.lib.dir=$(BUILD)/lib -Dtest=ConfigTableTest \
 		-Dsurefire.failIfNoSpecifiedTests=false -Dnativepool.updateReadme=true test
 
 ## test-cluster: a standalone Master and Worker on 127.0.0.1 (own JVMs, free ports, Spark's jars
@@ -173,13 +190,23 @@ test-cluster: jar
 test-cluster-oldest:
 	$(MAKE) test-cluster SPARK=3.5 SCALA=2.12
 
-## test-matrix: for every line but the default (3.5 with Scala 2.12 and 2.13, 4.0, 4.2): its jar,
+## test-matrix: for every line but the default (3.5 with Scala 2.12 and 2.13, 4.0, 4.2, 4.3): its jar,
 ## test-spark and test-cluster, one line after the other; logs in build/matrix/<line>/, a table of
 ## the results and the time taken at the end (spark/test-matrix.sh). Fails if any line failed.
-MATRIX_LINES ?= 3.5:2.12 3.5:2.13 4.0:2.13 4.2:2.13
+MATRIX_LINES ?= 3.5:2.12 3.5:2.13 4.0:2.13 4.2:2.13 4.3:2.13
 test-matrix: lib
 	$(MAKE) jar
 	MAKE="$(MAKE)" bash $(PLUGIN_DIR)/test-matrix.sh $(MATRIX_LINES)
+
+## test-publish: the plugin's artifacts as a Maven repository holds them (spark/publish-test/run.sh):
+## two lines (PUBLISH_LINES) installed into a scratch local repository (links to ~/.m2's files, no
+## nativepool artifact) with their flattened poms, source and javadoc jars; each installed pom names
+## its own artifactId, Spark, Scala and Arrow and resolves offline from that repository alone to the
+## line's Spark and Arrow, and a project depending on the artifact builds offline against it with
+## the line's versions on its classpath. Part of make test.
+PUBLISH_LINES ?= spark3.5_2.12 spark4.1_2.13
+test-publish: lib
+	bash $(PLUGIN_DIR)/publish-test/run.sh $(PUBLISH_LINES)
 
 ## test-lost-executor: an executor killed by its container's memory limit, end to end: a standalone
 ## Master and two Workers on 127.0.0.1, one Worker's executors in a memory cgroup sized like a pod; a
@@ -191,12 +218,23 @@ test-matrix: lib
 test-lost-executor: jar
 	LINE=$(LINE) bash $(PLUGIN_DIR)/cluster-test/lost-executor.sh
 
+## test-yarn: nativepool on a real YARN (spark/yarn-test/run.sh): Hadoop's MiniYARNCluster with
+## the NodeManager's physical-memory check on and no cgroups, and Spark in YARN client mode with only
+## our jars: the demo's native sort with a burst of direct buffers, the pod guard off, killed by the
+## NodeManager and diagnosed as YARN's memory kill (the container, YARN's limit, the part that grew;
+## the live Native Memory page); the same job with the guard on, alive and correct; a PySpark worker
+## outgrowing its container, counted by the guard and named by the diagnosis. On the line SPARK,
+## SCALA, with that release of Spark from PyPI (spark/dist/pyspark-home.sh). Not part of make test
+## (README.md says why).
+test-yarn: jar
+	LINE=$(LINE) bash $(PLUGIN_DIR)/yarn-test/run.sh
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pool/ ./arbiter/ ./taskshared/ ./ffi/ | tee $(BUILD)/bench-go.txt
 
 ## bench-jni: Java -> JNI -> Go -> Spark TaskMemoryManager, exact vs chunked (see bench/jni/README.md).
 bench-jni: lib
-	$(MVN) -pl $(PLUGIN_DIR) -Pbench -Dnativepool.lib.dir=$(BUILD)/lib test
+	$(MVN) -f $(DEFAULT_POM) -Pbench -Dnativepool.lib.dir=$(BUILD)/lib test
 
 ## bench-container: each system's smallest surviving memoryOverhead in a memory cgroup sized like a
 ## Kubernetes executor pod, bisected in 16 MiB steps (bench/container/run.sh; needs root, cgroup v1).

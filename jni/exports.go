@@ -260,7 +260,7 @@ func Java_org_nativepool_spark_jni_Natives_configureRuntime0(env *jniEnv, _ jcla
 }
 
 //export Java_org_nativepool_spark_jni_Natives_configureGuard0
-func Java_org_nativepool_spark_jni_Natives_configureGuard0(env *jniEnv, _ jclass, enabled jboolean, reserve, limit jlong, limitExplicit jboolean, offHeap jobject) {
+func Java_org_nativepool_spark_jni_Natives_configureGuard0(env *jniEnv, _ jclass, enabled jboolean, reserve, limit jlong, limitExplicit, processTree jboolean, offHeap jobject) {
 	var err error
 	defer func() { endCall(env, recover(), err) }()
 	s := bridge.GuardSettings{
@@ -268,6 +268,7 @@ func Java_org_nativepool_spark_jni_Natives_configureGuard0(env *jniEnv, _ jclass
 		Reserve:       int64(reserve),
 		Limit:         int64(limit),
 		LimitExplicit: limitExplicit != 0,
+		ProcessTree:   processTree != 0,
 	}
 	var oh *jvmOffHeap
 	if oh, err = newJVMOffHeap(env, offHeap); err != nil {

@@ -43,6 +43,8 @@ var partColors = []ledgerPart{
 	{"offHeap.comet", "#ff9d9a"},
 	{"offHeap.gluten", "#f1ce63"},
 	{"offHeap.other", "#79706e"},
+	{"python.workers", "#76b7b2"},
+	{"process.others", "#9c755f"},
 }
 
 const (

@@ -35,9 +35,9 @@ fi
 # demo many times, like bench/container, then pays the build once).
 cp_file=examples/spark/target/classpath.txt
 jar=$(ls examples/spark/target/nativepool-spark-demo-*.jar 2>/dev/null | head -1 || true)
-plugin_jar=$(ls spark/target/nativepool-spark-*.jar 2>/dev/null | head -1 || true)
+plugin_jar=$(ls spark/target/nativepool-spark-*.jar 2>/dev/null | grep -v -e '-sources\.jar$' -e '-javadoc\.jar$' | head -1 || true)
 if [[ -z $jar || -z $plugin_jar || ! -s $cp_file ]] ||
-	[[ -n $(find pom.xml spark/pom.xml spark/src/main build/lib/libnativepool.so -newer "$plugin_jar" -print -quit) ]] ||
+	[[ -n $(find pom.xml spark/pom.xml spark/lines spark/src/main build/lib/libnativepool.so -newer "$plugin_jar" -print -quit) ]] ||
 	[[ -n $(find pom.xml examples/spark/pom.xml examples/spark/src/main -newer "$jar" -print -quit) ]]; then
 	mvn -B -q -f pom.xml -DskipTests package
 	jar=$(ls examples/spark/target/nativepool-spark-demo-*.jar | head -1)

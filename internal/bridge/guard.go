@@ -37,6 +37,13 @@ type GuardSettings struct {
 	// LimitExplicit makes Limit apply where a cgroup limit exists too: the
 	// tighter one is kept.
 	LimitExplicit bool
+	// ProcessTree holds Limit, where no cgroup sets one, against the
+	// resident memory of the process tree the process belongs to, as
+	// YARN's NodeManager measures a container (cgroup.TreeReader: every
+	// process's resident pages, file-backed ones included, the Python
+	// workers a Spark executor forks included), instead of the process's
+	// own anonymous and shared memory.
+	ProcessTree bool
 	// OffHeap is Spark's off-heap memory as a whole (guard.OffHeap), whose
 	// free bytes the guard holds while the headroom is short, so that every
 	// consumer of the executor gives way, not only nativepool's; nil: the
@@ -257,6 +264,8 @@ type guardSource struct {
 	mu       sync.Mutex // the sampler is not safe for concurrent use
 	group    *cgroup.Group
 	sampler  *cgroup.Sampler
+	// tree reads the process tree's resident memory (settings.ProcessTree).
+	tree *cgroup.TreeReader
 	// kernel, when set, replaces the cgroup and /proc as what reads the
 	// limit and the unreclaimable memory (tests).
 	kernel func() (limit, unreclaimable int64, err error)
@@ -265,6 +274,9 @@ type guardSource struct {
 // newGuardSource locates the process's memory cgroup and opens its files.
 func (b *Bridge) newGuardSource(s GuardSettings) *guardSource {
 	src := &guardSource{b: b, settings: s}
+	if s.ProcessTree {
+		src.tree = cgroup.NewTreeReader(os.ReadFile, cgroup.ProcPIDs, os.Getpid(), int64(os.Getpagesize()), 0)
+	}
 	g, ok, err := cgroup.Locate(os.ReadFile)
 	switch {
 	case err != nil:
@@ -301,6 +313,9 @@ func (s *guardSource) how() string {
 	}
 	if s.group != nil {
 		return "the memory cgroup " + s.group.Path + " (" + s.group.Version.String() + "): memory the kernel cannot reclaim"
+	}
+	if s.settings.Limit > 0 && s.tree != nil {
+		return "the process tree's resident memory (every process of the container, file-backed pages included, as YARN's NodeManager counts it; no cgroup limit)"
 	}
 	if s.settings.Limit > 0 {
 		return "the process's resident memory (anonymous and shared; no cgroup limit)"
@@ -371,7 +386,7 @@ func (s *guardSource) Read() (guard.Sample, error) {
 			smp.Limit = s.settings.Limit
 		}
 	case s.settings.Limit > 0:
-		resident, err := cgroup.ProcessResident(os.ReadFile)
+		resident, err := s.processResident()
 		if err != nil {
 			return smp, err
 		}
@@ -380,6 +395,17 @@ func (s *guardSource) Read() (guard.Sample, error) {
 	smp.Native = s.b.nativeResident()
 	smp.Held, smp.Ballast = s.b.heldAndBallast()
 	return smp, nil
+}
+
+// processResident is what a configured limit is held against where no
+// cgroup sets one: the process tree's resident memory (ProcessTree), else
+// the process's own anonymous and shared memory.
+func (s *guardSource) processResident() (int64, error) {
+	if s.tree != nil {
+		t, err := s.tree.Read()
+		return t.Resident, err
+	}
+	return cgroup.ProcessResident(os.ReadFile)
 }
 
 // nativeResident is the memory the native side owns now: what the Go

@@ -19,7 +19,9 @@
 // correctly inside a cgroup namespace or a bind mount. Every file is read
 // through a ReadFunc, so the parsers run on fixture files in tests. Where
 // there is no cgroup, ProcessResident splits the process's own resident
-// memory the same way.
+// memory the same way, and TreeReader reads what YARN's NodeManager kills a
+// container over without cgroups: the resident pages of every process of
+// the container's process tree.
 //
 // The wake-ups are Linux's: a v1 usage threshold (an eventfd registered
 // through cgroup.event_control) and a v2 PSI trigger on memory.pressure.
@@ -42,6 +44,9 @@
 //	sampler_other.go   the same read where there is no pread
 //	resident.go        ProcessResident, ProcessResidentProc:
 //	                   /proc/<pid>/status's RssAnon + RssShmem
+//	tree.go            TreeReader, Tree, ProcPIDs: a process tree's resident
+//	                   pages (/proc/<pid>/stat), as YARN's container
+//	                   monitor sums them
 //	watch.go           Watch: the channel and the idempotent Close
 //	notify_linux.go    NotifyAbove (v1 threshold eventfd), NotifyPressure
 //	                   (v2 PSI trigger), the polling goroutine

@@ -1,8 +1,15 @@
-# Helpers both cluster scripts source (run.sh, lost-executor.sh). The sourcing script defines
-# say <message>, its own prefixed line on stdout, and the array failed.
+# Helpers the cluster scripts source (run.sh, lost-executor.sh, ../yarn-test/run.sh). The sourcing
+# script defines say <message>, its own prefixed line on stdout, and the array failed.
 
 check() { # check <name> <function>
 	if "$2"; then echo "PASS $1"; else echo "FAIL $1"; failed+=("$1"); fi
+}
+
+plugin_jar_of() { # plugin_jar_of <line>: that line's built plugin jar, spark/target[/<line>]/, if any
+	# (not the source and javadoc jars an install leaves beside it, nor shade's original-*)
+	find "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/spark/target" -maxdepth 2 \
+		-name "nativepool-spark-$1-*.jar" ! -name 'original-*' ! -name '*-sources.jar' ! -name '*-javadoc.jar' \
+		2>/dev/null | head -1
 }
 
 stamp_of() { # stamp_of <jar> <key>: a value of the jar's line stamp
@@ -43,4 +50,32 @@ wait_for() { # wait_for <seconds> <file> <pattern> [pid]: fails early if pid has
 		fi
 		sleep 0.5
 	done
+}
+
+spark_home() { # spark_home <line> <spark version> <scala version>: exports SPARK_HOME, that line's Spark
+	# A line built against its release from PyPI (spark/lines/<line>/pom.xml's spark-distribution
+	# profile: Spark 4.3) runs that release, spark/dist/pyspark-home.sh's SPARK_HOME. The others run
+	# Spark's jars as Maven resolves spark-core and spark-sql of that release and Scala with their
+	# runtime dependencies (spark-home.xml, with the line's pins), copied from Maven's local
+	# repository into build/spark-home/<line>/jars, which is all a Worker needs from SPARK_HOME to
+	# launch executors (WorkerCommandBuilder builds their classpath from $SPARK_HOME/jars).
+	local line=$1 version=$2 scala=$3 root stamp profile
+	root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	if grep -q '<id>spark-distribution</id>' "$root/spark/lines/$line/pom.xml" 2>/dev/null; then
+		SPARK_HOME=$(bash "$root/spark/dist/pyspark-home.sh" "$version") || return 1
+		export SPARK_HOME
+		return 0
+	fi
+	rm -rf "$root/build/spark-home/jars" # the layout before build/spark-home/<line>
+	export SPARK_HOME=$root/build/spark-home/$line
+	stamp=$SPARK_HOME/jars/.complete-$version-$scala-$(cksum <"$root/spark/cluster-test/spark-home.xml" | cut -d' ' -f1)
+	if [[ ! -f $stamp ]]; then
+		rm -rf "$SPARK_HOME/jars"
+		# the line's pins, where spark-home.xml has a profile for it
+		profile=()
+		grep -q "<id>spark-${version%.*}</id>" "$root/spark/cluster-test/spark-home.xml" && profile=(-Pspark-"${version%.*}")
+		${MVN:-mvn -B -ntp} -q -f "$root/spark/cluster-test/spark-home.xml" "${profile[@]}" -Dspark.version="$version" \
+			-Dscala.binary.version="$scala" dependency:copy-dependencies -DoutputDirectory="$SPARK_HOME/jars" || return 1
+		touch "$stamp"
+	fi
 }

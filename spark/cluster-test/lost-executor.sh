@@ -68,7 +68,7 @@ MVN=${MVN:-mvn -B -ntp}
 # LINE is the Spark line whose plugin jar runs (default spark4.1_2.13), as for run.sh: the jar
 # spark/target[/<line>]/nativepool-spark-<line>-*.jar, and the Spark and Scala of its stamp.
 LINE=${LINE:-spark4.1_2.13}
-plugin_jar=$(find spark/target -maxdepth 2 -name "nativepool-spark-$LINE-*.jar" ! -name 'original-*' 2>/dev/null | head -1)
+plugin_jar=$(plugin_jar_of "$LINE")
 if [[ -z $plugin_jar ]]; then
 	say "no nativepool-spark-$LINE-*.jar under spark/target; run make jar (SPARK=, SCALA=)" >&2
 	exit 2
@@ -78,17 +78,8 @@ spark_version=$(stamp_of "$plugin_jar" spark.version)
 scala_version=$(stamp_of "$plugin_jar" scala.binary.version)
 say "$LINE: $plugin_jar on Spark $spark_version, Scala $scala_version"
 
-# ---- SPARK_HOME: the line's Spark jars from Maven, as make test-cluster builds it (run.sh) ----
-export SPARK_HOME=$root/build/spark-home/$LINE
-stamp=$SPARK_HOME/jars/.complete-$spark_version-$scala_version-$(cksum <spark/cluster-test/spark-home.xml | cut -d' ' -f1)
-if [[ ! -f $stamp ]]; then
-	rm -rf "$SPARK_HOME/jars"
-	profile=()
-	grep -q "<id>spark-$spark_line</id>" spark/cluster-test/spark-home.xml && profile=(-Pspark-"$spark_line")
-	$MVN -q -f spark/cluster-test/spark-home.xml "${profile[@]}" -Dspark.version="$spark_version" \
-		-Dscala.binary.version="$scala_version" dependency:copy-dependencies -DoutputDirectory="$SPARK_HOME/jars"
-	touch "$stamp"
-fi
+# ---- SPARK_HOME: the line's Spark, as make test-cluster runs it (common.sh, spark_home) ----
+spark_home "$LINE" "$spark_version" "$scala_version"
 export SPARK_SCALA_VERSION=$scala_version
 export SPARK_LOCAL_IP=127.0.0.1
 spark_cp="$SPARK_HOME/jars/*"
@@ -104,7 +95,8 @@ say "run directory $RUN"
 # ---- the application jar ----
 app_jar=$RUN/nativepool-lost-executor-job.jar
 mkdir -p "$RUN/classes"
-"$JAVA_HOME/bin/javac" -Xlint:all -Werror -proc:none --release 17 -d "$RUN/classes" \
+# -path: a release's jars/ (Spark 4.3's from PyPI) has derby, whose manifest names jars it lacks
+"$JAVA_HOME/bin/javac" -Xlint:all,-path -Werror -proc:none --release 17 -d "$RUN/classes" \
 	-cp "$spark_cp:$plugin_jar" spark/cluster-test/src/org/nativepool/spark/clustertest/*.java
 "$JAVA_HOME/bin/jar" --create --file "$app_jar" -C "$RUN/classes" .
 

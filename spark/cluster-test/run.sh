@@ -9,11 +9,11 @@
 # LINE is the Spark line whose plugin jar is tested (default spark4.1_2.13; see the root pom.xml):
 # the jar spark/target[/<line>]/nativepool-spark-<line>-*.jar. The Spark release and Scala version
 # come from the jar's stamp (org/nativepool/native/version.properties), and the cluster runs that
-# Spark, as a user of that line deploys it: spark-core and spark-sql of that release and Scala
-# with their runtime dependencies (spark-home.xml, with the line's profile), copied from Maven's
-# local repository into build/spark-home/<line>/jars, which is all a Worker needs from SPARK_HOME to
-# launch executors (WorkerCommandBuilder builds their classpath from $SPARK_HOME/jars). The JVMs are
-# started with `java -cp "$SPARK_HOME/jars/*"`: the same classes and arguments bin/spark-class and
+# Spark, as a user of that line deploys it (common.sh, spark_home): spark-core and spark-sql of that
+# release and Scala with their runtime dependencies (spark-home.xml, with the line's profile),
+# copied from Maven's local repository into build/spark-home/<line>/jars, or, for Spark 4.3, the
+# release's own jars/ as PyPI ships them (spark/dist/pyspark-home.sh). The JVMs are started with
+# `java -cp "$SPARK_HOME/jars/*"`: the same classes and arguments bin/spark-class and
 # bin/spark-submit would run.
 #
 # Runs, on one cluster:
@@ -57,7 +57,7 @@ MVN=${MVN:-mvn -B -ntp}
 DEFAULT_LINE=spark4.1_2.13
 LINE=${LINE:-$DEFAULT_LINE}
 plugin_jars() { # plugin_jars <line>: the built jar of that line, if any
-	find "$root/spark/target" -maxdepth 2 -name "nativepool-spark-$1-*.jar" ! -name 'original-*' 2>/dev/null | head -1
+	plugin_jar_of "$1"
 }
 plugin_jar=$(plugin_jars "$LINE")
 if [[ -z $plugin_jar ]]; then
@@ -73,19 +73,8 @@ if [[ spark${spark_line}_$scala_version != "$LINE" ]]; then
 fi
 echo "test-cluster: $LINE: $plugin_jar on Spark $spark_version, Scala $scala_version"
 
-# ---- SPARK_HOME: the line's Spark jars from Maven (spark-home.xml) ----
-rm -rf "$root/build/spark-home/jars" # the layout before build/spark-home/<line>
-export SPARK_HOME=$root/build/spark-home/$LINE
-stamp=$SPARK_HOME/jars/.complete-$spark_version-$scala_version-$(cksum <spark/cluster-test/spark-home.xml | cut -d' ' -f1)
-if [[ ! -f $stamp ]]; then
-	rm -rf "$SPARK_HOME/jars"
-	# the line's pins, where spark-home.xml has a profile for it
-	profile=()
-	grep -q "<id>spark-$spark_line</id>" spark/cluster-test/spark-home.xml && profile=(-Pspark-"$spark_line")
-	$MVN -q -f spark/cluster-test/spark-home.xml "${profile[@]}" -Dspark.version="$spark_version" \
-		-Dscala.binary.version="$scala_version" dependency:copy-dependencies -DoutputDirectory="$SPARK_HOME/jars"
-	touch "$stamp"
-fi
+# ---- SPARK_HOME: the line's Spark (common.sh, spark_home) ----
+spark_home "$LINE" "$spark_version" "$scala_version"
 if ls "$SPARK_HOME"/jars/arrow-c-data-*.jar >/dev/null 2>&1; then
 	echo "test-cluster: $SPARK_HOME/jars has arrow-c-data; the test needs Spark's jars only" >&2
 	exit 2
@@ -107,7 +96,8 @@ echo "test-cluster: run directory $RUN"
 # ---- the application jar (its own jar; compiled against Spark's jars and the plugin jar) ----
 app_jar=$RUN/nativepool-cluster-job.jar
 mkdir -p "$RUN/classes"
-"$JAVA_HOME/bin/javac" -Xlint:all -Werror -proc:none --release 17 -d "$RUN/classes" \
+# -path: a release's jars/ (Spark 4.3's from PyPI) has derby, whose manifest names jars it lacks
+"$JAVA_HOME/bin/javac" -Xlint:all,-path -Werror -proc:none --release 17 -d "$RUN/classes" \
 	-cp "$spark_cp:$plugin_jar" spark/cluster-test/src/org/nativepool/spark/clustertest/*.java
 "$JAVA_HOME/bin/jar" --create --file "$app_jar" -C "$RUN/classes" .
 

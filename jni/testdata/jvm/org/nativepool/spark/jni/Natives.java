@@ -23,7 +23,7 @@ final class Natives {
   static native void leakResident0(long bytes);
   static native String recentLeaks0();
   static native String liveNative0(int max);
-  static native void configureGuard0(boolean enabled, long reserve, long limit, boolean limitExplicit, OffHeap offHeap);
+  static native void configureGuard0(boolean enabled, long reserve, long limit, boolean limitExplicit, boolean processTree, OffHeap offHeap);
   static native void addSpillDir0(String dir);
   static native String guardEpisodes0();
   /** Test-only: a slog record (level in slog's numbers) made on a new goroutine; task -1 = none. */

@@ -238,14 +238,14 @@ public class Smoke {
       public void giveBack(long n) { throw new IllegalStateException("nothing was taken"); }
       public long free() { return 0; }
     };
-    t = thrown(() -> Natives.configureGuard0(true, -1, 0, false, offHeap));
+    t = thrown(() -> Natives.configureGuard0(true, -1, 0, false, false, offHeap));
     check(t instanceof IllegalArgumentException, "negative reserve -> IAE: " + t);
     t = thrown(() -> Natives.addSpillDir0(null));
     check(t instanceof IllegalArgumentException, "null spill dir -> IAE: " + t);
     t = thrown(() -> Natives.addSpillDir0("relative/dir"));
     check(t instanceof IllegalArgumentException, "relative spill dir -> IAE: " + t);
     Natives.addSpillDir0(System.getProperty("java.io.tmpdir"));
-    Natives.configureGuard0(true, 64L << 20, 1L << 40, true, offHeap);
+    Natives.configureGuard0(true, 64L << 20, 1L << 40, true, false, offHeap);
     long guardLimit = -1;
     for (int i = 0; i < 500 && guardLimit < 0; i++) {
       Thread.sleep(10);
@@ -254,8 +254,17 @@ public class Smoke {
     ps = Natives.processStats0();
     check(guardLimit > 0 && ps[32] == 64L << 20 && ps[31] == ps[29] - ps[30], "the guard's figures: " + Arrays.toString(ps));
     check(Natives.guardEpisodes0().isEmpty(), "no episode far from the limit: " + Natives.guardEpisodes0());
-    Natives.configureGuard0(false, 0, 0, false, null);
+    Natives.configureGuard0(false, 0, 0, false, false, null);
     check(Natives.processStats0()[29] == -1, "the guard off: GUARD_LIMIT -1");
+    // against this process tree's resident memory, as on YARN: the JVM's own pages at least
+    Natives.configureGuard0(true, 64L << 20, 1L << 40, false, true, null);
+    long treeResident = -1;
+    for (int i = 0; i < 500 && treeResident <= 0; i++) {
+      Thread.sleep(10);
+      treeResident = Natives.processStats0()[30];
+    }
+    check(treeResident > 0 && Natives.processStats0()[29] > 0, "the guard against the process tree: " + Arrays.toString(Natives.processStats0()));
+    Natives.configureGuard0(false, 0, 0, false, false, null);
     t = thrown(() -> Natives.liveNative0(-1));
     check(t instanceof IllegalArgumentException, "liveNative0(-1) -> IAE: " + t);
 

@@ -5,9 +5,9 @@ import org.apache.spark.SparkConf;
 /**
  * The executor's view of the pod guard's keys of {@link NativePoolConf} ({@link
  * NativePoolConf#GUARD_ENABLED}, {@link NativePoolConf#GUARD_RESERVE}, {@link
- * NativePoolConf#GUARD_LIMIT}), resolved into the four arguments of {@code Natives.configureGuard}:
- * whether the guard runs, its reserve, the limit it keeps where the memory cgroup sets none, and
- * whether that limit also applies under a cgroup limit.
+ * NativePoolConf#GUARD_LIMIT}), resolved into the arguments of {@code Natives.configureGuard}:
+ * whether the guard runs, its reserve, the limit it keeps where the memory cgroup sets none,
+ * whether that limit also applies under a cgroup limit, and what it is held against.
  *
  * <p>The guard keeps the executor's memory cgroup's limit wherever there is one (the Go side finds
  * it); the limit resolved here is the fallback, held against the process's resident memory:
@@ -22,6 +22,11 @@ import org.apache.spark.SparkConf;
  *   <li>else, with {@code true}, the container size everywhere.
  * </ul>
  *
+ * <p>On YARN ({@link #processTree()}) that limit is held against what the NodeManager's
+ * process-tree check measures: the resident memory of every process of the container (the JVM,
+ * the Python workers it forks, the launch scripts), file-backed pages included; elsewhere against
+ * the JVM's own anonymous and shared resident memory.
+ *
  * <p>Immutable.
  */
 public final class GuardSettings {
@@ -31,6 +36,7 @@ public final class GuardSettings {
   private final long reserve;
   private final long limit;
   private final boolean limitExplicit;
+  private final boolean processTree;
   private final String limitOrigin;
   private final boolean offHeap;
   private final Long offHeapFloor;
@@ -42,6 +48,7 @@ public final class GuardSettings {
       long reserve,
       long limit,
       boolean limitExplicit,
+      boolean processTree,
       String origin,
       boolean offHeap,
       Long offHeapFloor,
@@ -51,6 +58,7 @@ public final class GuardSettings {
     this.reserve = reserve;
     this.limit = limit;
     this.limitExplicit = limitExplicit;
+    this.processTree = processTree;
     this.limitOrigin = origin;
     this.offHeap = offHeap;
     this.offHeapFloor = offHeapFloor;
@@ -104,6 +112,7 @@ public final class GuardSettings {
         reserve,
         limit,
         explicit != null,
+        master.startsWith("yarn"),
         origin,
         NativePoolConf.GUARD_OFF_HEAP.read(conf),
         NativePoolConf.GUARD_OFF_HEAP_FLOOR.read(conf),
@@ -153,6 +162,16 @@ public final class GuardSettings {
   }
 
   /**
+   * Whether the limit is held, where no cgroup sets one, against the resident memory of the
+   * executor's process tree, as YARN's NodeManager measures a container (its {@code
+   * ProcfsBasedProcessTree}: every process's resident pages, file-backed ones included):
+   * {@code configureGuard}'s {@code processTree}; true on YARN.
+   */
+  public boolean processTree() {
+    return processTree;
+  }
+
+  /**
    * {@link NativePoolConf#GUARD_OFF_HEAP}: whether the guard holds Spark's free off-heap memory
    * while the headroom is short (where the executor has off-heap memory).
    */
@@ -197,6 +216,9 @@ public final class GuardSettings {
                 + (limitExplicit
                     ? "; under a cgroup limit the tighter counts)"
                     : "; where no cgroup sets one)")
+                + (processTree
+                    ? " against the container's process tree, as YARN's NodeManager measures it"
+                    : "")
             : limitOrigin)
         + (offHeap
             ? ", holding Spark's free off-heap memory while short"

@@ -43,7 +43,8 @@ public final class SparkLine {
           "3.5", List.of("2.12", "2.13"),
           "4.0", List.of("2.13"),
           "4.1", List.of("2.13"),
-          "4.2", List.of("2.13"));
+          "4.2", List.of("2.13"),
+          "4.3", List.of("2.13"));
 
   private static volatile SparkLine current;
 

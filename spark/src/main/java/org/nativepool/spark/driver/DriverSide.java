@@ -9,6 +9,7 @@ import org.apache.spark.api.plugin.PluginContext;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 import org.apache.spark.scheduler.SparkListenerEvent;
+import org.apache.spark.scheduler.SparkListenerExecutorAdded;
 import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
@@ -266,7 +267,8 @@ public final class DriverSide implements DriverPlugin {
   }
 
   /**
-   * Stages start and end the stage peaks; a removed executor's gauges go and its end is diagnosed;
+   * Stages start and end the stage peaks; an added executor's container is kept for its diagnosis;
+   * a removed executor's gauges go and its end is diagnosed;
    * tasks that failed for lack of memory are kept for that diagnosis.
    */
   private final class Listener extends SparkListener {
@@ -279,6 +281,13 @@ public final class DriverSide implements DriverPlugin {
     public void onStageCompleted(SparkListenerStageCompleted event) {
       stagePeaks.stageCompleted(event.stageInfo(), executors.live());
       sampleEvents.stageCompleted(executors.live()); // a point at each stage's end
+    }
+
+    @Override
+    public void onExecutorAdded(SparkListenerExecutorAdded event) {
+      // YARN's executors carry their container's id among their attributes
+      scala.Option<String> c = event.executorInfo().attributes().get("CONTAINER_ID");
+      ends.executorAdded(event.executorId(), c.isDefined() ? c.get() : null);
     }
 
     @Override

@@ -5,6 +5,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.spark.SparkConf;
 import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.config.ContainerSize;
@@ -46,9 +48,11 @@ import org.nativepool.spark.ledger.LedgerReader;
  *       code 52 is {@link Cause#ENDED}: the executors are being stopped.
  * </ul>
  *
- * <p>The limit is the pod guard's (from the last sample that had one), else the one the resource
- * manager's message names, else the container size Spark computed for YARN and Kubernetes (heap +
- * off-heap + memoryOverhead + PySpark memory). Stateless.
+ * <p>The container is the one Spark's executor attributes name (YARN's {@code CONTAINER_ID}), else
+ * the first {@code container_…} of the removal's reason. The limit is the pod guard's (from the
+ * last sample that had one), else the one the resource manager's message names (which the event
+ * keeps as well, as the limit the manager enforced), else the container size Spark computed for
+ * YARN and Kubernetes (heap + off-heap + memoryOverhead + PySpark memory). Stateless.
  */
 final class ExecutorDiagnosis {
   /** Unreclaimable memory within this share of the limit counts as at the limit. */
@@ -271,7 +275,21 @@ final class ExecutorDiagnosis {
         ev.crossings(),
         ev.growth(),
         failed,
-        revision);
+        revision,
+        ev.container() != null ? ev.container() : containerIn(reason),
+        r.reportedLimit(),
+        r.reportedUsage());
+  }
+
+  private static final Pattern CONTAINER = Pattern.compile("\\bcontainer_[0-9e]+(?:_[0-9]+)+");
+
+  /** The first YARN container id a removal's reason names ({@code container_…}), or null. */
+  static String containerIn(String reason) {
+    if (reason == null) {
+      return null;
+    }
+    Matcher m = CONTAINER.matcher(reason);
+    return m.find() ? m.group() : null;
   }
 
   private static Cause suspect(boolean killFits, ExecutorEvidence.TaskFailure jvmOom) {

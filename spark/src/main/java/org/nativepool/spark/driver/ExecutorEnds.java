@@ -112,6 +112,16 @@ final class ExecutorEnds {
     add.accept(evidence.computeIfAbsent(executorId, id -> new ExecutorEvidence()));
   }
 
+  /**
+   * Spark added executor {@code id} in the cluster manager's container {@code container} (YARN's
+   * {@code container_…}; null where the manager names none): the diagnosis of its end names it.
+   */
+  void executorAdded(String id, String container) {
+    if (container != null) {
+      keep(id, ev -> ev.container(container));
+    }
+  }
+
   /** Spark posted the application's end. */
   void applicationEnded() {
     applicationEnded = true;

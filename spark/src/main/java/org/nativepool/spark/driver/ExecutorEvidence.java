@@ -108,6 +108,7 @@ final class ExecutorEvidence {
   private final ArrayDeque<String> crossings = new ArrayDeque<>();
   private final ArrayDeque<String> growth = new ArrayDeque<>();
   private final ArrayDeque<TaskFailure> failures = new ArrayDeque<>();
+  private String container;
 
   /**
    * A task that failed on the executor for lack of memory.
@@ -220,6 +221,14 @@ final class ExecutorEvidence {
     }
   }
 
+  /**
+   * The container the executor runs in, as the cluster manager names it (YARN's {@code
+   * container_…}, from the executor's attributes when Spark added it).
+   */
+  synchronized void container(String id) {
+    container = id;
+  }
+
   /** A copy of what is kept, for one diagnosis. */
   synchronized Snapshot snapshot() {
     return new Snapshot(
@@ -228,7 +237,8 @@ final class ExecutorEvidence {
         List.copyOf(episodes),
         List.copyOf(crossings),
         List.copyOf(growth),
-        List.copyOf(failures));
+        List.copyOf(failures),
+        container);
   }
 
   /**
@@ -240,6 +250,7 @@ final class ExecutorEvidence {
    * @param crossings the last crossings' lines, oldest first
    * @param growth the last growth reports' lines, oldest first
    * @param failures the last memory failures, oldest first
+   * @param container the executor's container, as the cluster manager names it; null if unknown
    */
   record Snapshot(
       List<Point> points,
@@ -247,10 +258,11 @@ final class ExecutorEvidence {
       List<String> episodes,
       List<String> crossings,
       List<String> growth,
-      List<TaskFailure> failures) {
+      List<TaskFailure> failures,
+      String container) {
     /** Nothing known. */
     static final Snapshot EMPTY =
-        new Snapshot(List.of(), List.of(), List.of(), List.of(), List.of(), List.of());
+        new Snapshot(List.of(), List.of(), List.of(), List.of(), List.of(), List.of(), null);
 
     /** The newest point, or null. */
     Point last() {

@@ -16,7 +16,9 @@ import org.nativepool.spark.config.Bytes;
  *   <li>standalone: {@code Command exited with code N} (the worker's {@code ExecutorRunner}),
  *       {@code worker lost: …}, {@code Worker shutting down};
  *   <li>YARN: {@code Container killed by YARN for exceeding physical memory limits. 5.5 GB of 5.5
- *       GB physical memory used. …} (and the virtual memory form), {@code Container marked as
+ *       GB physical memory used. …} (and the virtual memory form; the NodeManager's own {@code
+ *       Container [pid=…,containerID=…] is running …B beyond the 'PHYSICAL' memory limit. Current
+ *       usage: …} where Spark passes its diagnostics on), {@code Container marked as
  *       failed: … Exit status: N. …}, {@code Container from a bad node: … Exit status: N. …},
  *       {@code Container container_… was preempted.}, {@code Executor for container … exited
  *       because of a YARN event (e.g., preemption) …};
@@ -78,6 +80,7 @@ record LossReason(
       Pattern.compile(
           "Container killed by YARN for exceeding (?:(physical|virtual) )?memory limits"
               + "|is running beyond (physical|virtual) memory limits"
+              + "|is running \\S+ beyond the '(PHYSICAL|VIRTUAL)' memory limit"
               + "|Pod/Container killed for exceeding memory limits");
 
   private static final Pattern YARN_USAGE =
@@ -107,23 +110,46 @@ record LossReason(
     if (yarn.find()) {
       long usage = -1;
       long limit = -1;
-      String what = "its memory limit";
+      String kind =
+          yarn.group(1) != null
+              ? yarn.group(1)
+              : yarn.group(2) != null
+                  ? yarn.group(2)
+                  : yarn.group(3) != null ? yarn.group(3).toLowerCase(Locale.ROOT) : null;
+      String used = null;
+      String of = null;
       Matcher u = YARN_USAGE.matcher(r);
       if (u.find()) {
-        usage = size(u.group(1));
-        limit = size(u.group(2));
-        what =
-            "its " + u.group(3) + " memory limit (" + u.group(1) + " of " + u.group(2) + " used)";
-      } else if (yarn.group(1) != null || yarn.group(2) != null) {
-        what = "its " + (yarn.group(1) != null ? yarn.group(1) : yarn.group(2)) + " memory limit";
+        used = u.group(1);
+        of = u.group(2);
+        usage = size(used);
+        limit = size(of);
+        kind = u.group(3);
       }
-      String who = r.contains("YARN") || yarn.group(2) != null ? "YARN" : "the cluster manager";
-      return new LossReason(
-          Kind.MEMORY_KILL,
-          code,
-          who + " killed the container for exceeding " + what,
-          usage,
-          limit);
+      boolean byYarn = r.contains("YARN") || yarn.group(2) != null || yarn.group(3) != null;
+      String detail;
+      if (byYarn) {
+        // ContainerExitStatus.KILLED_EXCEEDED_PMEM (-104) and KILLED_EXCEEDED_VMEM (-103): the
+        // statuses Spark's YarnAllocator writes this message for
+        String status =
+            "physical".equals(kind)
+                ? " (exit status -104, KILLED_EXCEEDED_PMEM)"
+                : "virtual".equals(kind) ? " (exit status -103, KILLED_EXCEEDED_VMEM)" : "";
+        detail =
+            "killed by YARN's memory check"
+                + status
+                + ": the NodeManager found the container's process tree "
+                + (used != null ? "using " + used + " of its " + of + " " : "over its ")
+                + (kind == null ? "" : kind + " ")
+                + "memory limit";
+      } else {
+        detail =
+            "the cluster manager killed the container for exceeding its "
+                + (kind == null ? "" : kind + " ")
+                + "memory limit"
+                + (used != null ? " (" + used + " of " + of + " used)" : "");
+      }
+      return new LossReason(Kind.MEMORY_KILL, code, detail, usage, limit);
     }
     if (OOM_KILLED.matcher(r).find()) {
       return of(Kind.MEMORY_KILL, code, "Kubernetes reports the container OOMKilled");

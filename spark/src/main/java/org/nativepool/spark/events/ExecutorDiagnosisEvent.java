@@ -134,10 +134,13 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
   private final List<String> growthReports;
   private final List<String> failedTasks;
   private final int revision;
+  private final String container;
+  private final long managerLimit;
+  private final long managerUsage;
 
   /**
-   * One diagnosis; Jackson's creator when the event log is replayed. Maps and lists are copied in
-   * their order; null reads as empty.
+   * One diagnosis, nothing known of its container. Maps and lists are copied in their order; null
+   * reads as empty.
    *
    * @param executorId the executor
    * @param timeMillis when Spark removed it (epoch ms)
@@ -164,6 +167,67 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
    * @param failedTasks the last tasks that failed on it for lack of memory, one line each
    * @param revision 1 for the first diagnosis of the executor, then one more per revision
    */
+  public ExecutorDiagnosisEvent(
+      String executorId,
+      long timeMillis,
+      String reason,
+      Integer exitCode,
+      Cause cause,
+      Cause suspected,
+      String verdict,
+      long limit,
+      String limitSource,
+      long lastSampleMillis,
+      long lastRss,
+      long lastUnreclaimable,
+      long lastHeapUsed,
+      long lastHeapCommitted,
+      long grownOverMillis,
+      Map<String, Long> grownParts,
+      List<String> guardEpisodes,
+      List<String> crossings,
+      List<String> growthReports,
+      List<String> failedTasks,
+      int revision) {
+    this(
+        executorId,
+        timeMillis,
+        reason,
+        exitCode,
+        cause,
+        suspected,
+        verdict,
+        limit,
+        limitSource,
+        lastSampleMillis,
+        lastRss,
+        lastUnreclaimable,
+        lastHeapUsed,
+        lastHeapCommitted,
+        grownOverMillis,
+        grownParts,
+        guardEpisodes,
+        crossings,
+        growthReports,
+        failedTasks,
+        revision,
+        null,
+        -1,
+        -1);
+  }
+
+  /**
+   * One diagnosis with what the cluster manager said of the container; Jackson's creator when the
+   * event log is replayed (an event logged before these three existed reads as none).
+   *
+   * @param container the container the executor ran in, as the cluster manager names it (YARN's
+   *     {@code container_…}); null if unknown
+   * @param managerLimit the memory limit the cluster manager says it enforced when it killed the
+   *     container (YARN's message), bytes; -1 (or 0) if it said none
+   * @param managerUsage the memory it found in use then, bytes; -1 (or 0) if it said none
+   * @see #ExecutorDiagnosisEvent(String, long, String, Integer, Cause, Cause, String, long, String,
+   *     long, long, long, long, long, long, Map, List, List, List, List, int) the other parameters
+   */
   @JsonCreator
   public ExecutorDiagnosisEvent(
       @JsonProperty("executorId") String executorId,
@@ -186,7 +250,10 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
       @JsonProperty("crossings") List<String> crossings,
       @JsonProperty("growthReports") List<String> growthReports,
       @JsonProperty("failedTasks") List<String> failedTasks,
-      @JsonProperty("revision") int revision) {
+      @JsonProperty("revision") int revision,
+      @JsonProperty("container") String container,
+      @JsonProperty("managerLimit") long managerLimit,
+      @JsonProperty("managerUsage") long managerUsage) {
     this.executorId = executorId;
     this.timeMillis = timeMillis;
     this.reason =
@@ -213,10 +280,46 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
     this.growthReports = copy(growthReports);
     this.failedTasks = copy(failedTasks);
     this.revision = revision;
+    this.container = container;
+    this.managerLimit = managerLimit > 0 ? managerLimit : -1;
+    this.managerUsage = managerUsage > 0 ? managerUsage : -1;
   }
 
   private static List<String> copy(List<String> l) {
     return l == null ? List.of() : List.copyOf(l);
+  }
+
+  /** The container the executor ran in, as the cluster manager names it; null if unknown. */
+  public String getContainer() {
+    return container;
+  }
+
+  /** The limit the cluster manager says it enforced (YARN's message), bytes; -1 if none. */
+  public long getManagerLimit() {
+    return managerLimit;
+  }
+
+  /** The memory the cluster manager found in use when it killed the container, bytes; -1. */
+  public long getManagerUsage() {
+    return managerUsage;
+  }
+
+  /**
+   * The limit the executor's container was held to, in words, for the Native Memory page: the one
+   * the cluster manager says it enforced, with what it measured ({@code 1.0 GiB, enforced by YARN
+   * (1.1 GiB in use)}), else {@link #getLimit()} with its source; {@code none known} without either.
+   */
+  public String limitText() {
+    if (managerLimit > 0) {
+      return Bytes.format(managerLimit)
+          + ", enforced by "
+          + (reason.contains("YARN") ? "YARN" : "the cluster manager")
+          + (managerUsage > 0 ? " (" + Bytes.format(managerUsage) + " in use)" : "");
+    }
+    if (limit > 0) {
+      return Bytes.format(limit) + (limitSource == null ? "" : " (" + limitSource + ")");
+    }
+    return "none known";
   }
 
   /** The executor. */
@@ -362,6 +465,18 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
       b.append(": ").append(verdict);
     }
     b.append(verdict.endsWith(".") ? " " : ". ");
+    if (container != null) {
+      b.append("Container ").append(container).append("; ");
+    }
+    if (managerLimit > 0) {
+      b.append(reason.contains("YARN") ? "YARN's" : "The cluster manager's")
+          .append(" limit ")
+          .append(Bytes.format(managerLimit));
+      if (managerUsage > 0) {
+        b.append(", ").append(Bytes.format(managerUsage)).append(" in use");
+      }
+      b.append("; ");
+    }
     if (limit > 0) {
       b.append("Limit ").append(Bytes.format(limit));
       if (limitSource != null) {
@@ -464,7 +579,10 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
         && crossings.equals(e.crossings)
         && growthReports.equals(e.growthReports)
         && failedTasks.equals(e.failedTasks)
-        && revision == e.revision;
+        && revision == e.revision
+        && Objects.equals(container, e.container)
+        && managerLimit == e.managerLimit
+        && managerUsage == e.managerUsage;
   }
 
   @Override

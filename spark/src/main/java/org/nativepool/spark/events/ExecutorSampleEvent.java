@@ -11,8 +11,8 @@ import org.nativepool.spark.config.ReportingSettings;
 
 /**
  * An executor's figures, posted by the driver side of the plugin to Spark's listener bus (and so
- * to the event log, which the History Server replays) at most once per {@value
- * ReportingSettings#EVENT_LOG_SAMPLE_EVERY} heartbeat intervals for each executor. In the event log
+ * to the event log, which the History Server replays) at most once per {@link
+ * org.nativepool.spark.config.NativePoolConf#EVENT_LOG_SAMPLE_EVERY} heartbeat intervals for each executor. In the event log
  * it is one JSON line: {@code {"Event":"org.nativepool.spark.events.ExecutorSampleEvent",
  * "executorId":"1","timeMillis":…,"sequence":…,"figures":{"liveTasks":…,"reserved":…,…}}}.
  * Immutable.

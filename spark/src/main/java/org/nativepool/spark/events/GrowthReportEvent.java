@@ -16,10 +16,10 @@ import org.nativepool.spark.config.PoolSettings;
 
 /**
  * The growth detector found a ledger part whose floor keeps rising: over {@link #getTasks()} task
- * boundaries its least value per window of {@value LedgerSettings#GROWTH_WINDOW} tasks rose in
- * every one of {@value LedgerSettings#GROWTH_WINDOWS} consecutive windows, by {@link
+ * boundaries its least value per window of {@link org.nativepool.spark.config.NativePoolConf#GROWTH_WINDOW} tasks rose in
+ * every one of {@link org.nativepool.spark.config.NativePoolConf#GROWTH_WINDOWS} consecutive windows, by {@link
  * #getGrowth()} bytes in all. For native memory it names the owners still live: the consumers and
- * (with {@value PoolSettings#ALLOCATION_SITES}) the allocation sites holding the most. Each
+ * (with {@link org.nativepool.spark.config.NativePoolConf#ALLOCATION_SITES}) the allocation sites holding the most. Each
  * report reaches the executor's {@code LedgerListener}s, a WARN line and the {@code
  * ledger.growthReports} counter, and the driver posts it to Spark's listener bus. Immutable.
  */

@@ -13,9 +13,10 @@ import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.config.LedgerSettings;
 
 /**
- * A part of an executor's memory ledger crossed one of its {@value LedgerSettings#THRESHOLDS}
+ * A part of an executor's memory ledger crossed one of its {@link
+ * org.nativepool.spark.config.NativePoolConf#LEDGER_THRESHOLDS}
  * levels: upwards when the part reached the level, downwards when it fell back below the level
- * less the hysteresis ({@value LedgerSettings#HYSTERESIS}). Each crossing reaches the executor's
+ * less the hysteresis ({@link org.nativepool.spark.config.NativePoolConf#LEDGER_HYSTERESIS}). Each crossing reaches the executor's
  * {@code LedgerListener}s, a log line and the {@code ledger.thresholdCrossings} counter, and is
  * sent to the driver, which posts it to Spark's listener bus (the event log keeps it). Immutable;
  * Java-serialisable for plugin RPC, Jackson-readable for the event log.

@@ -4,11 +4,11 @@ import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import org.apache.spark.scheduler.SparkListenerEvent;
-import org.nativepool.spark.config.PoolSettings;
+import org.nativepool.spark.config.NativePoolConf;
 
 /**
- * An executor's reserved bytes crossed one of the {@value PoolSettings#THRESHOLDS} levels,
- * posted by the driver side of the plugin to Spark's listener bus (every crossing; the event log
+ * An executor's reserved bytes crossed one of the {@link NativePoolConf#EXECUTOR_RESERVED_THRESHOLDS}
+ * levels, posted by the driver side of the plugin to Spark's listener bus (every crossing; the event log
  * keeps it). Seen at sample resolution: up when the highest reserved figure of a sample's interval
  * reaches the level, down when a sample's current figure is back under it. (The Go side's
  * per-task crossings are logged on the executor, not forwarded.) Immutable.

@@ -95,8 +95,8 @@ public final class StagePeaksEvent implements SparkListenerEvent {
   }
 
   /**
-   * Executor → ledger figure ({@code LedgerReader.RSS}, each part, {@link
-   * LedgerReader#UNEXPLAINED}) → the highest value that executor read during the stage.
+   * Executor → ledger figure ({@code LedgerReader.RSS}, each part, {@code
+   * LedgerReader.UNEXPLAINED}) → the highest value that executor read during the stage.
    */
   public Map<String, Map<String, Long>> getExecutorLedgerPeaks() {
     return executorLedgerPeaks;

@@ -142,7 +142,12 @@ public final class ExecutorSide implements ExecutorPlugin {
         }
       }
       Natives.configureGuard(
-          guard.enabled(), guard.reserve(), guard.limit(), guard.limitExplicit(), offHeap);
+          guard.enabled(),
+          guard.reserve(),
+          guard.limit(),
+          guard.limitExplicit(),
+          guard.processTree(),
+          offHeap);
       guardStarted = guard.enabled();
       if (offHeap != null) {
         LOG.info(

@@ -6,8 +6,8 @@ package org.nativepool.spark.jni;
 import org.apache.arrow.memory.OutOfMemoryException;
 
 /**
- * The task's native pool refused memory for Arrow buffers: on the Java side, the {@link
- * TaskArrowAllocators#producer() producer allocator}'s listener was refused by the pool; on the Go
+ * The task's native pool refused memory for Arrow buffers: on the Java side, the {@code
+ * TaskArrowAllocators.producer()} allocator's listener was refused by the pool; on the Go
  * side, {@code GoBatch.copy} could not charge the copy to its reservation. The message is the
  * pool's refusal text (DataFusion's wording, naming the pool and the top consumers).
  *

@@ -100,7 +100,12 @@ public final class Natives {
   static native String liveNative0(int max);
 
   static native void configureGuard0(
-      boolean enabled, long reserve, long limit, boolean limitExplicit, OffHeap offHeap);
+      boolean enabled,
+      long reserve,
+      long limit,
+      boolean limitExplicit,
+      boolean processTree,
+      OffHeap offHeap);
 
   static native void addSpillDir0(String dir);
 
@@ -351,8 +356,27 @@ public final class Natives {
    */
   public static void configureGuard(
       boolean enabled, long reserve, long limit, boolean limitExplicit, OffHeap offHeap) {
+    configureGuard(enabled, reserve, limit, limitExplicit, false, offHeap);
+  }
+
+  /**
+   * {@link #configureGuard(boolean, long, long, boolean, OffHeap)}, where with {@code
+   * processTree} the guard holds {@code limit} (where no cgroup sets one) against the resident
+   * memory of the process tree the executor belongs to, as YARN's NodeManager measures its
+   * container (every process's resident pages, file-backed ones and the Python workers' included),
+   * instead of the JVM's own anonymous and shared memory.
+   *
+   * @throws IllegalArgumentException for a negative reserve or limit; nothing changes
+   */
+  public static void configureGuard(
+      boolean enabled,
+      long reserve,
+      long limit,
+      boolean limitExplicit,
+      boolean processTree,
+      OffHeap offHeap) {
     ensureLoaded();
-    configureGuard0(enabled, reserve, limit, limitExplicit, offHeap);
+    configureGuard0(enabled, reserve, limit, limitExplicit, processTree, offHeap);
   }
 
   /**

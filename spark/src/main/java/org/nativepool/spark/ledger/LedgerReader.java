@@ -90,7 +90,11 @@ import org.slf4j.LoggerFactory;
  *       unexplained remainder is then the resident memory beyond every reservation: what nobody
  *       reserved. {@value #GUARD_OFF_HEAP_BALLAST} (accounting): what the pod guard holds of
  *       Spark's off-heap memory;
- *   <li>{@value #RSS} and {@value #UNEXPLAINED}: the total, and RSS less the resident parts.
+ *   <li>{@value #PYTHON_WORKERS} and {@value #OTHER_PROCESSES} (resident, when the JVM has child
+ *       processes): PySpark's Python workers and any other process below the JVM, which its
+ *       container holds (a memory cgroup, YARN's process-tree check) though the JVM does not;
+ *   <li>{@value #RSS} and {@value #UNEXPLAINED}: the total, the JVM's resident set and its
+ *       children's, and RSS less the resident parts.
  * </ul>
  *
  * <p>Reading is cheap but not free (one NMT summary, a walk over netty's chunk lists): the executor
@@ -105,8 +109,20 @@ import org.slf4j.LoggerFactory;
 public final class LedgerReader {
   private static final Logger LOG = LoggerFactory.getLogger(LedgerReader.class);
 
-  /** The process's resident set ({@code VmRSS}). */
+  /**
+   * The executor's resident set: the JVM's ({@code VmRSS}) and, when it has child processes, theirs
+   * ({@value #PYTHON_WORKERS}, {@value #OTHER_PROCESSES}).
+   */
   public static final String RSS = "rss";
+
+  /**
+   * The resident memory of the JVM's child processes that are Python: PySpark's daemon and the
+   * workers it forks, which run Python UDFs ({@link ChildProcesses}).
+   */
+  public static final String PYTHON_WORKERS = "python.workers";
+
+  /** The resident memory of the JVM's other child processes ({@link ChildProcesses}). */
+  public static final String OTHER_PROCESSES = "process.others";
 
   /** RSS less the sum of the resident parts. */
   public static final String UNEXPLAINED = "unexplained";
@@ -539,6 +555,12 @@ public final class LedgerReader {
     parts.put(GO_OTHER, p[ProcessStat.GO_OTHER.ordinal()], Kind.RESIDENT);
     parts.put(MALLOC_RETAINED, p[ProcessStat.MALLOC_RETAINED.ordinal()], Kind.RESIDENT);
     long rss = a[ArrowProcessStat.RSS.ordinal()];
+    if (rss >= 0) {
+      for (Map.Entry<String, Long> e : ChildProcesses.read().entrySet()) {
+        parts.put(e.getKey(), e.getValue(), Kind.RESIDENT);
+        rss += e.getValue();
+      }
+    }
     long left = rss < 0 ? Long.MAX_VALUE : rss - parts.residentSum();
     for (Map.Entry<String, Long> e :
         ExecutorState.sparkConsumers().offHeapByEngine().entrySet()) {
@@ -554,8 +576,7 @@ public final class LedgerReader {
       parts.put(GUARD_OFF_HEAP_BALLAST, offHeapBallast, Kind.ACCOUNTING);
     }
     parts.put(SPARK_OFF_HEAP_USED, sparkOffHeapUsed(), Kind.ACCOUNTING);
-    return new LedgerSnapshot(
-        System.currentTimeMillis(), a[ArrowProcessStat.RSS.ordinal()], parts.bytes, parts.kinds);
+    return new LedgerSnapshot(System.currentTimeMillis(), rss, parts.bytes, parts.kinds);
   }
 
   /**

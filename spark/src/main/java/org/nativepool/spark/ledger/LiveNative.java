@@ -8,7 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import org.nativepool.spark.config.Bytes;
-import org.nativepool.spark.config.PoolSettings;
+import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.events.GrowthReportEvent;
 import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.jni.ProcessStat;
@@ -20,7 +20,7 @@ import org.nativepool.spark.jni.Records;
  * their task (exports Java still holds). For a growth detector sampling at each task's end, and
  * for operators.
  *
- * <p>With allocation sites off ({@value PoolSettings#ALLOCATION_SITES}, the default) each
+ * <p>With allocation sites off ({@link NativePoolConf#ALLOCATION_SITES}, the default) each
  * allocator counts from two counters, so a call costs one native call plus a pass over the open
  * allocators; the site is then "". With sites on, the live buffers are grouped by the function
  * that allocated them (a walk over every live buffer).

@@ -5,7 +5,7 @@ package org.nativepool.spark.memory;
 
 
 import java.util.function.LongFunction;
-import org.nativepool.spark.config.PoolSettings;
+import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.jni.LeakKind;
 import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.jni.Spiller;
@@ -119,7 +119,7 @@ public final class Reservation extends CallGuard implements AutoCloseable {
 
   /**
    * Where this reservation was created, {@code pkg.Class.method(File.java:42)}, when allocation
-   * sites were on ({@value PoolSettings#ALLOCATION_SITES}); null otherwise.
+   * sites were on ({@link NativePoolConf#ALLOCATION_SITES}); null otherwise.
    */
   public String site() {
     return site;

@@ -212,7 +212,7 @@ public final class TaskPool extends CallGuard implements AutoCloseable {
 
   /**
    * Registers a new consumer in the pool and returns its empty reservation. With allocation sites
-   * on ({@value PoolSettings#ALLOCATION_SITES}) the caller is recorded ({@link
+   * on ({@link NativePoolConf#ALLOCATION_SITES}) the caller is recorded ({@link
    * Reservation#site()}), so a leak of the reservation names it.
    *
    * @param name the consumer name used in refusal and leak reports
@@ -252,7 +252,7 @@ public final class TaskPool extends CallGuard implements AutoCloseable {
   /**
    * Sets the local-slack quantum Q of the reservations this handle creates from now on (those
    * already open keep theirs). Ignored in exact mode (chunk size 0), where every call crosses.
-   * {@link #openForCurrentTask()} sets it from {@value PoolSettings#RESERVATION_SLACK}; the
+   * {@link #openForCurrentTask()} sets it from {@link NativePoolConf#RESERVATION_SLACK}; the
    * other opens start with its default, 64 KiB.
    *
    * @param bytes Q in bytes; 0 = no local slack (every call crosses into Go)

@@ -55,7 +55,9 @@ final class LedgerColors {
           "offHeap.spark", "#bab0ac",
           "offHeap.comet", "#ff9d9a",
           "offHeap.gluten", "#f1ce63",
-          "offHeap.other", "#79706e");
+          "offHeap.other", "#79706e",
+          "python.workers", "#76b7b2",
+          "process.others", "#9c755f");
 
   /**
    * The colours of netty's pools ({@code netty.<pool>.resident}), whose names are known only at run

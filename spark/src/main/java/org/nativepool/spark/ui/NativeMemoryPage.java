@@ -303,6 +303,7 @@ public final class NativeMemoryPage {
       return;
     }
     b.append("<table><tr><th>executor</th><th>removed</th><th>cause</th><th>exit code</th>")
+        .append("<th>container</th><th>limit</th>")
         .append("<th>why</th><th>tasks lost with it</th><th>tasks failed for memory</th></tr>");
     for (Snapshot.Executor e : ended) {
       Snapshot.End d = e.end();
@@ -316,6 +317,10 @@ public final class NativeMemoryPage {
           .append(SvgChart.escape(d.cause()))
           .append("</td><td class=\"n\">")
           .append(d.exitCode() == null ? "none" : d.exitCode())
+          .append("</td><td>")
+          .append(d.container() == null ? "" : SvgChart.escape(d.container()))
+          .append("</td><td>")
+          .append(d.limit() == null ? "" : SvgChart.escape(d.limit()))
           .append("</td><td class=\"verdict\">")
           .append(SvgChart.escape(d.verdict()))
           .append("</td><td>")

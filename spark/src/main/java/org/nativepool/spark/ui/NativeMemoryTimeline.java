@@ -367,16 +367,32 @@ public final class NativeMemoryTimeline {
      * @param exitCode the exit code; null if none
      * @param verdict why
      * @param failedTasks its last tasks that failed for lack of memory, one line each
+     * @param container its container, as the cluster manager names it (YARN's {@code
+     *     container_…}); null if unknown
+     * @param limit the limit its container was held to, in words ({@link
+     *     ExecutorDiagnosisEvent#limitText()}: the one YARN enforced, where it says)
      */
     public record End(
-        long timeMillis, String cause, Integer exitCode, String verdict, List<String> failedTasks) {
+        long timeMillis,
+        String cause,
+        Integer exitCode,
+        String verdict,
+        List<String> failedTasks,
+        String container,
+        String limit) {
       static End of(ExecutorDiagnosisEvent d) {
         String cause = d.getCause().label();
         if (d.getSuspected() != null) {
           cause += " (" + d.getSuspected().label() + " would fit)";
         }
         return new End(
-            d.getTimeMillis(), cause, d.getExitCode(), d.getVerdict(), d.getFailedTasks());
+            d.getTimeMillis(),
+            cause,
+            d.getExitCode(),
+            d.getVerdict(),
+            d.getFailedTasks(),
+            d.getContainer(),
+            d.limitText());
       }
     }
 

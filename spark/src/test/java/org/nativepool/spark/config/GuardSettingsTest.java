@@ -29,6 +29,17 @@ class GuardSettingsTest {
     assertFalse(g.limitExplicit());
   }
 
+  /** On YARN the limit is held against the container's process tree, as the NodeManager counts. */
+  @Test
+  void onYarnTheLimitIsHeldAgainstTheContainersProcessTreeOnly() {
+    GuardSettings yarn = GuardSettings.fromConf(conf("yarn"));
+    assertTrue(yarn.processTree());
+    assertTrue(yarn.toString().contains("process tree"), yarn::toString);
+    for (String master : new String[] {"k8s://https://api.example:6443", "local[2]", ""}) {
+      assertFalse(GuardSettings.fromConf(conf(master)).processTree(), master);
+    }
+  }
+
   /**
    * auto: the container size where Spark sizes executors' containers (YARN, Kubernetes), and no
    * limit of its own in local mode and standalone, where only a cgroup limit counts.

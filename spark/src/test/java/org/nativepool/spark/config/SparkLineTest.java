@@ -20,13 +20,14 @@ class SparkLineTest {
           case "3.5" -> "3.5.9";
           case "4.0" -> "4.0.4";
           case "4.2" -> "4.2.0";
+          case "4.3" -> "4.3.0";
           default -> "4.1.3";
         };
     String arrow =
         switch (line) {
           case "3.5" -> "12.0.1";
           case "4.0" -> "18.1.0";
-          case "4.2" -> "19.0.0";
+          case "4.2", "4.3" -> "19.0.0";
           default -> "18.3.0";
         };
     return new SparkLine(line, scala, release, arrow, spark, scalaVersion);
@@ -80,7 +81,7 @@ class SparkLineTest {
   void aSparkWithoutAnArtifactIsNamedAsSuch() {
     String m = built("3.5", "2.12", "3.4.4", "2.12.17").mismatch();
     assertTrue(m.contains("cannot run on Spark 3.4.4 with Scala 2.12.17: no nativepool artifact is"
-        + " built for Spark 3.4 (the lines: Spark 3.5, 4.0, 4.1, 4.2)"), m);
+        + " built for Spark 3.4 (the lines: Spark 3.5, 4.0, 4.1, 4.2, 4.3)"), m);
     m = built("4.0", "2.13", "4.0.4", "2.12.18").mismatch();
     assertTrue(m.contains("no nativepool artifact is built for Spark 4.0 with Scala 2.12"), m);
   }

@@ -226,7 +226,9 @@ class ExecutorDiagnosisTest {
     assertEquals(Cause.CONTAINER_KILLED, d.getCause());
     assertNull(d.getExitCode());
     assertEquals(
-        "YARN killed the container for exceeding its physical memory limit (5.5 GB of 5.5 GB used)",
+        "killed by YARN's memory check (exit status -104, KILLED_EXCEEDED_PMEM): the NodeManager"
+            + " found the container's process tree using 5.5 GB of its 5.5 GB physical memory"
+            + " limit",
         d.getVerdict());
     assertEquals(Math.round(5.5 * 1024) * MIB, d.getLimit());
     assertEquals("the cluster manager's message", d.getLimitSource());
@@ -564,5 +566,48 @@ class ExecutorDiagnosisTest {
             "org.apache.spark.SparkException: boom\n"
                 + "Caused by: java.lang.OutOfMemoryError: Java heap space\n"));
     assertNull(ExecutorEnds.memoryFailure("java.lang.IllegalStateException", "at x.y(Z.java:1)"));
+  }
+
+  /**
+   * On YARN the diagnosis names the executor's container (from its attributes) and the limit YARN
+   * enforced with what it measured, whatever the pod guard's limit.
+   */
+  @Test
+  void yarnsMemoryKillNamesTheContainerAndTheLimitYarnEnforced() {
+    String yarn =
+        "Container killed by YARN for exceeding physical memory limits. 1.2 GB of 1.1 GB physical"
+            + " memory used. Consider boosting spark.executor.memoryOverhead.";
+    ExecutorEvidence ev = growing(T0, 1152 * MIB, 1100 * MIB);
+    ev.container("container_1765000000000_0001_01_000002");
+    ExecutorDiagnosisEvent d = diagnose(yarn, ev, T0 + 1_000);
+    assertEquals(Cause.CONTAINER_KILLED, d.getCause());
+    assertTrue(d.getVerdict().startsWith("killed by YARN's memory check (exit status -104"));
+    assertEquals("container_1765000000000_0001_01_000002", d.getContainer());
+    assertEquals(Math.round(1.1 * (1L << 30)), d.getManagerLimit());
+    assertEquals(Math.round(1.2 * (1L << 30)), d.getManagerUsage());
+    assertEquals(1152 * MIB, d.getLimit(), "the guard's, which the samples carry");
+    assertTrue(
+        d.describe().contains("Container container_1765000000000_0001_01_000002; YARN's limit"),
+        d::describe);
+    assertEquals("1.1 GiB, enforced by YARN (1.2 GiB in use)", d.limitText());
+    assertTrue(d.describe().contains("jvm.direct +"), "the part that grew: " + d.describe());
+  }
+
+  @Test
+  void theNodeManagersOwnWordingIsAMemoryKillAndItsContainerIsTakenFromTheReason() {
+    String nm =
+        "Container marked as failed: container_1765000000000_0001_01_000003 on host: h. Exit"
+            + " status: 143. Diagnostics: Container [pid=4242,containerID=container_1765000000000"
+            + "_0001_01_000003] is running 139427328B beyond the 'PHYSICAL' memory limit. Current"
+            + " usage: 1.2 GB of 1.1 GB physical memory used; 3.1 GB of 2.3 GB virtual memory used."
+            + " Killing container.";
+    LossReason r = LossReason.parse(nm);
+    assertEquals(LossReason.Kind.MEMORY_KILL, r.kind());
+    assertEquals(143, r.exitCode());
+    assertTrue(r.detail().contains("killed by YARN's memory check"), r.detail());
+    assertTrue(r.detail().contains("using 1.2 GB of its 1.1 GB physical memory limit"), r.detail());
+    ExecutorDiagnosisEvent d = diagnose(nm, null, T0);
+    assertEquals("container_1765000000000_0001_01_000003", d.getContainer());
+    assertNull(ExecutorDiagnosis.containerIn("Executor heartbeat timed out after 130542 ms"));
   }
 }

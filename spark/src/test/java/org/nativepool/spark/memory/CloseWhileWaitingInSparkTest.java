@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.reflect.Constructor;
+import java.util.Arrays;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -244,12 +246,31 @@ class CloseWhileWaitingInSparkTest {
     assertEquals(before.leakedBytes() + 16 * MIB, after.leakedBytes(), after::toString);
   }
 
-  /** A task context over {@code tmm} without a SparkContext, as Spark's own suites build one. */
+  /**
+   * A task context over {@code tmm} without a SparkContext, as Spark's own suites build one. Through
+   * reflection: its constructor's CPUs are an {@code int} up to Spark 4.2 and a {@code
+   * scala.math.BigDecimal} from 4.3 on (fractional task CPUs).
+   */
   static TaskContextImpl taskContext(long taskAttemptId, TaskMemoryManager tmm) {
     scala.collection.immutable.Map<String, ResourceInformation> resources = Map$.MODULE$.empty();
-    return new TaskContextImpl(
-        0, 0, 0, taskAttemptId, 0, 1, tmm, new Properties(), null, TaskMetrics.empty(), 1,
-        resources);
+    for (Constructor<?> c : TaskContextImpl.class.getConstructors()) {
+      Class<?>[] p = c.getParameterTypes();
+      if (p.length != 12) {
+        continue;
+      }
+      Object cpus = p[10] == int.class ? (Object) 1 : scala.math.BigDecimal$.MODULE$.apply(1);
+      try {
+        return (TaskContextImpl)
+            c.newInstance(
+                0, 0, 0, taskAttemptId, 0, 1, tmm, new Properties(), null, TaskMetrics.empty(),
+                cpus, resources);
+      } catch (ReflectiveOperationException e) {
+        throw new AssertionError("TaskContextImpl(" + Arrays.toString(p) + ")", e);
+      }
+    }
+    throw new AssertionError(
+        "no 12-parameter TaskContextImpl constructor: "
+            + Arrays.toString(TaskContextImpl.class.getConstructors()));
   }
 
   /**

@@ -317,4 +317,44 @@ class NativeMemoryPageTest {
     NativeMemoryTimeline.Snapshot back = m.readValue(json, NativeMemoryTimeline.Snapshot.class);
     assertEquals(NativeMemoryPage.render(s, "a"), NativeMemoryPage.render(back, "a"));
   }
+
+  /** A YARN executor's end shows its container and the limit YARN enforced, with its figures. */
+  @Test
+  void aYarnKillShowsTheContainerAndTheLimitYarnEnforced() {
+    NativeMemoryTimeline tl = new NativeMemoryTimeline();
+    tl.accept(
+        new ExecutorDiagnosisEvent(
+            "2",
+            T0,
+            "Container killed by YARN for exceeding physical memory limits. 1.2 GB of 1.1 GB"
+                + " physical memory used.",
+            null,
+            Cause.CONTAINER_KILLED,
+            null,
+            "killed by YARN's memory check (exit status -104, KILLED_EXCEEDED_PMEM)",
+            1152 * MIB,
+            "the pod guard's",
+            -1,
+            -1,
+            -1,
+            -1,
+            -1,
+            0,
+            null,
+            null,
+            null,
+            null,
+            null,
+            1,
+            "container_1765000000000_0001_01_000002",
+            1181116006,
+            1288490189));
+    String html = NativeMemoryPage.render(tl.snapshot(), "app");
+    assertTrue(html.contains("<th>container</th><th>limit</th>"), "the columns");
+    assertTrue(
+        html.contains(
+            "<td>container_1765000000000_0001_01_000002</td><td>1.1 GiB, enforced by YARN (1.2 GiB"
+                + " in use)</td>"),
+        html);
+  }
 }
