@@ -11,6 +11,7 @@ import org.nativepool.spark.config.ContainerSize;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
 import org.nativepool.spark.events.GuardEpisodeEvent;
+import org.nativepool.spark.events.HeapHoldersEvent;
 import org.nativepool.spark.jni.ArrowProcessStat;
 import org.nativepool.spark.jni.ProcessStat;
 import org.nativepool.spark.ledger.LedgerReader;
@@ -59,6 +60,10 @@ final class ExecutorDiagnosis {
 
   /** The span over which ledger parts' growth is measured, ending at the last sample, ms. */
   static final long GROWTH_SPAN_MILLIS = 60_000;
+
+  private static final java.time.format.DateTimeFormatter HOLDERS_TIME =
+      java.time.format.DateTimeFormatter.ofPattern("HH:mm:ss", Locale.ROOT)
+          .withZone(java.time.ZoneOffset.UTC);
 
   private ExecutorDiagnosis() {}
 
@@ -271,7 +276,28 @@ final class ExecutorDiagnosis {
         ev.crossings(),
         ev.growth(),
         failed,
-        revision);
+        revision,
+        heapHolders(cause, suspected, ev.heapHolders()));
+  }
+
+  /**
+   * For a JVM out of memory, or one the evidence would fit: the last heap holders the executor
+   * reported, the analysis's time, trigger and note first; empty otherwise or if it reported none.
+   */
+  static List<String> heapHolders(Cause cause, Cause suspected, HeapHoldersEvent h) {
+    if (h == null || (cause != Cause.JVM_OUT_OF_MEMORY && suspected != Cause.JVM_OUT_OF_MEMORY)) {
+      return List.of();
+    }
+    List<String> out = new ArrayList<>();
+    out.add(
+        "at "
+            + HOLDERS_TIME.format(java.time.Instant.ofEpochMilli(h.getTimeMillis()))
+            + " UTC ("
+            + h.getTrigger()
+            + "): "
+            + h.getNote());
+    out.addAll(h.lines());
+    return out;
   }
 
   private static Cause suspect(boolean killFits, ExecutorEvidence.TaskFailure jvmOom) {

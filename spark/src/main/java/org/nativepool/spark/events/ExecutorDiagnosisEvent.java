@@ -119,6 +119,55 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
   private final List<String> growthReports;
   private final List<String> failedTasks;
   private final int revision;
+  private final List<String> heapHolders;
+
+  /** A diagnosis without heap holders (see the full constructor). */
+  public ExecutorDiagnosisEvent(
+      String executorId,
+      long timeMillis,
+      String reason,
+      Integer exitCode,
+      Cause cause,
+      Cause suspected,
+      String verdict,
+      long limit,
+      String limitSource,
+      long lastSampleMillis,
+      long lastRss,
+      long lastUnreclaimable,
+      long lastHeapUsed,
+      long lastHeapCommitted,
+      long grownOverMillis,
+      Map<String, Long> grownParts,
+      List<String> guardEpisodes,
+      List<String> crossings,
+      List<String> growthReports,
+      List<String> failedTasks,
+      int revision) {
+    this(
+        executorId,
+        timeMillis,
+        reason,
+        exitCode,
+        cause,
+        suspected,
+        verdict,
+        limit,
+        limitSource,
+        lastSampleMillis,
+        lastRss,
+        lastUnreclaimable,
+        lastHeapUsed,
+        lastHeapCommitted,
+        grownOverMillis,
+        grownParts,
+        guardEpisodes,
+        crossings,
+        growthReports,
+        failedTasks,
+        revision,
+        null);
+  }
 
   /**
    * One diagnosis; Jackson's creator when the event log is replayed. Maps and lists are copied in
@@ -148,6 +197,8 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
    * @param growthReports the last growth reports, one line each
    * @param failedTasks the last tasks that failed on it for lack of memory, one line each
    * @param revision 1 for the first diagnosis of the executor, then one more per revision
+   * @param heapHolders for a JVM out of memory (or one it would fit): the last heap holders the
+   *     executor reported before its end, its analysis's line first, then one line per holder
    */
   @JsonCreator
   public ExecutorDiagnosisEvent(
@@ -171,7 +222,8 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
       @JsonProperty("crossings") List<String> crossings,
       @JsonProperty("growthReports") List<String> growthReports,
       @JsonProperty("failedTasks") List<String> failedTasks,
-      @JsonProperty("revision") int revision) {
+      @JsonProperty("revision") int revision,
+      @JsonProperty("heapHolders") List<String> heapHolders) {
     this.executorId = executorId;
     this.timeMillis = timeMillis;
     this.reason =
@@ -198,6 +250,7 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
     this.growthReports = copy(growthReports);
     this.failedTasks = copy(failedTasks);
     this.revision = revision;
+    this.heapHolders = copy(heapHolders);
   }
 
   private static List<String> copy(List<String> l) {
@@ -308,6 +361,14 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
     return failedTasks;
   }
 
+  /**
+   * For a JVM out of memory, or one it would fit: the last heap holders the executor reported
+   * before its end (its analysis's line first, then one line per holder); empty otherwise.
+   */
+  public List<String> getHeapHolders() {
+    return heapHolders;
+  }
+
   /** 1 for the executor's first diagnosis, then one more per revision. */
   public int getRevision() {
     return revision;
@@ -404,6 +465,7 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
     list(b, "crossings", crossings);
     list(b, "growth reports", growthReports);
     list(b, "tasks failed for memory", failedTasks);
+    list(b, "last heap holders", heapHolders);
     if (!reason.isEmpty()) {
       b.append("; Spark's reason: ").append(reason.strip().replaceAll("\\s*\\n\\s*", " / "));
     }
@@ -449,7 +511,8 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
         && crossings.equals(e.crossings)
         && growthReports.equals(e.growthReports)
         && failedTasks.equals(e.failedTasks)
-        && revision == e.revision;
+        && revision == e.revision
+        && heapHolders.equals(e.heapHolders);
   }
 
   @Override

@@ -12,6 +12,7 @@ import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
 import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.config.GuardSettings;
+import org.nativepool.spark.config.HeapHolderSettings;
 import org.nativepool.spark.config.LedgerSettings;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.PoolSettings;
@@ -22,6 +23,7 @@ import org.nativepool.spark.jni.GoLog;
 import org.nativepool.spark.jni.LibraryLoader;
 import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.ledger.ExecutorLedger;
+import org.nativepool.spark.ledger.HeapHolders;
 import org.nativepool.spark.ledger.LedgerReader;
 import org.nativepool.spark.ledger.LiveNative;
 import org.nativepool.spark.memory.ExecutorState;
@@ -37,7 +39,10 @@ import org.slf4j.LoggerFactory;
  * memory give way when memory outside it takes the headroom under the executor's memory limit),
  * registers the gauges ({@link ExecutorGauges}), installs the executor's state ({@link
  * ExecutorState}: the settings tasks open their pools with, and the executor memory ledger as the
- * observer of closing pools), and starts the {@link ExecutorReporter}. Tasks then open their pool
+ * observer of closing pools), starts the JVM's recording of Old Object Samples that names the
+ * heap's holders in growth reports of the heap ({@link HeapHolders}, with {@link
+ * NativePoolConf#HEAP_HOLDERS}) and the poller of the Native Memory page's requests for them
+ * ({@link HeapHolderPoller}), and starts the {@link ExecutorReporter}. Tasks then open their pool
  * with {@code TaskPool.openForCurrentTask()}. With {@link NativePoolConf#MONITORING} off it
  * registers no gauges and starts no reporter: nothing reads the native figures or the ledger.
  *
@@ -51,6 +56,11 @@ public final class ExecutorSide implements ExecutorPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(ExecutorSide.class);
 
   private ExecutorReporter reporter;
+
+  /** This side's share of the JVM's heap holders' recording; null when off. */
+  private HeapHolders heapHolders;
+
+  private HeapHolderPoller heapPoller;
 
   /** What this plugin installed in {@link ExecutorState}, for {@link #shutdown()}. */
   private Object installed;
@@ -68,6 +78,7 @@ public final class ExecutorSide implements ExecutorPlugin {
     PoolSettings s;
     ReportingSettings reporting;
     GuardSettings guard;
+    HeapHolderSettings holders;
     ExecutorLedger ledger;
     String source;
     try {
@@ -76,6 +87,7 @@ public final class ExecutorSide implements ExecutorPlugin {
       s = PoolSettings.fromConf(ctx.conf());
       reporting = ReportingSettings.fromConf(ctx.conf());
       guard = GuardSettings.fromConf(ctx.conf());
+      holders = HeapHolderSettings.fromConf(ctx.conf());
       ledger =
           new ExecutorLedger(
               ctx.executorID(),
@@ -136,6 +148,16 @@ public final class ExecutorSide implements ExecutorPlugin {
       LOG.warn(noArrow);
     }
     if (gauges != null) {
+      if (holders.enabled()) {
+        heapHolders =
+            HeapHolders.start(
+                holders.cutoffMillis(),
+                java.nio.file.Path.of(org.apache.spark.util.Utils.getLocalDir(ctx.conf())));
+        ledger.setHeapHolders(heapHolders);
+        if (heapHolders != null && holders.onDemand()) {
+          heapPoller = HeapHolderPoller.start(ctx, heapHolders, reporting.heartbeatMillis());
+        }
+      }
       reporter = ExecutorReporter.start(ctx, reporting, gauges, ledger, guardStarted);
     } else {
       LOG.info(
@@ -181,6 +203,13 @@ public final class ExecutorSide implements ExecutorPlugin {
   public void shutdown() {
     if (reporter != null) {
       reporter.stop();
+    }
+    if (heapPoller != null) {
+      heapPoller.stop();
+    }
+    if (heapHolders != null) {
+      heapHolders.release();
+      heapHolders = null;
     }
     if (guardStarted) {
       guardStarted = false;

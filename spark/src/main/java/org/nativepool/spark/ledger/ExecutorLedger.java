@@ -18,6 +18,7 @@ import org.nativepool.spark.config.LedgerThreshold;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.events.ExecutorSample;
 import org.nativepool.spark.events.GrowthReportEvent;
+import org.nativepool.spark.events.HeapHoldersEvent;
 import org.nativepool.spark.events.LedgerCrossingEvent;
 import org.nativepool.spark.events.LedgerSample;
 import org.nativepool.spark.events.StagePeaksEvent;
@@ -48,7 +49,9 @@ import org.slf4j.LoggerFactory;
  *       crossings counter and the driver (event log).
  *   <li><b>Growth</b>: at each task end the parts go to a {@link GrowthDetector}; a part whose
  *       floor keeps rising is reported (WARN, counter, listeners, event log), naming for native
- *       memory the consumers and allocation sites still live.
+ *       memory the consumers and allocation sites still live, and for the heap after collections
+ *       the heap's holders ({@link HeapHolders}: the objects sampled since the growth began, with
+ *       their paths from a GC root).
  *   <li><b>History</b> ({@link #history()}): the last minute of readings with their times, so that
  *       what the ledger looked like before and during a moment (a pod guard episode) can be read
  *       afterwards.
@@ -93,6 +96,9 @@ public final class ExecutorLedger implements TaskPoolObserver {
   private final IntFunction<List<String>> owners;
 
   private volatile LedgerSnapshot latest;
+
+  /** This JVM's heap holders, named in reports of the heap's growth; null: none. */
+  private volatile HeapHolders heapHolders;
 
   /** Every reading of the last minute ({@link LedgerHistory}'s default bounds). */
   private final LedgerHistory history = new LedgerHistory();
@@ -169,6 +175,14 @@ public final class ExecutorLedger implements TaskPoolObserver {
             e);
       }
     }
+  }
+
+  /**
+   * Reports of the heap's growth ({@value LedgerReader#JVM_HEAP_AFTER_GC}) name the heap's holders
+   * from {@code holders} (null: they say the recording is off).
+   */
+  public void setHeapHolders(HeapHolders holders) {
+    this.heapHolders = holders;
   }
 
   /** Adds a listener for crossings and growth reports. */
@@ -302,13 +316,25 @@ public final class ExecutorLedger implements TaskPoolObserver {
     synchronized (detector) {
       found = new ArrayList<>();
       for (int i = 0; i < tasks; i++) {
-        found.addAll(detector.sample(watched));
+        found.addAll(detector.sample(watched, s.timeMillis()));
       }
       seen = detector.samples();
     }
     List<GrowthReportEvent> out = new ArrayList<>();
     for (GrowthDetector.Growth g : found) {
       List<String> named = ownedByNative(g.part()) ? owners.apply(OWNERS_PER_REPORT) : List.of();
+      HeapHoldersEvent holders = null;
+      if (heapPart(g.part())) {
+        HeapHolders h = heapHolders;
+        if (h == null) {
+          continue; // nothing tells a leak from garbage not yet collected
+        }
+        holders = h.analyze(executorId, "growth of " + g.part(), g.sinceMillis());
+        if (!holders.confirmsGrowth(g.toBytes() - g.fromBytes())) {
+          LOG.info(unconfirmed(executorId, g, holders));
+          continue;
+        }
+      }
       GrowthReportEvent r =
           new GrowthReportEvent(
               executorId,
@@ -318,7 +344,10 @@ public final class ExecutorLedger implements TaskPoolObserver {
               g.toBytes(),
               g.tasks(),
               seen,
-              named);
+              named,
+              holders == null ? null : holders.getHolders(),
+              holders == null ? null : holders.getNote(),
+              GrowthReportEvent.TASK);
       growthReports.inc();
       LOG.warn(r.describe());
       for (LedgerListener l : listeners) {
@@ -335,11 +364,40 @@ public final class ExecutorLedger implements TaskPoolObserver {
   }
 
   /**
-   * Whether the detector watches {@code part}: everything but the totals' RSS (its growth shows in
-   * a part or in the unexplained remainder), the JVM heap (bounded by {@code -Xmx}, and its floor
-   * between collections is garbage) and the detail parts.
+   * The INFO line of a rise of the heap that its analysis did not confirm: what grew was mostly
+   * garbage the collections had not reached yet (objects promoted by young collections, which the
+   * old generation's next collection frees), so no report is made.
+   */
+  static String unconfirmed(String executorId, GrowthDetector.Growth g, HeapHoldersEvent h) {
+    return "nativepool: "
+        + (executorId.equals(GrowthReportEvent.DRIVER) ? "driver" : "executor " + executorId)
+        + ": "
+        + g.part()
+        + " rose from "
+        + org.nativepool.spark.config.Bytes.format(g.fromBytes())
+        + " to "
+        + org.nativepool.spark.config.Bytes.format(g.toBytes())
+        + ", but the heap's samples since show garbage not yet collected, not a leak: "
+        + h.getNote();
+  }
+
+  /** Whether {@code part} is the heap's, whose growth reports name the heap's holders. */
+  static boolean heapPart(String part) {
+    return part.equals(LedgerReader.JVM_HEAP_AFTER_GC) || part.equals(LedgerReader.JVM_HEAP_USED);
+  }
+
+  /**
+   * Whether the detector watches {@code part} (the heap after collections only with a recording of
+   * the heap's holders: a rise is reported when their analysis confirms it): everything but the
+   * totals' RSS (its growth shows in
+   * a part or in the unexplained remainder), the JVM heap's resident and committed bytes (bounded
+   * by {@code -Xmx}) and the detail parts, except the heap after collections ({@value
+   * LedgerReader#JVM_HEAP_AFTER_GC}), whose floor rises when the heap leaks.
    */
   private static boolean watched(LedgerSnapshot s, String part) {
+    if (part.equals(LedgerReader.JVM_HEAP_AFTER_GC)) {
+      return true; // reported only when the heap holders confirm it (taskBoundary)
+    }
     if (part.equals(LedgerReader.RSS)
         || part.equals(LedgerReader.JVM_HEAP_COMMITTED)
         || part.equals(LedgerReader.JVM_HEAP_RESIDENT)

@@ -114,6 +114,13 @@ public final class LedgerReader {
   /** The JVM heap's used bytes (detail of the committed heap). */
   public static final String JVM_HEAP_USED = "jvm.heap.used";
 
+  /**
+   * What the JVM heap would hold right after a young collection (detail, {@link #heapAfterGc()}):
+   * live objects and the garbage the collections have not reached yet. Its floor rises with a heap
+   * leak, and the growth detector watches it; the heap's holders tell the leak from the garbage.
+   */
+  public static final String JVM_HEAP_AFTER_GC = "jvm.heap.afterGc";
+
   /** Committed metaspace (class metadata, the compressed class space included). */
   public static final String JVM_METASPACE = "jvm.metaspace";
 
@@ -267,6 +274,7 @@ public final class LedgerReader {
           NATIVE_SLACK,
           LEAKED_RESIDENT,
           JVM_HEAP_USED,
+          JVM_HEAP_AFTER_GC,
           GUARD_OFF_HEAP_BALLAST:
         return false;
       case JVM_HEAP_COMMITTED:
@@ -274,6 +282,31 @@ public final class LedgerReader {
       default:
         return !part.startsWith(NETTY_PREFIX) || part.endsWith(".direct");
     }
+  }
+
+  /**
+   * What the heap would hold right after a young collection: a young pool (its name says Eden,
+   * Survivor or Young) as its last collection left it ({@code MemoryPoolMXBean.getCollectionUsage}),
+   * any other heap pool as it is now (an old generation, which only collections of its own, rare
+   * with G1, would report, holds what the young collections promoted and the large objects
+   * allocated in it since; a collector with one pool counts whole). -1 if no pool says.
+   */
+  public static long heapAfterGc() {
+    long sum = 0;
+    boolean any = false;
+    for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
+      if (pool.getType() != MemoryType.HEAP || !pool.isValid()) {
+        continue;
+      }
+      String n = pool.getName().toLowerCase(java.util.Locale.ROOT);
+      boolean young = n.contains("eden") || n.contains("survivor") || n.contains("young");
+      MemoryUsage u = young ? pool.getCollectionUsage() : pool.getUsage();
+      if (u != null) {
+        sum += u.getUsed();
+        any = true;
+      }
+    }
+    return any ? sum : -1;
   }
 
   /** Reads every part now. Never throws for a part it cannot read: that part is left out. */
@@ -326,6 +359,10 @@ public final class LedgerReader {
       parts.put(JVM_HEAP_COMMITTED, heap.getCommitted(), Kind.RESIDENT);
     }
     parts.put(JVM_HEAP_USED, heap.getUsed(), Kind.DETAIL);
+    long afterGc = heapAfterGc();
+    if (afterGc >= 0) {
+      parts.put(JVM_HEAP_AFTER_GC, afterGc, Kind.DETAIL);
+    }
     parts.put(JVM_METASPACE, metaspace, Kind.RESIDENT);
     parts.put(JVM_CODE_CACHE, code, Kind.RESIDENT);
     if (nmt != null) {
