@@ -21,7 +21,7 @@ JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
 export JAVA_HOME
 export CGO_CFLAGS := -O2 -g -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: all lib lib-aarch64 jar config-table test-cluster test-cluster-oldest test-lost-executor test-spark test-matrix bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
+.PHONY: all lib lib-aarch64 jar config-table test-repl test-cluster test-cluster-oldest test-lost-executor test-spark test-matrix bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
 
 all: lib jar
 
@@ -111,7 +111,7 @@ test-java-checkjni: lib
 	grep -E '^\[INFO\] (Tests run: .*Skipped: [0-9]+$$|Building nativepool|BUILD)' $(BUILD)/checkjni.log
 	python3 $(PLUGIN_DIR)/check_jni_warnings.py $(BUILD)/checkjni.log $$(ls $(PLUGIN_DIR)/target/surefire-reports/*.dumpstream $(DEMO_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null)
 
-test: test-go test-java test-java-checkjni test-container test-cluster test-cluster-oldest test-lost-executor soak-smoke
+test: test-go test-java test-java-checkjni test-container test-cluster test-cluster-oldest test-lost-executor test-repl soak-smoke
 
 ## test-spark: the plugin's Spark-facing JUnit tests on the line SPARK, SCALA: every test that starts
 ## a SparkContext (tagged "spark") and the config, events, arrow, memory, ledger, ui and driver
@@ -160,6 +160,15 @@ test-matrix: lib
 ## (spark/cluster-test/lost-executor.sh). On the line SPARK, SCALA (make test: the default line).
 test-lost-executor: jar
 	LINE=$(LINE) bash $(PLUGIN_DIR)/cluster-test/lost-executor.sh
+
+## test-repl: the driver's heap holders in a real spark-shell (the line's Spark distribution, from
+## pyspark's source distribution on PyPI, cached in build/spark-dist/), driven through its standard
+## input: an idle shell and statements keeping nothing get no report; statements returning fresh
+## 100 MiB arrays without naming them get a report naming the arrays, held through the REPL's line
+## wrappers, within those statements (spark/cluster-test/repl-leak.sh). On the line SPARK, SCALA
+## (make test: the default line), with JAVA_HOME's Java (make test-repl JAVA_HOME=... for another).
+test-repl: jar
+	LINE=$(LINE) bash $(PLUGIN_DIR)/cluster-test/repl-leak.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pool/ ./arbiter/ ./taskshared/ ./ffi/ | tee $(BUILD)/bench-go.txt

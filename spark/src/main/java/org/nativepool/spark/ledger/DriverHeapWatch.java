@@ -46,6 +46,7 @@ public final class DriverHeapWatch implements AutoCloseable {
   // Written and read on the watch's thread only.
   private long lastCounted = -1;
   private long boundaries;
+  private long nextAnalysisMillis;
 
   /**
    * Starts the watch.
@@ -88,10 +89,16 @@ public final class DriverHeapWatch implements AutoCloseable {
       long now = System.currentTimeMillis();
       for (GrowthDetector.Growth g :
           detector.sample(Map.of(LedgerReader.JVM_HEAP_AFTER_GC, r), now)) {
+        if (now < nextAnalysisMillis) {
+          detector.withdraw(g.part()); // analysed a moment ago
+          continue;
+        }
         HeapHoldersEvent h =
             holders.analyze(GrowthReportEvent.DRIVER, "growth of " + g.part(), g.sinceMillis());
         if (!h.confirmsGrowth(g.toBytes() - g.fromBytes())) {
           LOG.info(ExecutorLedger.unconfirmed(GrowthReportEvent.DRIVER, g, h));
+          detector.withdraw(g.part());
+          nextAnalysisMillis = now + ExecutorLedger.HEAP_REANALYSIS_MILLIS;
           continue;
         }
         GrowthReportEvent e =

@@ -100,6 +100,17 @@ public final class ExecutorLedger implements TaskPoolObserver {
   /** This JVM's heap holders, named in reports of the heap's growth; null: none. */
   private volatile HeapHolders heapHolders;
 
+  /**
+   * After a rise of the heap its analysis found to be garbage, the least time before the next
+   * analysis (and a window of task ends): the rise stays a candidate, but the JVM is not paused
+   * for a path search at every task end while garbage piles up.
+   */
+  static final long HEAP_REANALYSIS_MILLIS = 10_000;
+
+  // The next heap analysis: not before this task boundary and this time. On the reporting thread.
+  private long nextHeapAnalysis;
+  private long nextHeapAnalysisMillis;
+
   /** Every reading of the last minute ({@link LedgerHistory}'s default bounds). */
   private final LedgerHistory history = new LedgerHistory();
 
@@ -329,9 +340,16 @@ public final class ExecutorLedger implements TaskPoolObserver {
         if (h == null) {
           continue; // nothing tells a leak from garbage not yet collected
         }
+        if (seen < nextHeapAnalysis || s.timeMillis() < nextHeapAnalysisMillis) {
+          withdraw(g.part()); // analysed a moment ago: the garbage then may be collected by now
+          continue;
+        }
         holders = h.analyze(executorId, "growth of " + g.part(), g.sinceMillis());
         if (!holders.confirmsGrowth(g.toBytes() - g.fromBytes())) {
           LOG.info(unconfirmed(executorId, g, holders));
+          withdraw(g.part());
+          nextHeapAnalysis = seen + settings.growthWindow();
+          nextHeapAnalysisMillis = s.timeMillis() + HEAP_REANALYSIS_MILLIS;
           continue;
         }
       }
@@ -361,6 +379,12 @@ public final class ExecutorLedger implements TaskPoolObserver {
       out.add(r);
     }
     return out;
+  }
+
+  private void withdraw(String part) {
+    synchronized (detector) {
+      detector.withdraw(part);
+    }
   }
 
   /**

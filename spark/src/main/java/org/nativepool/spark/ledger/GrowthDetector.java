@@ -118,11 +118,24 @@ final class GrowthDetector {
         prev = f;
       }
       if (rising && to - from >= minBytes && to - s.reportedAt >= minBytes) {
+        s.previousReportedAt = s.reportedAt;
         s.reportedAt = to;
         out.add(new Growth(e.getKey(), from, to, (long) need * window, s.floorMillis.getFirst()));
       }
     }
     return out;
+  }
+
+  /**
+   * Takes back the last report of {@code part}, which its caller found was not growth after all (a
+   * rise of the heap that was garbage): the part qualifies again as soon as it does by the rule,
+   * not only after another {@code minBytes}.
+   */
+  void withdraw(String part) {
+    PartState s = parts.get(part);
+    if (s != null) {
+      s.reportedAt = s.previousReportedAt;
+    }
   }
 
   private static final class PartState {
@@ -134,5 +147,8 @@ final class GrowthDetector {
     int count;
     /** The floor when last reported (a new report needs minBytes more); none yet = MIN_VALUE/2. */
     long reportedAt = Long.MIN_VALUE / 2;
+
+    /** {@link #reportedAt} before the last report, for {@link #withdraw}. */
+    long previousReportedAt = Long.MIN_VALUE / 2;
   }
 }
