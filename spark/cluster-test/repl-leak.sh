@@ -12,7 +12,10 @@
 #          res1, ...) in the objects it wraps the line in, so the heap grows by 100 MiB a
 #          statement. Within those STATEMENTS statements the driver must report its heap
 #          (jvm.heap.afterGc) naming byte[104857600] with a path through the REPL's line wrappers
-#          ($lineN.$read...) to a GC root.
+#          ($lineN.$read...) to a GC root. Then the live Native Memory page's "who holds the heap"
+#          action for the driver (as a user's click: GET holders/?jvm=driver) must be accepted and
+#          the page show the on-demand analysis with the arrays; headless Chromium, where
+#          installed, takes a screenshot of the page (heap-holders.png in the run's directory).
 #
 #   LINE=spark4.1_2.13 bash spark/cluster-test/repl-leak.sh     (make test-repl SPARK=4.1)
 #   JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64 bash spark/cluster-test/repl-leak.sh
@@ -92,17 +95,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# shell <name>: starts bin/spark-shell reading from the FIFO $RUN/<name>.in on fd 3, output in
-# $RUN/<name>.out; waits for its session.
+# shell <name> [ui port]: starts bin/spark-shell reading from the FIFO $RUN/<name>.in on fd 3,
+# output in $RUN/<name>.out, its web UI on that port (none without one); waits for its session.
 shell() {
-	local name=$1
+	local name=$1 ui=(--conf spark.ui.enabled=false)
+	[[ -n ${2:-} ]] && ui=(--conf spark.ui.enabled=true --conf spark.ui.port="$2" --conf spark.port.maxRetries=0)
 	rm -f "$RUN/$name.in"
 	mkfifo "$RUN/$name.in"
 	mkdir -p "$RUN/tmp"
 	SPARK_LOCAL_IP=127.0.0.1 "$SPARK_HOME/bin/spark-shell" --master 'local[2]' \
 		--jars "$plugin_jar" \
 		--conf spark.plugins=org.nativepool.spark.NativePoolPlugin \
-		--conf spark.ui.enabled=false \
+		"${ui[@]}" \
 		--conf spark.driver.extraJavaOptions=-Djava.io.tmpdir="$RUN/tmp" \
 		<"$RUN/$name.in" >"$RUN/$name.out" 2>&1 &
 	shell_pid=$!
@@ -152,7 +156,8 @@ check "clean statements (fresh arrays kept by nothing): no report" check_clean
 
 # ---- leak: unnamed results kept by the REPL: a report naming them through the line wrappers ----
 current=leak
-shell leak
+ui_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+shell leak "$ui_port"
 reported_at=-1
 for ((i = 0; i < STATEMENTS; i++)); do
 	statement 'new Array[Byte](100 << 20)' "res$i: Array\[Byte\] = "
@@ -164,6 +169,21 @@ for ((w = 0; w < 20 && reported_at < 0; w++)); do
 	sleep 1
 	[[ -n $(report_of leak) ]] && reported_at=$STATEMENTS
 done
+# the live page's action, as a user clicks it, and the page with the holders
+page=http://127.0.0.1:$ui_port/nativememory/
+action=$(curl -fsS "${page}holders/?jvm=driver" || true)
+for ((w = 0; w < 30; w++)); do
+	curl -fsS "$page" -o "$RUN/page.html" 2>/dev/null || true
+	grep -q 'on demand' "$RUN/page.html" 2>/dev/null && break
+	sleep 1
+done
+CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+if [[ -n $CHROMIUM ]]; then
+	timeout 90 "$CHROMIUM" --headless --no-sandbox --disable-gpu --user-data-dir="$RUN/chromium" \
+		--hide-scrollbars --window-size=1400,2400 --screenshot="$RUN/heap-holders.png" "$page#heap-holders" \
+		>"$RUN/chromium.log" 2>&1 || true
+	[[ -s $RUN/heap-holders.png ]] && say "screenshot $RUN/heap-holders.png"
+fi
 quit
 report=$(report_of leak | head -1)
 say "leak: reported after statement $reported_at of $STATEMENTS"
@@ -178,6 +198,13 @@ check_leak() {
 	[[ $holder == *'← root '* ]] || { say "no GC root"; return 1; }
 }
 check "leak: the arrays named, held through the REPL's wrappers, within $STATEMENTS statements" check_leak
+check_page() {
+	[[ $action == *'requested: the driver analyses its heap now'* ]] || { say "the action said: $action"; return 1; }
+	grep -q 'who holds the heap</a>' "$RUN/page.html" || { say "no action on the live page"; return 1; }
+	grep -q 'on demand' "$RUN/page.html" || { say "no on-demand analysis on the live page"; return 1; }
+	grep -q 'byte\[104857600\]' "$RUN/page.html" || { say "the arrays are not on the live page"; return 1; }
+}
+check "live page: the action analyses the driver, the holders shown" check_page
 
 say "$LINE on Java $java_major: ${#failed[@]} failed, in $(($(date +%s) - start_s)) s"
 ((${#failed[@]} == 0))

@@ -572,17 +572,19 @@ public final class NativePoolConf {
               + " (`spark.acls.enable`, `spark.modify.acls`, as the UI's kill links); executors"
               + " ask the driver for requests once per heartbeat. `false`: no action, no asking");
 
-  /** The least time between two on-demand analyses of one JVM. */
+  /** The least time between two analyses of one JVM, on demand or for growth reports. */
   public static final ConfigKey<Long> HEAP_HOLDERS_INTERVAL =
       key(
           "spark.nativepool.heapHolders.minInterval",
           "30s",
           "`30s`",
           "duration",
-          Side.DRIVER,
+          Side.BOTH,
           NativePoolConf::duration,
-          "a JVM is analysed on demand at most once per this interval; a request sooner is"
-              + " refused with the time left. One analysis runs at a time per JVM");
+          "a JVM is analysed at most once per this interval on demand (a request sooner is"
+              + " refused with the time left), and at most once per this interval for growth"
+              + " reports of its heap (a rise sooner waits): each analysis pauses the JVM for its"
+              + " path search. One analysis runs at a time per JVM");
 
   /** Readings per window of the driver's check of its own heap. */
   public static final ConfigKey<Integer> DRIVER_HEAP_WINDOW =

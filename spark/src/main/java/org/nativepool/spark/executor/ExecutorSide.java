@@ -153,7 +153,7 @@ public final class ExecutorSide implements ExecutorPlugin {
             HeapHolders.start(
                 holders.cutoffMillis(),
                 java.nio.file.Path.of(org.apache.spark.util.Utils.getLocalDir(ctx.conf())));
-        ledger.setHeapHolders(heapHolders);
+        ledger.setHeapHolders(heapHolders, holders.minIntervalMillis());
         if (heapHolders != null && holders.onDemand()) {
           heapPoller = HeapHolderPoller.start(ctx, heapHolders, reporting.heartbeatMillis());
         }

@@ -101,6 +101,7 @@ public final class DriverHeapWatch implements AutoCloseable {
           nextAnalysisMillis = now + ExecutorLedger.HEAP_REANALYSIS_MILLIS;
           continue;
         }
+        nextAnalysisMillis = now + settings.minIntervalMillis();
         GrowthReportEvent e =
             new GrowthReportEvent(
                 GrowthReportEvent.DRIVER,

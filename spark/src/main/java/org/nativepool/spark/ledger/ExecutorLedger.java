@@ -107,6 +107,8 @@ public final class ExecutorLedger implements TaskPoolObserver {
    */
   static final long HEAP_REANALYSIS_MILLIS = 10_000;
 
+  private volatile long heapMinIntervalMillis;
+
   // The next heap analysis: not before this task boundary and this time. On the reporting thread.
   private long nextHeapAnalysis;
   private long nextHeapAnalysisMillis;
@@ -189,11 +191,13 @@ public final class ExecutorLedger implements TaskPoolObserver {
   }
 
   /**
-   * Reports of the heap's growth ({@value LedgerReader#JVM_HEAP_AFTER_GC}) name the heap's holders
-   * from {@code holders} (null: they say the recording is off).
+   * Reports of the heap's growth ({@value LedgerReader#JVM_HEAP_AFTER_GC}) are analysed with
+   * {@code holders} (null: the heap's growth is not reported), at most once per {@code
+   * minIntervalMillis}: each analysis pauses the JVM for its path search.
    */
-  public void setHeapHolders(HeapHolders holders) {
+  public void setHeapHolders(HeapHolders holders, long minIntervalMillis) {
     this.heapHolders = holders;
+    this.heapMinIntervalMillis = minIntervalMillis;
   }
 
   /** Adds a listener for crossings and growth reports. */
@@ -352,6 +356,7 @@ public final class ExecutorLedger implements TaskPoolObserver {
           nextHeapAnalysisMillis = s.timeMillis() + HEAP_REANALYSIS_MILLIS;
           continue;
         }
+        nextHeapAnalysisMillis = s.timeMillis() + heapMinIntervalMillis;
       }
       GrowthReportEvent r =
           new GrowthReportEvent(

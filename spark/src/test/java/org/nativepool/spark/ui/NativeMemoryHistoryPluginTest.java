@@ -23,12 +23,12 @@ import org.apache.spark.util.kvstore.InMemoryStore;
 import org.apache.spark.util.kvstore.RocksDB;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent;
+import org.nativepool.spark.events.ExecutorSampleEvent;
 import org.nativepool.spark.events.GrowthReportEvent;
 import org.nativepool.spark.events.HeapHolder;
 import org.nativepool.spark.events.HeapHoldersEvent;
-import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
-import org.nativepool.spark.events.ExecutorSampleEvent;
 
 /**
  * The History Server's side of the Native Memory page without a History Server: the plugin found by
