@@ -10,8 +10,8 @@ import jdk.jfr.consumer.RecordingFile;
  * What one heap holders analysis costs on a big heap: the plugin's recording (jdk.OldObjectSample
  * only, with stack traces, the path search bounded by a cutoff), a heap holding OBJECTS live
  * objects of SIZE bytes each in one array, allocation churn so that the JVM's sample queue is full,
- * then DUMPS dumps with the path search, each timed (wall time) while a spinning thread measures the
- * longest stall it saw (the pause the application feels), and read back as the plugin reads it.
+ * then DUMPS dumps with the path search, each timed (wall time) while a spinning thread measures
+ * the longest stall it saw (the pause the application feels), and read back as the plugin reads it.
  *
  *   java -Xms4g -Xmx4g bench/heap-holders/DumpBench.java [OBJECTS] [SIZE] [CUTOFF_MS] [DUMPS]
  *

@@ -1,6 +1,7 @@
 package org.nativepool.spark.driver;
 
 import com.codahale.metrics.MetricRegistry;
+import java.nio.file.Path;
 import java.util.Collections;
 import java.util.Map;
 import org.apache.spark.SparkContext;
@@ -13,6 +14,7 @@ import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.util.Utils;
 import org.nativepool.spark.config.HeapHolderSettings;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.ReportingSettings;
@@ -153,7 +155,7 @@ public final class DriverSide implements DriverPlugin {
       heapHolders =
           HeapHolders.start(
               holders.cutoffMillis(),
-              java.nio.file.Path.of(org.apache.spark.util.Utils.getLocalDir(ctx.conf())));
+              Path.of(Utils.getLocalDir(ctx.conf())));
       if (heapHolders != null) {
         heapWatch = new DriverHeapWatch(holders, heapHolders, this::post);
       }

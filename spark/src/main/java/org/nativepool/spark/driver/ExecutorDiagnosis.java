@@ -1,5 +1,8 @@
 package org.nativepool.spark.driver;
 
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -61,9 +64,8 @@ final class ExecutorDiagnosis {
   /** The span over which ledger parts' growth is measured, ending at the last sample, ms. */
   static final long GROWTH_SPAN_MILLIS = 60_000;
 
-  private static final java.time.format.DateTimeFormatter HOLDERS_TIME =
-      java.time.format.DateTimeFormatter.ofPattern("HH:mm:ss", Locale.ROOT)
-          .withZone(java.time.ZoneOffset.UTC);
+  private static final DateTimeFormatter HOLDERS_TIME =
+      DateTimeFormatter.ofPattern("HH:mm:ss", Locale.ROOT).withZone(ZoneOffset.UTC);
 
   private ExecutorDiagnosis() {}
 
@@ -291,7 +293,7 @@ final class ExecutorDiagnosis {
     List<String> out = new ArrayList<>();
     out.add(
         "at "
-            + HOLDERS_TIME.format(java.time.Instant.ofEpochMilli(h.getTimeMillis()))
+            + HOLDERS_TIME.format(Instant.ofEpochMilli(h.getTimeMillis()))
             + " UTC ("
             + h.getTrigger()
             + "): "

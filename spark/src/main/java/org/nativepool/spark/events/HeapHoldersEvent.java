@@ -149,7 +149,8 @@ public final class HeapHoldersEvent implements SparkListenerEvent, Serializable 
   }
 
   /**
-   * The log line, e.g. {@code nativepool: driver heap holders (on demand): 235 samples, 12 live …;
+   * The log line, e.g. {@code nativepool: driver heap holders (on demand): 235 samples, 12 live
+   * …;
    * 1) 12 × long[16384] … | 2) …}.
    */
   public String describe() {

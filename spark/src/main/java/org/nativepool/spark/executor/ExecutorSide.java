@@ -2,6 +2,7 @@ package org.nativepool.spark.executor;
 
 import java.io.File;
 import java.io.IOException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -10,6 +11,7 @@ import org.apache.spark.TaskContext;
 import org.apache.spark.TaskFailedReason;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
+import org.apache.spark.util.Utils;
 import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.config.GuardSettings;
 import org.nativepool.spark.config.HeapHolderSettings;
@@ -152,7 +154,7 @@ public final class ExecutorSide implements ExecutorPlugin {
         heapHolders =
             HeapHolders.start(
                 holders.cutoffMillis(),
-                java.nio.file.Path.of(org.apache.spark.util.Utils.getLocalDir(ctx.conf())));
+                Path.of(Utils.getLocalDir(ctx.conf())));
         ledger.setHeapHolders(heapHolders, holders.minIntervalMillis());
         if (heapHolders != null && holders.onDemand()) {
           heapPoller = HeapHolderPoller.start(ctx, heapHolders, reporting.heartbeatMillis());

@@ -18,10 +18,10 @@ import org.slf4j.LoggerFactory;
  * its heap moved: once a second it reads what the heap would hold after a young collection ({@link
  * LedgerReader#heapAfterGc()}: the young pools as the last collection left them, the other heap
  * pools as they are now, so an object allocated straight into the old generation, as a large array
- * is, counts at once), and a reading that moved at least a quarter of the minimum growth from the last one
- * counted is a boundary; an idle driver makes none. The boundaries go to the executors' {@link
- * GrowthDetector} rule with the driver's windows ({@link HeapHolderSettings#driverWindow()}, {@link
- * HeapHolderSettings#driverWindows()}); a rise is analysed ({@link HeapHolders}) and reported
+ * is, counts at once), and a reading that moved at least a quarter of the minimum growth from
+ * the last one counted is a boundary; an idle driver makes none. The boundaries go to the
+ * executors' {@link GrowthDetector} rule with the driver's windows ({@link
+ * HeapHolderSettings#driverWindow()}, {@link HeapHolderSettings#driverWindows()}); a rise is analysed ({@link HeapHolders}) and reported
  * only if the samples allocated since it began are mostly live (garbage that young collections
  * promoted also raises the old generation until its next collection frees it); the report names
  * the heap's holders, is logged at WARN on this class's logger and handed to the driver
@@ -81,7 +81,8 @@ public final class DriverHeapWatch implements AutoCloseable {
   private void poll() {
     try {
       long r = LedgerReader.heapAfterGc();
-      if (r < 0 || (lastCounted >= 0 && Math.abs(r - lastCounted) < settings.growthMinBytes() / 4)) {
+      long step = settings.growthMinBytes() / 4;
+      if (r < 0 || (lastCounted >= 0 && Math.abs(r - lastCounted) < step)) {
         return;
       }
       lastCounted = r;

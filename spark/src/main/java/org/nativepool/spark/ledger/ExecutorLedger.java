@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 import java.util.function.IntFunction;
+import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.config.LedgerSettings;
 import org.nativepool.spark.config.LedgerThreshold;
 import org.nativepool.spark.config.NativePoolConf;
@@ -403,9 +404,9 @@ public final class ExecutorLedger implements TaskPoolObserver {
         + ": "
         + g.part()
         + " rose from "
-        + org.nativepool.spark.config.Bytes.format(g.fromBytes())
+        + Bytes.format(g.fromBytes())
         + " to "
-        + org.nativepool.spark.config.Bytes.format(g.toBytes())
+        + Bytes.format(g.toBytes())
         + ", but the heap's samples since show garbage not yet collected, not a leak: "
         + h.getNote();
   }

@@ -13,6 +13,7 @@ import jdk.jfr.consumer.RecordedFrame;
 import jdk.jfr.consumer.RecordedMethod;
 import jdk.jfr.consumer.RecordedObject;
 import jdk.jfr.consumer.RecordedStackTrace;
+import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.events.HeapHolder;
 
 /**
@@ -125,8 +126,8 @@ final class HeapHolderAnalysis {
 
   /**
    * The note of an outcome, e.g. {@code 231 samples kept by the JVM, 40 allocated since 04:06:29
-   * UTC, 38 of them live (12.0 MiB sampled); path search 45 ms (bound 1000 ms)}, with {@code , ran out: samples it
-   * did not reach are shown without a path} when it did.
+   * UTC, 38 of them live (12.0 MiB sampled); path search 45 ms (bound 1000 ms)}, with {@code ,
+   * ran out: samples it did not reach are shown without a path} when it did.
    */
   static String note(Outcome o, String since, long cutoffMillis) {
     StringBuilder b =
@@ -138,7 +139,7 @@ final class HeapHolderAnalysis {
             .append(", ")
             .append(o.live())
             .append(" of them live (")
-            .append(org.nativepool.spark.config.Bytes.format(o.liveBytes()))
+            .append(Bytes.format(o.liveBytes()))
             .append(" sampled); path search ")
             .append(o.searchMillis())
             .append(" ms (bound ")

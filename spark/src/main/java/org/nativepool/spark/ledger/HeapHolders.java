@@ -118,7 +118,7 @@ public final class HeapHolders {
       }
       if (!warned) {
         warned = true;
-        LOG.warn("nativepool: heap holders off: JDK Flight Recorder did not start: {}", e.toString());
+        LOG.warn("nativepool: heap holders off: JDK Flight Recorder did not start: {}", e);
       }
       return null;
     }
@@ -242,7 +242,8 @@ public final class HeapHolders {
       HeapHolderAnalysis.Outcome o =
           HeapHolderAnalysis.analyze(
               RecordingFile.readAllEvents(file), sinceMillis, HOLDERS_PER_REPORT, cutoffMillis);
-      String since = sinceMillis > 0 ? TIME.format(Instant.ofEpochMilli(sinceMillis)) + " UTC" : null;
+      String since =
+          sinceMillis > 0 ? TIME.format(Instant.ofEpochMilli(sinceMillis)) + " UTC" : null;
       String note =
           HeapHolderAnalysis.note(o, since, cutoffMillis)
               + "; dump "
@@ -252,7 +253,15 @@ public final class HeapHolders {
               + " KiB";
       List<HeapHolder> holders = o.holders();
       return new HeapHoldersEvent(
-          executorId, now, trigger, sinceMillis, note, holders, o.recent(), o.live(), o.liveBytes());
+          executorId,
+          now,
+          trigger,
+          sinceMillis,
+          note,
+          holders,
+          o.recent(),
+          o.live(),
+          o.liveBytes());
     } catch (IOException | RuntimeException e) {
       LOG.warn("nativepool: heap holders: the analysis failed", e);
       return new HeapHoldersEvent(

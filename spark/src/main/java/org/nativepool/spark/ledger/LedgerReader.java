@@ -15,6 +15,7 @@ import java.lang.reflect.Field;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -46,7 +47,8 @@ import org.slf4j.LoggerFactory;
  *       since committed heap pages are only resident once touched; reused for up to 50 times the
  *       cost of a reading, see {@link HeapResidency}), {@value #JVM_HEAP_COMMITTED} and {@value
  *       #JVM_HEAP_USED} (detail, from the memory bean; committed is the resident part when the
- *       heap's mappings cannot be found);
+ *       heap's mappings cannot be found), {@value #JVM_HEAP_AFTER_GC} (detail: what a young
+ *       collection would leave, which the growth detector watches);
  *   <li>JVM, from its management beans: {@value #JVM_METASPACE} and {@value #JVM_CODE_CACHE} (the
  *       committed bytes of those memory pools); {@value #JVM_DIRECT} and {@value #JVM_MAPPED} (the
  *       buffer pools);
@@ -286,10 +288,11 @@ public final class LedgerReader {
 
   /**
    * What the heap would hold right after a young collection: a young pool (its name says Eden,
-   * Survivor or Young) as its last collection left it ({@code MemoryPoolMXBean.getCollectionUsage}),
-   * any other heap pool as it is now (an old generation, which only collections of its own, rare
-   * with G1, would report, holds what the young collections promoted and the large objects
-   * allocated in it since; a collector with one pool counts whole). -1 if no pool says.
+   * Survivor or Young) as its last collection left it ({@code
+   * MemoryPoolMXBean.getCollectionUsage}), any other heap pool as it is now (an old generation,
+   * which only collections of its own, rare with G1, would report, holds what the young
+   * collections promoted and the large objects allocated in it since; a collector with one pool
+   * counts whole). -1 if no pool says.
    */
   public static long heapAfterGc() {
     long sum = 0;
@@ -298,7 +301,7 @@ public final class LedgerReader {
       if (pool.getType() != MemoryType.HEAP || !pool.isValid()) {
         continue;
       }
-      String n = pool.getName().toLowerCase(java.util.Locale.ROOT);
+      String n = pool.getName().toLowerCase(Locale.ROOT);
       boolean young = n.contains("eden") || n.contains("survivor") || n.contains("young");
       MemoryUsage u = young ? pool.getCollectionUsage() : pool.getUsage();
       if (u != null) {

@@ -1,15 +1,19 @@
 package org.nativepool.spark.ui;
 
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import org.nativepool.spark.config.Bytes;
+import org.nativepool.spark.events.HeapHolder;
 import org.nativepool.spark.ui.NativeMemoryTimeline.Snapshot;
 
 /**
@@ -17,7 +21,8 @@ import org.nativepool.spark.ui.NativeMemoryTimeline.Snapshot;
  * a stacked chart of its ledger parts over time ({@link SvgChart}) with its memory limit and the
  * off-heap budget as lines, markers for threshold crossings, growth reports and its end, bands for
  * pod guard episodes, and its diagnosis; then tables of the executors' ends, each JVM's heap
- * holders (the driver's too), their leak figures and the stages' native peaks. No script, no stylesheet or font from elsewhere. A pure function;
+ * holders (the driver's too), their leak figures and the stages' native peaks. No script, no
+ * stylesheet or font from elsewhere. A pure function;
  * stateless.
  */
 public final class NativeMemoryPage {
@@ -256,7 +261,7 @@ public final class NativeMemoryPage {
         .append(" from the JVM's Old Object Samples, with their paths from a GC root, as the last")
         .append(" growth report of the heap or the last analysis asked for found them. Types,")
         .append(" fields and sizes only, never values.</p>");
-    Map<String, Snapshot.Holders> by = new java.util.LinkedHashMap<>();
+    Map<String, Snapshot.Holders> by = new LinkedHashMap<>();
     for (Snapshot.Holders h : s.holders()) {
       by.put(h.executorId(), h);
     }
@@ -265,7 +270,8 @@ public final class NativeMemoryPage {
       jvms.add("driver");
     }
     for (Snapshot.Executor e : s.executors()) {
-      if (!jvms.contains(e.executorId()) && (actions ? e.end() == null : by.containsKey(e.executorId()))) {
+      boolean shown = actions ? e.end() == null : by.containsKey(e.executorId());
+      if (shown && !jvms.contains(e.executorId())) {
         jvms.add(e.executorId());
       }
     }
@@ -286,7 +292,7 @@ public final class NativeMemoryPage {
             .append("/?")
             .append(NativeMemoryWeb.JVM_PARAMETER)
             .append('=')
-            .append(java.net.URLEncoder.encode(id, java.nio.charset.StandardCharsets.UTF_8))
+            .append(URLEncoder.encode(id, StandardCharsets.UTF_8))
             .append("\">who holds the heap</a>");
       }
       b.append("</h3>");
@@ -307,7 +313,7 @@ public final class NativeMemoryPage {
       }
       b.append("<table><tr><th>type</th><th>samples</th><th>sampled</th><th>allocated</th>")
           .append("<th>allocated at</th><th>held by (from the objects to the GC root)</th></tr>");
-      for (org.nativepool.spark.events.HeapHolder r : h.holders()) {
+      for (HeapHolder r : h.holders()) {
         b.append("<tr><td>")
             .append(SvgChart.escape(r.typeAndLength()))
             .append("</td><td class=\"n\">")

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Set;
 import org.apache.spark.SecurityManager;
 import org.apache.spark.SparkConf;
+import org.apache.spark.internal.config.package$;
 import org.apache.spark.scheduler.SparkListenerEvent;
 import org.junit.jupiter.api.Test;
 import org.nativepool.spark.config.HeapHolderSettings;
@@ -31,8 +32,7 @@ class HeapHolderRequestsTest {
             .set("spark.acls.enable", "true")
             .set("spark.modify.acls", "alice")
             .set("spark.ui.view.acls", "alice,bob");
-    return new SecurityManager(
-        conf, scala.Option.empty(), org.apache.spark.internal.config.package$.MODULE$.AUTH_SECRET_FILE());
+    return new SecurityManager(conf, scala.Option.empty(), package$.MODULE$.AUTH_SECRET_FILE());
   }
 
   private HeapHolderRequests requests(boolean onDemand) {

@@ -105,15 +105,19 @@ class HeapHoldersEventTest {
         report().describe());
   }
 
+  private static HeapHoldersEvent analysis(List<HeapHolder> h, int recent, int live, long bytes) {
+    return new HeapHoldersEvent("1", T0, "t", 0, "n", h, recent, live, bytes);
+  }
+
   @Test
   void anAnalysisConfirmsARiseByLiveBytesOrByManyLiveSamples() {
     List<HeapHolder> some = List.of(holder());
     // 1% of a 300 MiB rise live: large objects, always sampled
-    assertTrue(new HeapHoldersEvent("1", T0, "t", 0, "n", some, 10, 1, 3 * MIB).confirmsGrowth(300 * MIB));
+    assertTrue(analysis(some, 10, 1, 3 * MIB).confirmsGrowth(300 * MIB));
     // garbage the collections have not reached: a few small live samples of many
-    assertFalse(new HeapHoldersEvent("1", T0, "t", 0, "n", some, 88, 10, 100_000).confirmsGrowth(200 * MIB));
+    assertFalse(analysis(some, 88, 10, 100_000).confirmsGrowth(200 * MIB));
     // many small live samples, a quarter of those since the rise began
-    assertTrue(new HeapHoldersEvent("1", T0, "t", 0, "n", some, 32, 8, 4_000).confirmsGrowth(200 * MIB));
+    assertTrue(analysis(some, 32, 8, 4_000).confirmsGrowth(200 * MIB));
     // nothing live, or no analysis
     assertFalse(new HeapHoldersEvent("1", T0, "t", 0, "n", List.of(), 10, 0, 0).confirmsGrowth(1));
     assertFalse(new HeapHoldersEvent("1", T0, "t", 0, "refused", List.of()).confirmsGrowth(1));

@@ -17,9 +17,9 @@ import org.nativepool.spark.events.HeapHoldersEvent;
 
 /**
  * The heap holders against the real JDK Flight Recorder of the test JVM: objects kept in a static
- * collection are named with their type and a path that ends at the static field, objects allocated
- * before the growth began are not blamed, a second analysis waits or is refused, and nothing is left
- * on disk.
+ * collection are named with their type and a path that ends at the static field, objects
+ * allocated before the growth began are not blamed, a second analysis waits or is refused, and
+ * nothing is left on disk.
  */
 class HeapHoldersTest {
   /** The leak: chunks kept for ever in a static list. */
@@ -91,7 +91,8 @@ class HeapHoldersTest {
     assertTrue(
         h.getFrames().get(0).startsWith(LeakedChunk.class.getName() + ".<init>"),
         h.getFrames().toString());
-    assertTrue(e.getNote().contains(" of them live (") && e.getNote().contains("path search"), e.getNote());
+    assertTrue(e.getNote().contains(" of them live ("), e.getNote());
+    assertTrue(e.getNote().contains("path search"), e.getNote());
   }
 
   @Test
@@ -102,7 +103,8 @@ class HeapHoldersTest {
     Thread.sleep(20);
     long since = System.currentTimeMillis();
     HeapHoldersEvent e = holders.analyze("driver", "test", since);
-    assertTrue(e.getHolders().stream().allMatch(h -> h.getFirstAllocatedMillis() >= since), e::describe);
+    assertTrue(
+        e.getHolders().stream().allMatch(h -> h.getFirstAllocatedMillis() >= since), e::describe);
     assertTrue(leakHolder(e) == null, e::describe);
   }
 

@@ -164,14 +164,17 @@ class NativeMemoryPageTest {
             List.of("$line14.$read$$iw.<init>:1"),
             List.of("$line14.$read$$iw.res0", "static $line14.$read$.INSTANCE"),
             "Threads / Handle Area");
-    tl.accept(new HeapHoldersEvent("driver", T0 + 40_000, "on demand by alice", 0, "n", List.of(h)));
+    tl.accept(
+        new HeapHoldersEvent("driver", T0 + 40_000, "on demand by alice", 0, "n", List.of(h)));
     String live = NativeMemoryPage.content(tl.snapshot(), true);
-    assertTrue(live.contains("<h3>Driver <a class=\"action\" href=\"holders/?jvm=driver\">"), live);
+    assertTrue(
+        live.contains("<h3>Driver <a class=\"action\" href=\"holders/?jvm=driver\">"), live);
     assertTrue(live.contains("<h3>Executor 8 <a class=\"action\" href=\"holders/?jvm=8\">"));
     assertFalse(live.contains("href=\"holders/?jvm=7\""), "executor 7 ended: nothing to ask");
     assertTrue(live.contains("on demand by alice"));
     assertTrue(live.contains("<td>byte[104857600]</td>"));
-    assertTrue(live.contains("$line14.$read$$iw.res0 ←<br>static $line14.$read$.INSTANCE ←<br>"));
+    assertTrue(
+        live.contains("$line14.$read$$iw.res0 ←<br>static $line14.$read$.INSTANCE ←<br>"), live);
     String history = NativeMemoryPage.content(tl.snapshot(), false);
     assertFalse(history.contains("who holds the heap</a>"), "the History Server has no action");
     assertTrue(history.contains("<td>byte[104857600]</td>"));
