@@ -4,9 +4,10 @@
 # binary distribution, cached in build/spark-dist/<version>/) runs bin/spark-shell with the plugin
 # jar (--jars, spark.plugins) on local[2], driven through its standard input:
 #
-#   clean  the shell starts and stays idle for IDLE_SECONDS: no growth report of the driver's heap;
-#          then STATEMENTS statements that each allocate a fresh 100 MiB array and keep nothing of
-#          it ({ val a = ...; a.length }): no growth report either;
+# in one shell:
+#   idle   the shell starts and stays idle for IDLE_SECONDS: no growth report of the driver's heap;
+#   clean  STATEMENTS statements that each allocate a fresh 100 MiB array and keep nothing of it
+#          ({ val a = ...; a.length }): no growth report either;
 #   leak   STATEMENTS statements that each evaluate an expression returning a fresh 100 MiB array
 #          without naming it (new Array[Byte](100 << 20)): the REPL keeps each result (res0,
 #          res1, ...) in the objects it wraps the line in, so the heap grows by 100 MiB a
@@ -25,7 +26,7 @@
 # 4.x, so a line whose Scala differs (spark3.5_2.13) has no distribution to run: the test says so
 # and skips (exit 0). A JAVA_HOME whose Java the line's Spark does not run on (Spark 3.5 on Java
 # 25) skips too, saying why. Prints PASS/FAIL per check and each report it found; every process it
-# starts is stopped by PID on exit. Two shells: about two minutes on an idle machine.
+# starts is stopped by PID on exit. About two minutes on an idle machine.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -38,7 +39,7 @@ start_s=$(date +%s)
 JAVA_HOME=${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}
 export JAVA_HOME
 STATEMENTS=${STATEMENTS:-6}
-IDLE_SECONDS=${IDLE_SECONDS:-20}
+IDLE_SECONDS=${IDLE_SECONDS:-15}
 LINE=${LINE:-spark4.1_2.13}
 plugin_jar=$(find "$root/spark/target" -maxdepth 2 -name "nativepool-spark-$LINE-*.jar" ! -name 'original-*' 2>/dev/null | head -1)
 if [[ -z $plugin_jar ]]; then
@@ -135,39 +136,41 @@ report_of() { # report_of <name>: the driver's growth reports of its heap
 	grep -a 'nativepool: executor driver ledger: jvm.heap.afterGc keeps growing' "$RUN/$1.out" || true
 }
 
-# ---- idle, then clean: no report ----
-current=clean
-shell clean
+leak_reports() { # the reports after the clean statements'
+	report_of shell | tail -n +"$(($(grep -c . <<<"$clean_reports") + 1))" | grep . || true
+}
+
+# ---- one shell: idle, then clean statements (no report), then the leak ----
+current=shell
+ui_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+shell shell "$ui_port"
 sleep "$IDLE_SECONDS"
-idle_reports=$(report_of clean)
+idle_reports=$(report_of shell)
 for ((i = 0; i < STATEMENTS; i++)); do
 	statement '{ val a = new Array[Byte](100 << 20); a.length }' "res$i: Int = 104857600"
 done
 sleep 5
-quit
+clean_reports=$(report_of shell)
 check_idle() {
 	[[ -z $idle_reports ]] || { say "an idle shell reported: $idle_reports"; return 1; }
 }
 check "idle shell ($IDLE_SECONDS s): no report" check_idle
 check_clean() {
-	[[ -z $(report_of clean) ]] || { say "a clean shell reported: $(report_of clean)"; return 1; }
+	[[ -z $clean_reports ]] || { say "a clean shell reported: $clean_reports"; return 1; }
 }
 check "clean statements (fresh arrays kept by nothing): no report" check_clean
 
 # ---- leak: unnamed results kept by the REPL: a report naming them through the line wrappers ----
-current=leak
-ui_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-shell leak "$ui_port"
 reported_at=-1
 for ((i = 0; i < STATEMENTS; i++)); do
-	statement 'new Array[Byte](100 << 20)' "res$i: Array\[Byte\] = "
-	if ((reported_at < 0)) && [[ -n $(report_of leak) ]]; then reported_at=$((i + 1)); fi
+	statement 'new Array[Byte](100 << 20)' "res$((i + STATEMENTS)): Array\[Byte\] = "
+	if ((reported_at < 0)) && [[ -n $(leak_reports) ]]; then reported_at=$((i + 1)); fi
 done
 # the check reads the heap once a second and the analysis takes a few: the last statement's
 # report may come just after it
 for ((w = 0; w < 20 && reported_at < 0; w++)); do
 	sleep 1
-	[[ -n $(report_of leak) ]] && reported_at=$STATEMENTS
+	[[ -n $(leak_reports) ]] && reported_at=$STATEMENTS
 done
 # the live page's action, as a user clicks it, and the page with the holders
 page=http://127.0.0.1:$ui_port/nativememory/
@@ -185,7 +188,7 @@ if [[ -n $CHROMIUM ]]; then
 	[[ -s $RUN/heap-holders.png ]] && say "screenshot $RUN/heap-holders.png"
 fi
 quit
-report=$(report_of leak | head -1)
+report=$(leak_reports | head -1)
 say "leak: reported after statement $reported_at of $STATEMENTS"
 say "report: ${report#*WARN }"
 check_leak() {

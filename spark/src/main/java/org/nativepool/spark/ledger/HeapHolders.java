@@ -154,6 +154,9 @@ public final class HeapHolders {
     }
     analysing.lock();
     try {
+      // A recording that stops with the event on has the JVM search the samples' paths (JFR
+      // emits them at the end): a pause for nothing at the plugin's shutdown.
+      recording.disable(HeapHolderAnalysis.EVENT);
       recording.close();
     } catch (RuntimeException e) {
       LOG.debug("nativepool: heap holders: closing the recording", e);
