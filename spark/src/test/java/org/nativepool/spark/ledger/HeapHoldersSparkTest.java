@@ -64,10 +64,10 @@ class HeapHoldersSparkTest {
     }
   }
 
-  /** A task: 24 MiB of garbage (collections happen), and a record kept if {@code leak}. */
+  /** A task: 8 MiB of garbage (collections happen), and a record kept if {@code leak}. */
   private static int task(boolean leak) {
     List<byte[]> garbage = new ArrayList<>();
-    for (int i = 0; i < 24 * 16; i++) {
+    for (int i = 0; i < 8 * 16; i++) {
       garbage.add(new byte[64 * 1024]);
       if (garbage.size() > 64) {
         garbage = new ArrayList<>();
@@ -108,7 +108,7 @@ class HeapHoldersSparkTest {
       throws Exception {
     ExecutorLedger ledger = ExecutorLedger.current();
     assertNotNull(ledger);
-    runTasks(60, false);
+    runTasks(40, false);
     Thread.sleep(500);
     assertEquals(List.of(), heapReports(), "clean tasks reported the heap");
 
