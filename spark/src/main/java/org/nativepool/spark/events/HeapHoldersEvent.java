@@ -31,8 +31,6 @@ public final class HeapHoldersEvent implements SparkListenerEvent, Serializable 
   private final int liveSamples;
   private final long liveBytes;
 
-  /** Live samples since a growth began that confirm it by their number (see below). */
-  public static final int CONFIRMING_SAMPLES = 8;
 
   /** An analysis without a live share: refused, failed, or none made. */
   public HeapHoldersEvent(
@@ -129,21 +127,19 @@ public final class HeapHoldersEvent implements SparkListenerEvent, Serializable 
   /**
    * Whether the analysis confirms that the heap grew by {@code growthBytes} with live objects:
    * holders found, and the live samples allocated since the growth began add up to at least 1% of
-   * it (large objects are always sampled), or they are at least {@value #CONFIRMING_SAMPLES}, a
-   * quarter of the samples allocated since, and 0.1% of it (many smaller ones). Otherwise what
-   * grew is garbage the collections have not reached yet (objects the young collections promoted,
-   * large arrays no longer referenced, which the next collection of the old generation frees),
-   * beside a little live memory of the JVM's own (classes loaded, caches filled). A leak of small
-   * objects only, whose samples' own sizes stay under 0.1% of the rise, is not confirmed.
+   * it (the JVM samples by bytes allocated, so large objects, and a growing collection's backing
+   * array, are always among the samples). Otherwise what grew is garbage the collections have not
+   * reached yet (objects the young collections promoted, large arrays no longer referenced, which
+   * the next collection of the old generation frees), beside a little live memory of the JVM's own
+   * (classes loaded, caches filled: in a spark-shell, hundreds of live samples of 0.1% of the rise
+   * in all). A leak of small objects only, with no array growing with it, whose samples' own sizes
+   * stay under 1% of the rise, is not confirmed.
    */
   public boolean confirmsGrowth(long growthBytes) {
     if (holders.isEmpty() || liveSamples <= 0) {
       return false;
     }
-    return liveBytes * 100 >= growthBytes
-        || (liveSamples >= CONFIRMING_SAMPLES
-            && liveSamples * 4L >= recentSamples
-            && liveBytes * 1000 >= growthBytes);
+    return liveBytes * 100 >= growthBytes;
   }
 
   /** The holders, one line each, as {@link HeapHolder#describe()}. */
