@@ -110,10 +110,12 @@ class HeapHoldersEventTest {
   }
 
   @Test
-  void anAnalysisConfirmsARiseByLiveBytesOfAtLeastOnePercentOfIt() {
+  void anAnalysisConfirmsARiseByLiveBytesOfAtLeastFivePercentOfIt() {
     List<HeapHolder> some = List.of(holder());
-    // 1% of a 300 MiB rise live: large objects, always sampled
-    assertTrue(analysis(some, 10, 1, 3 * MIB).confirmsGrowth(300 * MIB));
+    // 5% of a 300 MiB rise live: large objects, always sampled
+    assertTrue(analysis(some, 10, 1, 15 * MIB).confirmsGrowth(300 * MIB));
+    // a driver starting: 1.2 MiB of live samples in a 70 MiB rise
+    assertFalse(analysis(some, 43, 16, 1200 * 1024).confirmsGrowth(70 * MIB));
     // garbage the collections have not reached: a few small live samples of many
     assertFalse(analysis(some, 88, 10, 100_000).confirmsGrowth(200 * MIB));
     // the JVM's own small live growth beside a rise of garbage (a spark-shell loading classes)
