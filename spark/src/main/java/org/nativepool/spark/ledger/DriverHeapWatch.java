@@ -49,6 +49,12 @@ public final class DriverHeapWatch implements AutoCloseable {
   private long nextAnalysisMillis;
 
   /**
+   * A rise found while the last analysis was too recent: analysed once the interval is over, even
+   * if the heap does not move again (a leak that stopped, a shell left idle).
+   */
+  private GrowthDetector.Growth pending;
+
+  /**
    * Starts the watch.
    *
    * @param settings the driver's windows and the minimum growth
@@ -82,46 +88,58 @@ public final class DriverHeapWatch implements AutoCloseable {
     try {
       long r = LedgerReader.heapAfterGc();
       long step = settings.growthMinBytes() / 4;
+      long now = System.currentTimeMillis();
       if (r < 0 || (lastCounted >= 0 && Math.abs(r - lastCounted) < step)) {
+        if (pending != null && now >= nextAnalysisMillis) {
+          GrowthDetector.Growth g = pending;
+          pending = null;
+          analyse(g, now);
+        }
         return;
       }
       lastCounted = r;
       boundaries++;
-      long now = System.currentTimeMillis();
       for (GrowthDetector.Growth g :
           detector.sample(Map.of(LedgerReader.JVM_HEAP_AFTER_GC, r), now)) {
         if (now < nextAnalysisMillis) {
           detector.withdraw(g.part()); // analysed a moment ago
+          pending = g;
           continue;
         }
-        HeapHoldersEvent h =
-            holders.analyze(GrowthReportEvent.DRIVER, "growth of " + g.part(), g.sinceMillis());
-        if (!h.confirmsGrowth(g.toBytes() - g.fromBytes())) {
-          LOG.info(ExecutorLedger.unconfirmed(GrowthReportEvent.DRIVER, g, h));
-          detector.withdraw(g.part());
-          nextAnalysisMillis = now + ExecutorLedger.HEAP_REANALYSIS_MILLIS;
-          continue;
-        }
-        nextAnalysisMillis = now + settings.minIntervalMillis();
-        GrowthReportEvent e =
-            new GrowthReportEvent(
-                GrowthReportEvent.DRIVER,
-                now,
-                g.part(),
-                g.fromBytes(),
-                g.toBytes(),
-                g.tasks(),
-                boundaries,
-                List.of(),
-                h.getHolders(),
-                h.getNote(),
-                GrowthReportEvent.HEAP_READING);
-        LOG.warn(e.describe());
-        report.accept(e);
+        pending = null;
+        analyse(g, now);
       }
     } catch (RuntimeException e) {
       LOG.debug("nativepool: the driver's heap check failed", e);
     }
+  }
+
+  /** Analyses a rise; reports it if the analysis confirms it. */
+  private void analyse(GrowthDetector.Growth g, long now) {
+    HeapHoldersEvent h =
+        holders.analyze(GrowthReportEvent.DRIVER, "growth of " + g.part(), g.sinceMillis());
+    if (!h.confirmsGrowth(g.toBytes() - g.fromBytes())) {
+      LOG.info(ExecutorLedger.unconfirmed(GrowthReportEvent.DRIVER, g, h));
+      detector.withdraw(g.part());
+      nextAnalysisMillis = now + ExecutorLedger.HEAP_REANALYSIS_MILLIS;
+      return;
+    }
+    nextAnalysisMillis = now + settings.minIntervalMillis();
+    GrowthReportEvent e =
+        new GrowthReportEvent(
+            GrowthReportEvent.DRIVER,
+            now,
+            g.part(),
+            g.fromBytes(),
+            g.toBytes(),
+            g.tasks(),
+            boundaries,
+            List.of(),
+            h.getHolders(),
+            h.getNote(),
+            GrowthReportEvent.HEAP_READING);
+    LOG.warn(e.describe());
+    report.accept(e);
   }
 
   /** Stops the watch; an analysis under way finishes. Idempotent. */
