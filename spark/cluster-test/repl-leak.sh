@@ -21,7 +21,7 @@
 #   LINE=spark4.1_2.13 bash spark/cluster-test/repl-leak.sh     (make test-repl SPARK=4.1)
 #   JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64 bash spark/cluster-test/repl-leak.sh
 #
-# LINE picks the plugin jar (spark/target[/<line>]/nativepool-spark-<line>-*.jar) and, from its
+# LINE picks the plugin jar (spark/target[/<line>]/nativepool-spark-<line>-*.jar, or PLUGIN_JAR) and, from its
 # stamp, the Spark release. pyspark ships Spark's Scala 2.12 build for 3.5 and its 2.13 build for
 # 4.x, so a line whose Scala differs (spark3.5_2.13) has no distribution to run: the test says so
 # and skips (exit 0). A JAVA_HOME whose Java the line's Spark does not run on (Spark 3.5 on Java
@@ -41,7 +41,7 @@ export JAVA_HOME
 STATEMENTS=${STATEMENTS:-6}
 IDLE_SECONDS=${IDLE_SECONDS:-15}
 LINE=${LINE:-spark4.1_2.13}
-plugin_jar=$(find "$root/spark/target" -maxdepth 2 -name "nativepool-spark-$LINE-*.jar" ! -name 'original-*' 2>/dev/null | head -1)
+plugin_jar=${PLUGIN_JAR:-$(find "$root/spark/target" -maxdepth 2 -name "nativepool-spark-$LINE-*.jar" ! -name 'original-*' 2>/dev/null | head -1)}
 if [[ -z $plugin_jar ]]; then
 	echo "test-repl: no nativepool-spark-$LINE-*.jar under spark/target; run make jar (SPARK=, SCALA=)" >&2
 	exit 2

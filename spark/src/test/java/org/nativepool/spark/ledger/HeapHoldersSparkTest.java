@@ -64,10 +64,14 @@ class HeapHoldersSparkTest {
     }
   }
 
-  /** A task: 8 MiB of garbage (collections happen), and a record kept if {@code leak}. */
+  /**
+   * A task: 24 MiB of garbage, and a record kept if {@code leak}. The garbage makes young
+   * collections happen, as a real task's does: the JVM writes only the samples that lived through
+   * a collection.
+   */
   private static int task(boolean leak) {
     List<byte[]> garbage = new ArrayList<>();
-    for (int i = 0; i < 8 * 16; i++) {
+    for (int i = 0; i < 24 * 16; i++) {
       garbage.add(new byte[64 * 1024]);
       if (garbage.size() > 64) {
         garbage = new ArrayList<>();
