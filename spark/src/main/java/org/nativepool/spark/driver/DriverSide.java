@@ -157,7 +157,7 @@ public final class DriverSide implements DriverPlugin {
               holders.cutoffMillis(),
               Path.of(Utils.getLocalDir(ctx.conf())));
       if (heapHolders != null) {
-        heapWatch = new DriverHeapWatch(holders, heapHolders, this::post);
+        heapWatch = DriverHeapWatch.start(holders, heapHolders, this::post);
       }
     }
     holderRequests =
@@ -294,6 +294,7 @@ public final class DriverSide implements DriverPlugin {
     }
     if (heapWatch != null) {
       heapWatch.close();
+      heapWatch = null;
     }
     if (holderRequests != null) {
       holderRequests.stop();

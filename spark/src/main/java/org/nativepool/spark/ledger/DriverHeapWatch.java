@@ -28,8 +28,10 @@ import org.slf4j.LoggerFactory;
  * side, which posts it (executor id {@value GrowthReportEvent#DRIVER}, boundary {@value
  * GrowthReportEvent#HEAP_READING}).
  *
- * <p>One daemon thread, {@code nativepool-driver-heap}, reads and analyses; {@link #close()} stops
- * it. Safe for concurrent use.
+ * <p>One watch per JVM, as there is one heap and one recording: {@link #start} makes it or joins
+ * the running one (whose reports then go to the newest driver side), {@link #close()} leaves it,
+ * and the last to leave stops it. One daemon thread, {@code nativepool-driver-heap}, reads and
+ * analyses. Safe for concurrent use.
  */
 public final class DriverHeapWatch implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(DriverHeapWatch.class);
@@ -37,9 +39,13 @@ public final class DriverHeapWatch implements AutoCloseable {
   /** How often the heap is read, ms. */
   public static final long PERIOD_MILLIS = 1000;
 
+  // The JVM's watch. Guarded by DriverHeapWatch.class.
+  private static DriverHeapWatch instance;
+  private static int users;
+
   private final HeapHolderSettings settings;
   private final HeapHolders holders;
-  private final Consumer<GrowthReportEvent> report;
+  private volatile Consumer<GrowthReportEvent> report;
   private final GrowthDetector detector;
   private final ScheduledExecutorService thread;
 
@@ -55,13 +61,24 @@ public final class DriverHeapWatch implements AutoCloseable {
   private GrowthDetector.Growth pending;
 
   /**
-   * Starts the watch.
+   * Starts the JVM's watch, or joins it if it runs: its reports then go to {@code report}.
    *
-   * @param settings the driver's windows and the minimum growth
+   * @param settings the driver's windows and the minimum growth (those of the first start)
    * @param holders this JVM's heap holders, which confirm a rise (not null)
    * @param report takes each report (posts it); never throws
    */
-  public DriverHeapWatch(
+  public static synchronized DriverHeapWatch start(
+      HeapHolderSettings settings, HeapHolders holders, Consumer<GrowthReportEvent> report) {
+    if (instance == null) {
+      instance = new DriverHeapWatch(settings, holders, report);
+      users = 0;
+    }
+    instance.report = report;
+    users++;
+    return instance;
+  }
+
+  private DriverHeapWatch(
       HeapHolderSettings settings, HeapHolders holders, Consumer<GrowthReportEvent> report) {
     this.settings = settings;
     this.holders = holders;
@@ -142,9 +159,15 @@ public final class DriverHeapWatch implements AutoCloseable {
     report.accept(e);
   }
 
-  /** Stops the watch; an analysis under way finishes. Idempotent. */
+  /** Leaves the watch; the last to leave stops it (an analysis under way finishes). */
   @Override
   public void close() {
+    synchronized (DriverHeapWatch.class) {
+      if (instance != this || --users > 0) {
+        return;
+      }
+      instance = null;
+    }
     thread.shutdownNow();
   }
 
