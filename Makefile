@@ -26,7 +26,7 @@ JAVA_HOME ?= $(shell dirname $$(dirname $$(readlink -f $$(command -v javac))))
 export JAVA_HOME
 export CGO_CFLAGS := -O2 -g -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 
-.PHONY: fuzz all lib lib-aarch64 jar line-dist config-table test-cluster test-cluster-oldest test-publish test-lost-executor test-yarn test-spark test-matrix bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
+.PHONY: fuzz all lib lib-aarch64 jar line-dist config-table test-cluster test-repl test-cluster-oldest test-publish test-lost-executor test-yarn test-spark test-matrix bench-jni bench-container example-go test test-go test-java test-java-checkjni test-container vet fmt-check bench example soak soak-smoke clean
 
 all: lib jar
 
@@ -128,7 +128,7 @@ test-java-checkjni: lib
 	grep -E '^\[INFO\] (Tests run: .*Skipped: [0-9]+$$|Building nativepool|BUILD)' $(BUILD)/checkjni.log
 	python3 $(PLUGIN_DIR)/check_jni_warnings.py $(BUILD)/checkjni.log $$(ls $(PLUGIN_DIR)/target/surefire-reports/*.dumpstream $(DEMO_DIR)/target/surefire-reports/*.dumpstream 2>/dev/null)
 
-test: test-go test-java test-java-checkjni test-container test-cluster test-cluster-oldest test-publish test-lost-executor soak-smoke
+test: test-go test-java test-java-checkjni test-container test-cluster test-cluster-oldest test-publish test-lost-executor test-repl soak-smoke
 
 ## fuzz: every fuzz target of the doors nativepool takes input from (docs/TESTING.md), for FUZZTIME
 ## each (default 2m; N followed by s, m or h), one after the other and one worker at a time,
@@ -228,6 +228,15 @@ test-lost-executor: jar
 ## (README.md says why).
 test-yarn: jar
 	LINE=$(LINE) bash $(PLUGIN_DIR)/yarn-test/run.sh
+
+## test-repl: the driver's heap holders in a real spark-shell (the line's Spark distribution, from
+## pyspark's source distribution on PyPI, cached in build/spark-dist/), driven through its standard
+## input: an idle shell and statements keeping nothing get no report; statements returning fresh
+## 100 MiB arrays without naming them get a report naming the arrays, held through the REPL's line
+## wrappers, within those statements (spark/cluster-test/repl-leak.sh). On the line SPARK, SCALA
+## (make test: the default line), with JAVA_HOME's Java (make test-repl JAVA_HOME=... for another).
+test-repl: jar
+	LINE=$(LINE) bash $(PLUGIN_DIR)/cluster-test/repl-leak.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./pool/ ./arbiter/ ./taskshared/ ./ffi/ | tee $(BUILD)/bench-go.txt

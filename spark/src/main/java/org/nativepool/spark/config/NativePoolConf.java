@@ -538,6 +538,109 @@ public final class NativePoolConf {
               + " (WARN on `org.nativepool.spark.ledger.ExecutorLedger`, counter"
               + " `ledger.growthReports`, listeners, event log `GrowthReportEvent`)");
 
+  // ---- who holds the heap ----
+
+  /** Whether each JVM keeps a recording of Old Object Samples, to name the heap's holders. */
+  public static final ConfigKey<Boolean> HEAP_HOLDERS =
+      key(
+          "spark.nativepool.heapHolders.enabled",
+          "true",
+          "`true`",
+          "boolean",
+          Side.BOTH,
+          NativePoolConf::bool,
+          "each executor and the driver keep a JDK Flight Recorder recording of Old Object"
+              + " Samples only (a bounded, size-weighted sample of live objects with their"
+              + " allocation stacks; started from the plugin, no JVM flag), and a growth report of"
+              + " the heap (`jvm.heap.afterGc`) names the heap's holders: the types sampled since"
+              + " the growth began, their allocation stacks and their paths from a GC root. The"
+              + " driver checks its own heap after garbage collections with the same rule."
+              + " `false`: no recording, heap growth reported without holders, no \"who holds the"
+              + " heap\" action");
+
+  /** How long one path search from the samples to the GC roots may take. */
+  public static final ConfigKey<Long> HEAP_HOLDERS_CUTOFF =
+      key(
+          "spark.nativepool.heapHolders.cutoff",
+          "5s",
+          "`5s`",
+          "duration",
+          Side.BOTH,
+          v -> atLeast(duration(v), 1),
+          "the time bound of one analysis's search for the samples' paths to GC roots (JFR's"
+              + " `cutoff`): the JVM is paused while it runs (measured: 0.1–1 s in a spark-shell,"
+              + " 2.3 s on a 4 GiB heap of a million objects). Samples whose path was not found in"
+              + " time are reported without one, and the report says the search ran out");
+
+  /** Whether the Native Memory page offers "who holds the heap" for each JVM. */
+  public static final ConfigKey<Boolean> HEAP_HOLDERS_ON_DEMAND =
+      key(
+          "spark.nativepool.heapHolders.onDemand",
+          "true",
+          "`true`",
+          "boolean",
+          Side.BOTH,
+          NativePoolConf::bool,
+          "the live Native Memory page has a \"who holds the heap\" action per JVM (the driver"
+              + " and each executor), allowed to users with Spark's modify permission"
+              + " (`spark.acls.enable`, `spark.modify.acls`, as the UI's kill links); executors"
+              + " ask the driver for requests once per heartbeat. `false`: no action, no asking");
+
+  /** The least time between two analyses of one JVM, on demand or for growth reports. */
+  public static final ConfigKey<Long> HEAP_HOLDERS_INTERVAL =
+      key(
+          "spark.nativepool.heapHolders.minInterval",
+          "30s",
+          "`30s`",
+          "duration",
+          Side.BOTH,
+          NativePoolConf::duration,
+          "a JVM is analysed at most once per this interval on demand (a request sooner is"
+              + " refused with the time left), and at most once per this interval for growth"
+              + " reports of its heap (a rise sooner waits): each analysis pauses the JVM for its"
+              + " path search. One analysis runs at a time per JVM");
+
+  /** Readings per window of the driver's check of its own heap. */
+  public static final ConfigKey<Integer> DRIVER_HEAP_WINDOW =
+      key(
+          "spark.nativepool.driver.heapGrowth.window",
+          "1",
+          "`1`",
+          "readings",
+          Side.DRIVER,
+          v -> (int) atLeast(integer(v), 1),
+          "the driver checks its own heap once a second (what a young collection would leave),"
+              + " counting a reading when it moved by a quarter of"
+              + " `spark.nativepool.driver.heapGrowth.minBytes` or more (an idle driver counts"
+              + " none), with the executors' floor-rising rule over windows of this many readings"
+              + " …");
+
+  /** Consecutive rising windows after which the driver reports its own heap. */
+  public static final ConfigKey<Integer> DRIVER_HEAP_WINDOWS =
+      key(
+          "spark.nativepool.driver.heapGrowth.windows",
+          "3",
+          "`3`",
+          "windows",
+          Side.DRIVER,
+          v -> (int) atLeast(integer(v), 1),
+          "… rising in this many consecutive windows …");
+
+  /** The least growth of its heap the driver reports. */
+  public static final ConfigKey<Long> DRIVER_HEAP_MIN_BYTES =
+      key(
+          "spark.nativepool.driver.heapGrowth.minBytes",
+          "64m",
+          "`64m`",
+          "size",
+          Side.DRIVER,
+          v -> atLeast(Bytes.parse(v), 1),
+          "… by at least this much in all (a driver warming up, loading classes and starting its"
+              + " services, grows by less over so few readings); reported again after another"
+              + " this much. The report names the heap's holders (WARN on"
+              + " `org.nativepool.spark.ledger.DriverHeapWatch`, event log `GrowthReportEvent` of"
+              + " executor `driver`)");
+
   /** Every key, in declaration order. */
   public static List<ConfigKey<?>> all() {
     return Collections.unmodifiableList(KEYS);

@@ -63,6 +63,7 @@ public final class SettingsCheck {
     ReportingSettings reporting = ReportingSettings.fromConf(conf);
     GuardSettings guard = GuardSettings.fromConf(conf);
     LedgerSettings ledger = LedgerSettings.fromConf(conf);
+    HeapHolderSettings.fromConf(conf);
     if (pool.kind() == PoolKind.FAIR_UNIFIED
         && conf.contains(NativePoolConf.POOL_SIZE.key())
         && pool.poolSize() == 0) {

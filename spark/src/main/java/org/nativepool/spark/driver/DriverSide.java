@@ -1,6 +1,7 @@
 package org.nativepool.spark.driver;
 
 import com.codahale.metrics.MetricRegistry;
+import java.nio.file.Path;
 import java.util.Collections;
 import java.util.Map;
 import org.apache.spark.SparkContext;
@@ -14,6 +15,8 @@ import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.util.Utils;
+import org.nativepool.spark.config.HeapHolderSettings;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.ReportingSettings;
 import org.nativepool.spark.config.SparkLine;
@@ -21,11 +24,15 @@ import org.nativepool.spark.events.ExecutorSample;
 import org.nativepool.spark.events.ExecutorSampleEvent;
 import org.nativepool.spark.events.GrowthReportEvent;
 import org.nativepool.spark.events.GuardEpisodeEvent;
+import org.nativepool.spark.events.HeapHoldersEvent;
+import org.nativepool.spark.events.HeapHoldersRequest;
 import org.nativepool.spark.events.LedgerCrossingEvent;
 import org.nativepool.spark.events.ReservedThresholdEvent;
 import org.nativepool.spark.events.StagePeaksEvent;
 import org.nativepool.spark.jni.LibraryLoader;
 import org.nativepool.spark.jni.ProcessStat;
+import org.nativepool.spark.ledger.DriverHeapWatch;
+import org.nativepool.spark.ledger.HeapHolders;
 import org.nativepool.spark.ui.NativeMemoryListener;
 import org.nativepool.spark.ui.NativeMemoryPage;
 import org.nativepool.spark.ui.NativeMemoryTimeline;
@@ -48,9 +55,16 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link GuardEpisodes}: the executors' pod guard episodes and the {@code guard.*} gauges;
  *   <li>{@link ExecutorEnds}: the evidence kept per executor, the diagnosis of each removal and
  *       the {@code lost.*} gauges;
+ *   <li>{@link HeapHolderRequests}: the page's "who holds the heap" action, for the driver and
+ *       each executor, behind Spark's modify permissions;
  *   <li>{@link DriverCheck} (the library, version and every setting, at start), {@link StartupLine}
  *       (the one line at WARN saying what runs) and {@link AutoOverhead}.
  * </ul>
+ *
+ * <p><b>The driver's heap.</b> With {@link NativePoolConf#HEAP_HOLDERS} on, the driver keeps this
+ * JVM's recording of Old Object Samples ({@link HeapHolders}) and checks its own heap ({@link
+ * DriverHeapWatch}): a rise is reported as a {@link GrowthReportEvent} of executor {@code driver}
+ * naming the heap's holders, logged at WARN and posted.
  *
  * <p><b>Figures.</b> Each executor sends an {@link ExecutorSample} once per heartbeat interval over
  * plugin RPC ({@link #receive}); the driver's metric source ({@code
@@ -98,6 +112,9 @@ public final class DriverSide implements DriverPlugin {
   private SampleEvents sampleEvents;
   private final GuardEpisodes guard = new GuardEpisodes();
   private ExecutorEnds ends;
+  private HeapHolders heapHolders;
+  private DriverHeapWatch heapWatch;
+  private HeapHolderRequests holderRequests;
 
   /** Public no-argument constructor; {@code NativePoolPlugin.driverPlugin()} makes one. */
   public DriverSide() {}
@@ -147,8 +164,25 @@ public final class DriverSide implements DriverPlugin {
     guard.register(registry);
     ends.register(registry);
     sc.addSparkListener(new Listener());
+    HeapHolderSettings holders = HeapHolderSettings.fromConf(ctx.conf());
+    if (holders.enabled()) {
+      heapHolders =
+          HeapHolders.start(
+              holders.cutoffMillis(),
+              Path.of(Utils.getLocalDir(ctx.conf())));
+      if (heapHolders != null) {
+        heapWatch = DriverHeapWatch.start(holders, heapHolders, this::post);
+      }
+    }
+    holderRequests =
+        new HeapHolderRequests(
+            holders,
+            user -> sc.env().securityManager().checkModifyPermissions(user),
+            id -> executors.live().stream().anyMatch(v -> v.id.equals(id)),
+            heapHolders,
+            this::post);
     if (sc.ui().isDefined()) {
-      attachPage(sc);
+      attachPage(sc, holderRequests);
     }
     LOG.info("nativepool: driver side started ({})", settings);
     LOG.warn(
@@ -165,7 +199,7 @@ public final class DriverSide implements DriverPlugin {
    * Adds the Native Memory tab to the live UI ({@link NativeMemoryWeb#PATH}), from the plugin's
    * events on the listener bus: the same events, and so the same page, as the History Server's.
    */
-  private static void attachPage(SparkContext sc) {
+  private static void attachPage(SparkContext sc, HeapHolderRequests requests) {
     NativeMemoryListener pageListener = new NativeMemoryListener(new NativeMemoryTimeline());
     if (sc.conf().getBoolean("spark.memory.offHeap.enabled", false)) {
       pageListener
@@ -174,12 +208,16 @@ public final class DriverSide implements DriverPlugin {
     }
     sc.addSparkListener(pageListener);
     NativeMemoryWeb.attach(
-        sc.ui().get(), () -> NativeMemoryPage.content(pageListener.timeline().snapshot()));
+        sc.ui().get(),
+        () -> NativeMemoryPage.content(pageListener.timeline().snapshot(), requests.enabled()),
+        requests.enabled() ? requests::request : null);
   }
 
   /**
    * Takes an {@link ExecutorSample}, a {@link GuardEpisodeEvent}, a ledger crossing or growth
-   * report; anything else is logged and ignored. Returns null.
+   * report, an executor's heap holders; anything else is logged and ignored. Returns null, but to
+   * an executor's poll for an on-demand request ({@link HeapHoldersRequest#poll}): the request, or
+   * null.
    */
   @Override
   public Object receive(Object message) {
@@ -193,6 +231,11 @@ public final class DriverSide implements DriverPlugin {
     } else if (message instanceof GrowthReportEvent g) {
       ends.keep(g.getExecutorId(), ev -> ev.add(g));
       post(g); // the event log keeps it
+    } else if (message instanceof HeapHoldersRequest r && r.poll()) {
+      return holderRequests.poll(r.executorId());
+    } else if (message instanceof HeapHoldersEvent h) {
+      ends.keep(h.getExecutorId(), ev -> ev.add(h));
+      holderRequests.received(h);
     } else {
       LOG.warn("nativepool: driver side got an unknown message {}", message);
     }
@@ -254,11 +297,25 @@ public final class DriverSide implements DriverPlugin {
     executors.remove(id);
   }
 
-  /** Posts the stage peaks still waiting for their grace period. */
+  /**
+   * Posts the stage peaks still waiting for their grace period; stops the heap check and releases
+   * this side's share of the heap holders' recording.
+   */
   @Override
   public void shutdown() {
     if (stagePeaks != null) {
       stagePeaks.postDue(System.currentTimeMillis(), true);
+    }
+    if (heapWatch != null) {
+      heapWatch.close();
+      heapWatch = null;
+    }
+    if (holderRequests != null) {
+      holderRequests.stop();
+    }
+    if (heapHolders != null) {
+      heapHolders.release();
+      heapHolders = null;
     }
   }
 

@@ -1,5 +1,8 @@
 package org.nativepool.spark.driver;
 
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -13,6 +16,7 @@ import org.nativepool.spark.config.ContainerSize;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
 import org.nativepool.spark.events.GuardEpisodeEvent;
+import org.nativepool.spark.events.HeapHoldersEvent;
 import org.nativepool.spark.jni.ArrowProcessStat;
 import org.nativepool.spark.jni.ProcessStat;
 import org.nativepool.spark.ledger.LedgerReader;
@@ -63,6 +67,9 @@ final class ExecutorDiagnosis {
 
   /** The span over which ledger parts' growth is measured, ending at the last sample, ms. */
   static final long GROWTH_SPAN_MILLIS = 60_000;
+
+  private static final DateTimeFormatter HOLDERS_TIME =
+      DateTimeFormatter.ofPattern("HH:mm:ss", Locale.ROOT).withZone(ZoneOffset.UTC);
 
   private ExecutorDiagnosis() {}
 
@@ -278,7 +285,8 @@ final class ExecutorDiagnosis {
         revision,
         ev.container() != null ? ev.container() : containerIn(reason),
         r.reportedLimit(),
-        r.reportedUsage());
+        r.reportedUsage(),
+        heapHolders(cause, suspected, ev.heapHolders()));
   }
 
   private static final Pattern CONTAINER = Pattern.compile("\\bcontainer_[0-9e]+(?:_[0-9]+)+");
@@ -290,6 +298,26 @@ final class ExecutorDiagnosis {
     }
     Matcher m = CONTAINER.matcher(reason);
     return m.find() ? m.group() : null;
+  }
+
+  /**
+   * For a JVM out of memory, or one the evidence would fit: the last heap holders the executor
+   * reported, the analysis's time, trigger and note first; empty otherwise or if it reported none.
+   */
+  static List<String> heapHolders(Cause cause, Cause suspected, HeapHoldersEvent h) {
+    if (h == null || (cause != Cause.JVM_OUT_OF_MEMORY && suspected != Cause.JVM_OUT_OF_MEMORY)) {
+      return List.of();
+    }
+    List<String> out = new ArrayList<>();
+    out.add(
+        "at "
+            + HOLDERS_TIME.format(Instant.ofEpochMilli(h.getTimeMillis()))
+            + " UTC ("
+            + h.getTrigger()
+            + "): "
+            + h.getNote());
+    out.addAll(h.lines());
+    return out;
   }
 
   private static Cause suspect(boolean killFits, ExecutorEvidence.TaskFailure jvmOom) {

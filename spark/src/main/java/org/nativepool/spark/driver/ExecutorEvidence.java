@@ -10,6 +10,7 @@ import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.events.ExecutorSample;
 import org.nativepool.spark.events.GrowthReportEvent;
 import org.nativepool.spark.events.GuardEpisodeEvent;
+import org.nativepool.spark.events.HeapHoldersEvent;
 import org.nativepool.spark.events.LedgerCrossingEvent;
 import org.nativepool.spark.events.ReservedThresholdEvent;
 import org.nativepool.spark.jni.ArrowProcessStat;
@@ -110,6 +111,9 @@ final class ExecutorEvidence {
   private final ArrayDeque<TaskFailure> failures = new ArrayDeque<>();
   private String container;
 
+  /** The last heap holders it reported (a growth report's or an on-demand analysis); or null. */
+  private HeapHoldersEvent heapHolders;
+
   /**
    * A task that failed on the executor for lack of memory.
    *
@@ -204,9 +208,25 @@ final class ExecutorEvidence {
         CROSSINGS_KEPT);
   }
 
-  /** Keeps a growth report's line (the last {@value #GROWTH_KEPT}). */
+  /**
+   * Keeps a growth report's line (the last {@value #GROWTH_KEPT}), without its heap holders, which
+   * are kept as the last known ones.
+   */
   synchronized void add(GrowthReportEvent g) {
-    push(growth, g.describe().replaceFirst("^nativepool: executor \\S+ ledger: ", ""), GROWTH_KEPT);
+    String line = g.describe().replaceFirst("^nativepool: executor \\S+ ledger: ", "");
+    int holders = line.indexOf("; heap holders: ");
+    push(growth, holders < 0 ? line : line.substring(0, holders), GROWTH_KEPT);
+    HeapHoldersEvent h = g.heapHoldersEvent();
+    if (h != null) {
+      heapHolders = h;
+    }
+  }
+
+  /** Keeps an analysis of the heap's holders as the last known one. */
+  synchronized void add(HeapHoldersEvent h) {
+    if (!h.getHolders().isEmpty() || heapHolders == null) {
+      heapHolders = h; // a refusal (no holders) does not hide holders known before
+    }
   }
 
   /** Keeps a task failure for lack of memory (the last {@value #FAILURES_KEPT}). */
@@ -238,7 +258,8 @@ final class ExecutorEvidence {
         List.copyOf(crossings),
         List.copyOf(growth),
         List.copyOf(failures),
-        container);
+        container,
+        heapHolders);
   }
 
   /**
@@ -251,6 +272,7 @@ final class ExecutorEvidence {
    * @param growth the last growth reports' lines, oldest first
    * @param failures the last memory failures, oldest first
    * @param container the executor's container, as the cluster manager names it; null if unknown
+   * @param heapHolders the last heap holders it reported; null if none
    */
   record Snapshot(
       List<Point> points,
@@ -259,10 +281,12 @@ final class ExecutorEvidence {
       List<String> crossings,
       List<String> growth,
       List<TaskFailure> failures,
-      String container) {
+      String container,
+      HeapHoldersEvent heapHolders) {
     /** Nothing known. */
     static final Snapshot EMPTY =
-        new Snapshot(List.of(), List.of(), List.of(), List.of(), List.of(), List.of(), null);
+        new Snapshot(
+            List.of(), List.of(), List.of(), List.of(), List.of(), List.of(), null, null);
 
     /** The newest point, or null. */
     Point last() {

@@ -137,6 +137,7 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
   private final String container;
   private final long managerLimit;
   private final long managerUsage;
+  private final List<String> heapHolders;
 
   /**
    * One diagnosis, nothing known of its container. Maps and lists are copied in their order; null
@@ -213,18 +214,22 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
         revision,
         null,
         -1,
-        -1);
+        -1,
+        null);
   }
 
   /**
-   * One diagnosis with what the cluster manager said of the container; Jackson's creator when the
-   * event log is replayed (an event logged before these three existed reads as none).
+   * One diagnosis with what the cluster manager said of the container and the heap's last holders;
+   * Jackson's creator when the event log is replayed (an event logged before these four existed
+   * reads as none).
    *
    * @param container the container the executor ran in, as the cluster manager names it (YARN's
    *     {@code container_…}); null if unknown
    * @param managerLimit the memory limit the cluster manager says it enforced when it killed the
    *     container (YARN's message), bytes; -1 (or 0) if it said none
    * @param managerUsage the memory it found in use then, bytes; -1 (or 0) if it said none
+   * @param heapHolders for a JVM out of memory (or one it would fit): the last heap holders the
+   *     executor reported before its end, its analysis's line first, then one line per holder
    * @see #ExecutorDiagnosisEvent(String, long, String, Integer, Cause, Cause, String, long, String,
    *     long, long, long, long, long, long, Map, List, List, List, List, int) the other parameters
    */
@@ -253,7 +258,8 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
       @JsonProperty("revision") int revision,
       @JsonProperty("container") String container,
       @JsonProperty("managerLimit") long managerLimit,
-      @JsonProperty("managerUsage") long managerUsage) {
+      @JsonProperty("managerUsage") long managerUsage,
+      @JsonProperty("heapHolders") List<String> heapHolders) {
     this.executorId = executorId;
     this.timeMillis = timeMillis;
     this.reason =
@@ -283,6 +289,7 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
     this.container = container;
     this.managerLimit = managerLimit > 0 ? managerLimit : -1;
     this.managerUsage = managerUsage > 0 ? managerUsage : -1;
+    this.heapHolders = copy(heapHolders);
   }
 
   private static List<String> copy(List<String> l) {
@@ -426,6 +433,14 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
     return failedTasks;
   }
 
+  /**
+   * For a JVM out of memory, or one it would fit: the last heap holders the executor reported
+   * before its end (its analysis's line first, then one line per holder); empty otherwise.
+   */
+  public List<String> getHeapHolders() {
+    return heapHolders;
+  }
+
   /** 1 for the executor's first diagnosis, then one more per revision. */
   public int getRevision() {
     return revision;
@@ -534,6 +549,7 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
     list(b, "crossings", crossings);
     list(b, "growth reports", growthReports);
     list(b, "tasks failed for memory", failedTasks);
+    list(b, "last heap holders", heapHolders);
     if (!reason.isEmpty()) {
       b.append("; Spark's reason: ").append(reason.strip().replaceAll("\\s*\\n\\s*", " / "));
     }
@@ -582,7 +598,8 @@ public final class ExecutorDiagnosisEvent implements SparkListenerEvent {
         && revision == e.revision
         && Objects.equals(container, e.container)
         && managerLimit == e.managerLimit
-        && managerUsage == e.managerUsage;
+        && managerUsage == e.managerUsage
+        && heapHolders.equals(e.heapHolders);
   }
 
   @Override

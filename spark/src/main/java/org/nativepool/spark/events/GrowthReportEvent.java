@@ -1,9 +1,5 @@
 package org.nativepool.spark.events;
 
-
-
-
-
 import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
@@ -21,7 +17,12 @@ import org.nativepool.spark.config.PoolSettings;
  * #getGrowth()} bytes in all. For native memory it names the owners still live: the consumers and
  * (with {@link org.nativepool.spark.config.NativePoolConf#ALLOCATION_SITES}) the allocation sites holding the most. Each
  * report reaches the executor's {@code LedgerListener}s, a WARN line and the {@code
- * ledger.growthReports} counter, and the driver posts it to Spark's listener bus. Immutable.
+ * ledger.growthReports} counter, and the driver posts it to Spark's listener bus. For a heap part
+ * ({@code jvm.heap.afterGc}) it names the heap's holders instead ({@link #getHeapHolders()}): the
+ * live objects sampled since the growth began, with their paths from a GC root.
+ *
+ * <p>The driver reports its own heap the same way, as executor {@value #DRIVER}: its boundaries are
+ * the readings of its heap that moved, not tasks. Immutable.
  */
 @JsonDeserialize(using = GrowthReportEvent.Json.class)
 public final class GrowthReportEvent implements SparkListenerEvent, Serializable {
@@ -40,6 +41,15 @@ public final class GrowthReportEvent implements SparkListenerEvent, Serializable
 
   private static final long serialVersionUID = 1L;
 
+  /** The executor id of the driver's own reports (Spark's id of the driver). */
+  public static final String DRIVER = "driver";
+
+  /** {@link #getBoundary()} of the executors' reports. */
+  public static final String TASK = "task";
+
+  /** {@link #getBoundary()} of the driver's reports of its own heap: a reading that moved. */
+  public static final String HEAP_READING = "heap reading";
+
   private final String executorId;
   private final long timeMillis;
   private final String part;
@@ -48,6 +58,24 @@ public final class GrowthReportEvent implements SparkListenerEvent, Serializable
   private final long tasks;
   private final long taskCount;
   private final List<String> owners;
+  private final List<HeapHolder> heapHolders;
+  private final String heapHoldersNote;
+  private final String boundary;
+
+  /** A report without heap holders. */
+  public GrowthReportEvent(
+      String executorId,
+      long timeMillis,
+      String part,
+      long fromBytes,
+      long toBytes,
+      long tasks,
+      long taskCount,
+      List<String> owners) {
+    this(
+        executorId, timeMillis, part, fromBytes, toBytes, tasks, taskCount, owners, null, null,
+        TASK);
+  }
 
   /** One report; Jackson's creator when the event log is replayed. */
   @JsonCreator
@@ -59,7 +87,10 @@ public final class GrowthReportEvent implements SparkListenerEvent, Serializable
       @JsonProperty("toBytes") long toBytes,
       @JsonProperty("tasks") long tasks,
       @JsonProperty("taskCount") long taskCount,
-      @JsonProperty("owners") List<String> owners) {
+      @JsonProperty("owners") List<String> owners,
+      @JsonProperty("heapHolders") List<HeapHolder> heapHolders,
+      @JsonProperty("heapHoldersNote") String heapHoldersNote,
+      @JsonProperty("boundary") String boundary) {
     this.executorId = executorId;
     this.timeMillis = timeMillis;
     this.part = part;
@@ -68,6 +99,9 @@ public final class GrowthReportEvent implements SparkListenerEvent, Serializable
     this.tasks = tasks;
     this.taskCount = taskCount;
     this.owners = owners == null ? List.of() : List.copyOf(owners);
+    this.heapHolders = heapHolders == null ? List.of() : List.copyOf(heapHolders);
+    this.heapHoldersNote = heapHoldersNote;
+    this.boundary = boundary == null ? TASK : boundary;
   }
 
   /** The executor. */
@@ -119,10 +153,42 @@ public final class GrowthReportEvent implements SparkListenerEvent, Serializable
   }
 
   /**
+   * What the detector's boundaries were: {@value #TASK} (an executor: task ends) or {@value
+   * #HEAP_READING} (the driver's own heap: its readings that moved). {@link #getTasks()} and {@link
+   * #getTaskCount()} count them.
+   */
+  public String getBoundary() {
+    return boundary;
+  }
+
+  /** The heap's holders, largest first, for a heap part; empty for other parts. */
+  public List<HeapHolder> getHeapHolders() {
+    return heapHolders;
+  }
+
+  /**
+   * What the heap analysis saw (samples, path search time, whether it ran out of time) or why there
+   * was none; null for parts that are not the heap.
+   */
+  public String getHeapHoldersNote() {
+    return heapHoldersNote;
+  }
+
+  /** The heap holders as the event the Native Memory page keeps; null for other parts. */
+  public HeapHoldersEvent heapHoldersEvent() {
+    if (heapHoldersNote == null) {
+      return null;
+    }
+    return new HeapHoldersEvent(
+        executorId, timeMillis, "growth of " + part, 0, heapHoldersNote, heapHolders);
+  }
+
+  /**
    * The WARN line, e.g. {@code nativepool: executor 1 ledger: native.allocated keeps growing: its
    * floor rose from 1.0 MiB to 26.0 MiB over 100 tasks (256.0 KiB per task); still held by …}.
    */
   public String describe() {
+    String unit = boundary;
     StringBuilder b =
         new StringBuilder("nativepool: executor ")
             .append(executorId)
@@ -134,11 +200,22 @@ public final class GrowthReportEvent implements SparkListenerEvent, Serializable
             .append(Bytes.format(toBytes))
             .append(" over ")
             .append(tasks)
-            .append(" tasks (")
+            .append(' ')
+            .append(unit)
+            .append("s (")
             .append(Bytes.format(tasks > 0 ? getGrowth() / tasks : getGrowth()))
-            .append(" per task)");
+            .append(" per ")
+            .append(unit)
+            .append(')');
     if (!owners.isEmpty()) {
       b.append("; still held by ").append(String.join(", ", owners));
+    }
+    if (heapHoldersNote != null) {
+      b.append("; heap holders: ").append(heapHoldersNote);
+      int i = 1;
+      for (HeapHolder h : heapHolders) {
+        b.append(i == 1 ? "; " : " | ").append(i++).append(") ").append(h.describe());
+      }
     }
     return b.toString();
   }

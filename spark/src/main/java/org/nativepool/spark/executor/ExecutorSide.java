@@ -2,6 +2,7 @@ package org.nativepool.spark.executor;
 
 import java.io.File;
 import java.io.IOException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -11,10 +12,12 @@ import org.apache.spark.TaskContext;
 import org.apache.spark.TaskFailedReason;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
+import org.apache.spark.util.Utils;
 import org.nativepool.spark.arrow.CDataOrigin;
 import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.config.CgroupLimit;
 import org.nativepool.spark.config.GuardSettings;
+import org.nativepool.spark.config.HeapHolderSettings;
 import org.nativepool.spark.config.LedgerSettings;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.PoolSettings;
@@ -25,6 +28,7 @@ import org.nativepool.spark.jni.GoLog;
 import org.nativepool.spark.jni.LibraryLoader;
 import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.ledger.ExecutorLedger;
+import org.nativepool.spark.ledger.HeapHolders;
 import org.nativepool.spark.ledger.LedgerReader;
 import org.nativepool.spark.ledger.LiveNative;
 import org.nativepool.spark.memory.ExecutorState;
@@ -41,7 +45,10 @@ import scala.Tuple2;
  * memory give way when memory outside it takes the headroom under the executor's memory limit),
  * registers the gauges ({@link ExecutorGauges}), installs the executor's state ({@link
  * ExecutorState}: the settings tasks open their pools with, and the executor memory ledger as the
- * observer of closing pools), and starts the {@link ExecutorReporter}. Tasks then open their pool
+ * observer of closing pools), starts the JVM's recording of Old Object Samples that names the
+ * heap's holders in growth reports of the heap ({@link HeapHolders}, with {@link
+ * NativePoolConf#HEAP_HOLDERS}) and the poller of the Native Memory page's requests for them
+ * ({@link HeapHolderPoller}), and starts the {@link ExecutorReporter}. Tasks then open their pool
  * with {@code TaskPool.openForCurrentTask()}. With {@link NativePoolConf#MONITORING} off it
  * registers no gauges and starts no reporter: nothing reads the native figures or the ledger.
  *
@@ -62,6 +69,11 @@ public final class ExecutorSide implements ExecutorPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(ExecutorSide.class);
 
   private ExecutorReporter reporter;
+
+  /** This side's share of the JVM's heap holders' recording; null when off. */
+  private HeapHolders heapHolders;
+
+  private HeapHolderPoller heapPoller;
 
   /** What this plugin installed in {@link ExecutorState}, for {@link #shutdown()}. */
   private Object installed;
@@ -97,9 +109,11 @@ public final class ExecutorSide implements ExecutorPlugin {
     // (it checks every one at the application's start) falls back to the defaults, loudly.
     ReportingSettings reporting;
     LedgerSettings ledgerSettings;
+    HeapHolderSettings holders;
     try {
       reporting = ReportingSettings.fromConf(ctx.conf());
       ledgerSettings = LedgerSettings.fromConf(ctx.conf());
+      holders = HeapHolderSettings.fromConf(ctx.conf());
     } catch (IllegalArgumentException e) {
       LOG.error(
           "nativepool: executor {}: {}; its monitoring runs with the defaults",
@@ -107,6 +121,7 @@ public final class ExecutorSide implements ExecutorPlugin {
           e.getMessage());
       reporting = ReportingSettings.fromConf(withoutNativepoolKeys(ctx.conf()));
       ledgerSettings = LedgerSettings.defaults();
+      holders = HeapHolderSettings.fromConf(withoutNativepoolKeys(ctx.conf()));
     }
     ExecutorLedger ledger =
         new ExecutorLedger(
@@ -177,6 +192,16 @@ public final class ExecutorSide implements ExecutorPlugin {
       LOG.warn(cdata);
     }
     if (gauges != null) {
+      if (holders.enabled()) {
+        heapHolders =
+            HeapHolders.start(
+                holders.cutoffMillis(),
+                Path.of(Utils.getLocalDir(ctx.conf())));
+        ledger.setHeapHolders(heapHolders, holders.minIntervalMillis());
+        if (heapHolders != null && holders.onDemand()) {
+          heapPoller = HeapHolderPoller.start(ctx, heapHolders, reporting.heartbeatMillis());
+        }
+      }
       reporter = ExecutorReporter.start(ctx, reporting, gauges, ledger, guardStarted);
     } else {
       LOG.info(
@@ -256,6 +281,13 @@ public final class ExecutorSide implements ExecutorPlugin {
   public void shutdown() {
     if (reporter != null) {
       reporter.stop();
+    }
+    if (heapPoller != null) {
+      heapPoller.stop();
+    }
+    if (heapHolders != null) {
+      heapHolders.release();
+      heapHolders = null;
     }
     if (guardStarted) {
       guardStarted = false;

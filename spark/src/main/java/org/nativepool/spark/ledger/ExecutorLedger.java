@@ -14,11 +14,13 @@ import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 import java.util.function.IntFunction;
+import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.config.LedgerSettings;
 import org.nativepool.spark.config.LedgerThreshold;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.events.ExecutorSample;
 import org.nativepool.spark.events.GrowthReportEvent;
+import org.nativepool.spark.events.HeapHoldersEvent;
 import org.nativepool.spark.events.LedgerCrossingEvent;
 import org.nativepool.spark.events.LedgerSample;
 import org.nativepool.spark.events.StagePeaksEvent;
@@ -49,7 +51,9 @@ import org.slf4j.LoggerFactory;
  *       crossings counter and the driver (event log).
  *   <li><b>Growth</b>: at each task end the parts go to a {@link GrowthDetector}; a part whose
  *       floor keeps rising is reported (WARN, counter, listeners, event log), naming for native
- *       memory the consumers and allocation sites still live.
+ *       memory the consumers and allocation sites still live, and for the heap after collections
+ *       the heap's holders ({@link HeapHolders}: the objects sampled since the growth began, with
+ *       their paths from a GC root).
  *   <li><b>History</b> ({@link #history()}): the last minute of readings with their times, so that
  *       what the ledger looked like before and during a moment (a pod guard episode) can be read
  *       afterwards.
@@ -94,6 +98,22 @@ public final class ExecutorLedger implements TaskPoolObserver {
   private final IntFunction<List<String>> owners;
 
   private volatile LedgerSnapshot latest;
+
+  /** This JVM's heap holders, named in reports of the heap's growth; null: none. */
+  private volatile HeapHolders heapHolders;
+
+  /**
+   * After a rise of the heap its analysis found to be garbage, the least time before the next
+   * analysis (and a window of task ends): the rise stays a candidate, but the JVM is not paused
+   * for a path search at every task end while garbage piles up.
+   */
+  static final long HEAP_REANALYSIS_MILLIS = 10_000;
+
+  private volatile long heapMinIntervalMillis;
+
+  // The next heap analysis: not before this task boundary and this time. On the reporting thread.
+  private long nextHeapAnalysis;
+  private long nextHeapAnalysisMillis;
 
   /** Every reading of the last minute ({@link LedgerHistory}'s default bounds). */
   private final LedgerHistory history = new LedgerHistory();
@@ -227,6 +247,16 @@ public final class ExecutorLedger implements TaskPoolObserver {
     }
   }
 
+  /**
+   * Reports of the heap's growth ({@value LedgerReader#JVM_HEAP_AFTER_GC}) are analysed with
+   * {@code holders} (null: the heap's growth is not reported), at most once per {@code
+   * minIntervalMillis}: each analysis pauses the JVM for its path search.
+   */
+  public void setHeapHolders(HeapHolders holders, long minIntervalMillis) {
+    this.heapHolders = holders;
+    this.heapMinIntervalMillis = minIntervalMillis;
+  }
+
   /** Adds a listener for crossings and growth reports. */
   public void addListener(LedgerListener l) {
     listeners.add(l);
@@ -358,13 +388,33 @@ public final class ExecutorLedger implements TaskPoolObserver {
     synchronized (detector) {
       found = new ArrayList<>();
       for (int i = 0; i < tasks; i++) {
-        found.addAll(detector.sample(watched));
+        found.addAll(detector.sample(watched, s.timeMillis()));
       }
       seen = detector.samples();
     }
     List<GrowthReportEvent> out = new ArrayList<>();
     for (GrowthDetector.Growth g : found) {
       List<String> named = ownedByNative(g.part()) ? owners.apply(OWNERS_PER_REPORT) : List.of();
+      HeapHoldersEvent holders = null;
+      if (heapPart(g.part())) {
+        HeapHolders h = heapHolders;
+        if (h == null) {
+          continue; // nothing tells a leak from garbage not yet collected
+        }
+        if (seen < nextHeapAnalysis || s.timeMillis() < nextHeapAnalysisMillis) {
+          withdraw(g.part()); // analysed a moment ago: the garbage then may be collected by now
+          continue;
+        }
+        holders = h.analyze(executorId, "growth of " + g.part(), g.sinceMillis());
+        if (!holders.confirmsGrowth(g.toBytes() - g.fromBytes())) {
+          LOG.info(unconfirmed(executorId, g, holders));
+          withdraw(g.part());
+          nextHeapAnalysis = seen + settings.growthWindow();
+          nextHeapAnalysisMillis = s.timeMillis() + HEAP_REANALYSIS_MILLIS;
+          continue;
+        }
+        nextHeapAnalysisMillis = s.timeMillis() + heapMinIntervalMillis;
+      }
       GrowthReportEvent r =
           new GrowthReportEvent(
               executorId,
@@ -374,7 +424,10 @@ public final class ExecutorLedger implements TaskPoolObserver {
               g.toBytes(),
               g.tasks(),
               seen,
-              named);
+              named,
+              holders == null ? null : holders.getHolders(),
+              holders == null ? null : holders.getNote(),
+              GrowthReportEvent.TASK);
       growthReports.inc();
       LOG.warn(r.describe());
       for (LedgerListener l : listeners) {
@@ -390,12 +443,47 @@ public final class ExecutorLedger implements TaskPoolObserver {
     return out;
   }
 
+  private void withdraw(String part) {
+    synchronized (detector) {
+      detector.withdraw(part);
+    }
+  }
+
   /**
-   * Whether the detector watches {@code part}: everything but the totals' RSS (its growth shows in
-   * a part or in the unexplained remainder), the JVM heap (bounded by {@code -Xmx}, and its floor
-   * between collections is garbage) and the detail parts.
+   * The INFO line of a rise of the heap that its analysis did not confirm: what grew was mostly
+   * garbage the collections had not reached yet (objects promoted by young collections, which the
+   * old generation's next collection frees), so no report is made.
+   */
+  static String unconfirmed(String executorId, GrowthDetector.Growth g, HeapHoldersEvent h) {
+    return "nativepool: "
+        + (executorId.equals(GrowthReportEvent.DRIVER) ? "driver" : "executor " + executorId)
+        + ": "
+        + g.part()
+        + " rose from "
+        + Bytes.format(g.fromBytes())
+        + " to "
+        + Bytes.format(g.toBytes())
+        + ", but the heap's samples since show garbage not yet collected, not a leak: "
+        + h.getNote();
+  }
+
+  /** Whether {@code part} is the heap's, whose growth reports name the heap's holders. */
+  static boolean heapPart(String part) {
+    return part.equals(LedgerReader.JVM_HEAP_AFTER_GC) || part.equals(LedgerReader.JVM_HEAP_USED);
+  }
+
+  /**
+   * Whether the detector watches {@code part} (the heap after collections only with a recording of
+   * the heap's holders: a rise is reported when their analysis confirms it): everything but the
+   * totals' RSS (its growth shows in
+   * a part or in the unexplained remainder), the JVM heap's resident and committed bytes (bounded
+   * by {@code -Xmx}) and the detail parts, except the heap after collections ({@value
+   * LedgerReader#JVM_HEAP_AFTER_GC}), whose floor rises when the heap leaks.
    */
   private static boolean watched(LedgerSnapshot s, String part) {
+    if (part.equals(LedgerReader.JVM_HEAP_AFTER_GC)) {
+      return true; // reported only when the heap holders confirm it (taskBoundary)
+    }
     if (part.equals(LedgerReader.RSS)
         || part.equals(LedgerReader.JVM_HEAP_COMMITTED)
         || part.equals(LedgerReader.JVM_HEAP_RESIDENT)

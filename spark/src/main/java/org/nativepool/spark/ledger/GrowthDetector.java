@@ -23,8 +23,16 @@ import java.util.Map;
  * one thread.
  */
 final class GrowthDetector {
-  /** What {@link #sample} found: a part, its floors at the start and the end, and the tasks. */
-  record Growth(String part, long fromBytes, long toBytes, long tasks) {}
+  /**
+   * What {@link #sample} found: a part, its floors at the start and the end, the tasks, and when
+   * the first of those floors was read (epoch ms; 0 for readings given without a time): the growth
+   * began after it.
+   */
+  record Growth(String part, long fromBytes, long toBytes, long tasks, long sinceMillis) {
+    Growth(String part, long fromBytes, long toBytes, long tasks) {
+      this(part, fromBytes, toBytes, tasks, 0);
+    }
+  }
 
   private final int window;
   private final int windows;
@@ -64,6 +72,11 @@ final class GrowthDetector {
    * qualify as growing, in the order of {@code reading}.
    */
   List<Growth> sample(Map<String, Long> reading) {
+    return sample(reading, 0);
+  }
+
+  /** {@link #sample(Map)} of a reading taken at {@code timeMillis} (epoch ms). */
+  List<Growth> sample(Map<String, Long> reading, long timeMillis) {
     samples++;
     List<Growth> out = new ArrayList<>();
     for (Map.Entry<String, Long> e : reading.entrySet()) {
@@ -73,14 +86,19 @@ final class GrowthDetector {
       }
       PartState s = parts.computeIfAbsent(e.getKey(), k -> new PartState());
       int need = slow.test(e.getKey()) ? 2 * windows : windows;
-      s.min = s.count == 0 ? v : Math.min(s.min, v);
+      if (s.count == 0 || v < s.min) {
+        s.min = v;
+        s.minMillis = timeMillis;
+      }
       if (++s.count < window) {
         continue;
       }
       s.floors.addLast(s.min);
+      s.floorMillis.addLast(s.minMillis);
       s.count = 0;
       if (s.floors.size() > need + 1) {
         s.floors.removeFirst();
+        s.floorMillis.removeFirst();
       }
       if (s.floors.size() < need + 1) {
         continue;
@@ -100,18 +118,37 @@ final class GrowthDetector {
         prev = f;
       }
       if (rising && to - from >= minBytes && to - s.reportedAt >= minBytes) {
+        s.previousReportedAt = s.reportedAt;
         s.reportedAt = to;
-        out.add(new Growth(e.getKey(), from, to, (long) need * window));
+        out.add(new Growth(e.getKey(), from, to, (long) need * window, s.floorMillis.getFirst()));
       }
     }
     return out;
   }
 
+  /**
+   * Takes back the last report of {@code part}, which its caller found was not growth after all (a
+   * rise of the heap that was garbage): the part qualifies again as soon as it does by the rule,
+   * not only after another {@code minBytes}.
+   */
+  void withdraw(String part) {
+    PartState s = parts.get(part);
+    if (s != null) {
+      s.reportedAt = s.previousReportedAt;
+    }
+  }
+
   private static final class PartState {
     final ArrayDeque<Long> floors = new ArrayDeque<>();
+    /** When each floor was read. */
+    final ArrayDeque<Long> floorMillis = new ArrayDeque<>();
     long min;
+    long minMillis;
     int count;
     /** The floor when last reported (a new report needs minBytes more); none yet = MIN_VALUE/2. */
     long reportedAt = Long.MIN_VALUE / 2;
+
+    /** {@link #reportedAt} before the last report, for {@link #withdraw}. */
+    long previousReportedAt = Long.MIN_VALUE / 2;
   }
 }

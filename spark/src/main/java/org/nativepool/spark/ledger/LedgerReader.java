@@ -52,7 +52,8 @@ import org.slf4j.LoggerFactory;
  *       since committed heap pages are only resident once touched; reused for up to 50 times the
  *       cost of a reading, see {@link HeapResidency}), {@value #JVM_HEAP_COMMITTED} and {@value
  *       #JVM_HEAP_USED} (detail, from the memory bean; committed is the resident part when the
- *       heap's mappings cannot be found);
+ *       heap's mappings cannot be found), {@value #JVM_HEAP_AFTER_GC} (detail: what a young
+ *       collection would leave, which the growth detector watches);
  *   <li>JVM, from its management beans: {@value #JVM_METASPACE} and {@value #JVM_CODE_CACHE} (the
  *       committed bytes of those memory pools); {@value #JVM_DIRECT} and {@value #JVM_MAPPED} (the
  *       buffer pools);
@@ -139,6 +140,13 @@ public final class LedgerReader {
 
   /** The JVM heap's used bytes (detail of the committed heap). */
   public static final String JVM_HEAP_USED = "jvm.heap.used";
+
+  /**
+   * What the JVM heap would hold right after a young collection (detail, {@link #heapAfterGc()}):
+   * live objects and the garbage the collections have not reached yet. Its floor rises with a heap
+   * leak, and the growth detector watches it; the heap's holders tell the leak from the garbage.
+   */
+  public static final String JVM_HEAP_AFTER_GC = "jvm.heap.afterGc";
 
   /** Committed metaspace (class metadata, the compressed class space included). */
   public static final String JVM_METASPACE = "jvm.metaspace";
@@ -457,6 +465,7 @@ public final class LedgerReader {
           NATIVE_SLACK,
           LEAKED_RESIDENT,
           JVM_HEAP_USED,
+          JVM_HEAP_AFTER_GC,
           GUARD_OFF_HEAP_BALLAST,
           SPARK_OFF_HEAP_USED:
         return false;
@@ -465,6 +474,32 @@ public final class LedgerReader {
       default:
         return !part.startsWith(NETTY_PREFIX) || part.endsWith(".resident");
     }
+  }
+
+  /**
+   * What the heap would hold right after a young collection: a young pool (its name says Eden,
+   * Survivor or Young) as its last collection left it ({@code
+   * MemoryPoolMXBean.getCollectionUsage}), any other heap pool as it is now (an old generation,
+   * which only collections of its own, rare with G1, would report, holds what the young
+   * collections promoted and the large objects allocated in it since; a collector with one pool
+   * counts whole). -1 if no pool says.
+   */
+  public static long heapAfterGc() {
+    long sum = 0;
+    boolean any = false;
+    for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
+      if (pool.getType() != MemoryType.HEAP || !pool.isValid()) {
+        continue;
+      }
+      String n = pool.getName().toLowerCase(Locale.ROOT);
+      boolean young = n.contains("eden") || n.contains("survivor") || n.contains("young");
+      MemoryUsage u = young ? pool.getCollectionUsage() : pool.getUsage();
+      if (u != null) {
+        sum += u.getUsed();
+        any = true;
+      }
+    }
+    return any ? sum : -1;
   }
 
   /** Reads every part now. Never throws for a part it cannot read: that part is left out. */
@@ -517,6 +552,10 @@ public final class LedgerReader {
       parts.put(JVM_HEAP_COMMITTED, heap.getCommitted(), Kind.RESIDENT);
     }
     parts.put(JVM_HEAP_USED, heap.getUsed(), Kind.DETAIL);
+    long afterGc = heapAfterGc();
+    if (afterGc >= 0) {
+      parts.put(JVM_HEAP_AFTER_GC, afterGc, Kind.DETAIL);
+    }
     parts.put(JVM_METASPACE, metaspace, Kind.RESIDENT);
     parts.put(JVM_CODE_CACHE, code, Kind.RESIDENT);
     if (nmt != null) {

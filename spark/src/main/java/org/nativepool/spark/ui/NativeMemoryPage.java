@@ -1,15 +1,19 @@
 package org.nativepool.spark.ui;
 
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import org.nativepool.spark.config.Bytes;
+import org.nativepool.spark.events.HeapHolder;
 import org.nativepool.spark.ledger.LedgerReader;
 import org.nativepool.spark.ledger.LedgerSnapshot;
 import org.nativepool.spark.ui.NativeMemoryTimeline.Snapshot;
@@ -21,8 +25,9 @@ import org.nativepool.spark.ui.NativeMemoryTimeline.Snapshot;
  * its diagnosis; under it, where executors have off-heap memory, Spark's off-heap memory in use
  * against the off-heap budget, the one figure that budget bounds; words where an executor has
  * fewer than two samples, and where its unexplained memory is large without Native Memory
- * Tracking; then tables of the executors' ends, their leak figures and the stages' native peaks.
- * No script, no stylesheet or font from elsewhere. A pure function; stateless.
+ * Tracking; then tables of the executors' ends, each JVM's heap holders (the driver's too), their
+ * leak figures and the stages' native peaks. No script, no stylesheet or font from elsewhere. A
+ * pure function; stateless.
  */
 public final class NativeMemoryPage {
   /**
@@ -78,6 +83,14 @@ public final class NativeMemoryPage {
    * tabs: one {@code div}, its style scoped to it.
    */
   public static String content(Snapshot s) {
+    return content(s, false);
+  }
+
+  /**
+   * {@link #content(Snapshot)}, with a "who holds the heap" link per JVM when {@code actions} (the
+   * live UI with the action on; the History Server has no JVM to ask).
+   */
+  public static String content(Snapshot s, boolean actions) {
     StringBuilder b = new StringBuilder(16_384);
     b.append("<div class=\"nativepool\"><style>")
         .append(".nativepool table{border-collapse:collapse;margin:8px 0 24px}")
@@ -92,6 +105,7 @@ public final class NativeMemoryPage {
       executor(b, e, s.offHeapBudget());
     }
     ends(b, s.executors());
+    holders(b, s, actions);
     leaks(b, s.executors());
     stages(b, s.stages());
     return b.append("</div>").toString();
@@ -337,6 +351,99 @@ public final class NativeMemoryPage {
       b.append("</td></tr>");
     }
     b.append("</table>");
+  }
+
+  /**
+   * The heap holders: per JVM (the driver first, then the executors), its last analysis, when, why
+   * and what it saw, and a table of its holders: type, samples, sampled bytes, when and where they
+   * were allocated, and their path from a GC root.
+   */
+  static void holders(StringBuilder b, Snapshot s, boolean actions) {
+    b.append("<h2 id=\"heap-holders\">Heap holders</h2><p>Who holds each JVM's heap: live objects")
+        .append(" from the JVM's Old Object Samples, with their paths from a GC root, as the last")
+        .append(" growth report of the heap or the last analysis asked for found them. Types,")
+        .append(" fields and sizes only, never values.</p>");
+    Map<String, Snapshot.Holders> by = new LinkedHashMap<>();
+    for (Snapshot.Holders h : s.holders()) {
+      by.put(h.executorId(), h);
+    }
+    List<String> jvms = new ArrayList<>();
+    if (actions || by.containsKey("driver")) {
+      jvms.add("driver");
+    }
+    for (Snapshot.Executor e : s.executors()) {
+      boolean shown = actions ? e.end() == null : by.containsKey(e.executorId());
+      if (shown && !jvms.contains(e.executorId())) {
+        jvms.add(e.executorId());
+      }
+    }
+    for (String id : by.keySet()) {
+      if (!jvms.contains(id)) {
+        jvms.add(id);
+      }
+    }
+    if (jvms.isEmpty()) {
+      b.append("<p>None reported.</p>");
+      return;
+    }
+    for (String id : jvms) {
+      b.append("<h3>").append(id.equals("driver") ? "Driver" : "Executor " + SvgChart.escape(id));
+      if (actions) {
+        b.append(" <a class=\"action\" href=\"")
+            .append(NativeMemoryWeb.HOLDERS_PATH)
+            .append("/?")
+            .append(NativeMemoryWeb.JVM_PARAMETER)
+            .append('=')
+            .append(URLEncoder.encode(id, StandardCharsets.UTF_8))
+            .append("\">who holds the heap</a>");
+      }
+      b.append("</h3>");
+      Snapshot.Holders h = by.get(id);
+      if (h == null) {
+        b.append("<p>No analysis yet.</p>");
+        continue;
+      }
+      b.append("<p>")
+          .append(TIME.format(Instant.ofEpochMilli(h.timeMillis())))
+          .append(", ")
+          .append(SvgChart.escape(h.trigger()))
+          .append(": ")
+          .append(SvgChart.escape(h.note()))
+          .append("</p>");
+      if (h.holders().isEmpty()) {
+        continue;
+      }
+      b.append("<table><tr><th>type</th><th>samples</th><th>sampled</th><th>allocated</th>")
+          .append("<th>allocated at</th><th>held by (from the objects to the GC root)</th></tr>");
+      for (HeapHolder r : h.holders()) {
+        b.append("<tr><td>")
+            .append(SvgChart.escape(r.typeAndLength()))
+            .append("</td><td class=\"n\">")
+            .append(r.getSamples())
+            .append("</td><td class=\"n\">")
+            .append(r.getBytes() < 0 ? "?" : Bytes.format(r.getBytes()))
+            .append("</td><td>")
+            .append(TIME.format(Instant.ofEpochMilli(r.getFirstAllocatedMillis())));
+        if (r.getLastAllocatedMillis() / 1000 != r.getFirstAllocatedMillis() / 1000) {
+          b.append("<br>to ").append(TIME.format(Instant.ofEpochMilli(r.getLastAllocatedMillis())));
+        }
+        b.append("</td><td>");
+        for (String f : r.getFrames()) {
+          b.append(SvgChart.escape(f)).append("<br>");
+        }
+        b.append("</td><td>");
+        if (r.getRoot() == null) {
+          b.append("no path found");
+        } else {
+          for (String link : r.getChain()) {
+            b.append(SvgChart.escape(link)).append(" ←<br>");
+          }
+          b.append("root: ").append(SvgChart.escape(r.getRoot()));
+        }
+        b.append("</td></tr>");
+      }
+      b.append("</table>");
+    }
   }
 
   private static void leaks(StringBuilder b, List<Snapshot.Executor> executors) {

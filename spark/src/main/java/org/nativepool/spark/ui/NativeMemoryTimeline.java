@@ -12,6 +12,8 @@ import org.nativepool.spark.events.ExecutorSample;
 import org.nativepool.spark.events.ExecutorSampleEvent;
 import org.nativepool.spark.events.GrowthReportEvent;
 import org.nativepool.spark.events.GuardEpisodeEvent;
+import org.nativepool.spark.events.HeapHolder;
+import org.nativepool.spark.events.HeapHoldersEvent;
 import org.nativepool.spark.events.LedgerCrossingEvent;
 import org.nativepool.spark.events.ReservedThresholdEvent;
 import org.nativepool.spark.events.StagePeaksEvent;
@@ -22,14 +24,16 @@ import org.nativepool.spark.ledger.LedgerReader;
  * What the Native Memory page shows, gathered from the plugin's events as the listener bus delivers
  * them, live or replayed from the event log: per executor its ledger over time (from the {@link
  * ExecutorSampleEvent}s), its memory limit, markers for threshold crossings, growth reports and its
- * end with the diagnosis, bands for pod guard episodes, its leak figures; and the stages' native
- * peaks.
+ * end with the diagnosis, bands for pod guard episodes, its leak figures; each JVM's last heap
+ * holders (the driver's too: from growth reports of the heap and {@link HeapHoldersEvent}s); and
+ * the stages' native peaks.
  *
  * <p><b>Bounds.</b> Per executor at most {@value #POINTS_KEPT} samples (when full, every other one
  * is dropped and only every second later one kept, so the whole life stays covered at half the
  * resolution; the newest sample is always shown), {@value #MARKS_KEPT} markers and {@value
  * #BANDS_KEPT} episodes, the last ones kept; the last {@value #STAGES_KEPT} stages; the last
- * {@value #EXECUTORS_KEPT} executors to report. Safe for concurrent use.
+ * {@value #EXECUTORS_KEPT} executors to report, and the heap holders of the last {@value
+ * #EXECUTORS_KEPT} JVMs analysed. Safe for concurrent use.
  */
 public final class NativeMemoryTimeline {
   static final int POINTS_KEPT = 600;
@@ -62,6 +66,10 @@ public final class NativeMemoryTimeline {
 
   private final Map<String, Track> executors = new LinkedHashMap<>();
   private final List<Snapshot.Stage> stages = new ArrayList<>();
+
+  /** Each JVM's last heap holders, the driver's included. */
+  private final Map<String, Snapshot.Holders> holders = new LinkedHashMap<>();
+
   private long offHeapBudget = -1;
 
   /** An empty timeline. */
@@ -96,8 +104,16 @@ public final class NativeMemoryTimeline {
                       + (r.isUp() ? ", crossing " : ", below ")
                       + Bytes.format(r.getLevel())));
     } else if (event instanceof GrowthReportEvent g) {
-      Track t = track(g.getExecutorId());
-      t.mark(new Snapshot.Mark(g.getTimeMillis(), "growth", g.describe()));
+      if (!GrowthReportEvent.DRIVER.equals(g.getExecutorId()) || executors.containsKey("driver")) {
+        Track t = track(g.getExecutorId());
+        t.mark(new Snapshot.Mark(g.getTimeMillis(), "growth", g.describe()));
+      }
+      HeapHoldersEvent h = g.heapHoldersEvent();
+      if (h != null) {
+        holders(h);
+      }
+    } else if (event instanceof HeapHoldersEvent h) {
+      holders(h);
     } else if (event instanceof GuardEpisodeEvent g) {
       long end = g.isOpen() ? g.getStartMillis() + g.getRecoveryMicros() / 1000 : g.getEndMillis();
       track(g.getExecutorId()).band(new Snapshot.Band(g.getStartMillis(), end, g.summary()));
@@ -140,8 +156,22 @@ public final class NativeMemoryTimeline {
       return g.getExecutorId();
     } else if (event instanceof ExecutorDiagnosisEvent d) {
       return d.getExecutorId();
+    } else if (event instanceof HeapHoldersEvent h) {
+      return h.getExecutorId();
     }
     return null;
+  }
+
+  /** Keeps {@code h} as its JVM's last heap holders. */
+  private void holders(HeapHoldersEvent h) {
+    holders.remove(h.getExecutorId());
+    holders.put(
+        h.getExecutorId(),
+        new Snapshot.Holders(
+            h.getExecutorId(), h.getTimeMillis(), h.getTrigger(), h.getNote(), h.getHolders()));
+    while (holders.size() > EXECUTORS_KEPT) {
+      holders.remove(holders.keySet().iterator().next());
+    }
   }
 
   /**
@@ -174,7 +204,7 @@ public final class NativeMemoryTimeline {
     for (Track t : executors.values()) {
       out.add(t.snapshot());
     }
-    return new Snapshot(offHeapBudget, out, List.copyOf(stages));
+    return new Snapshot(offHeapBudget, out, List.copyOf(stages), List.copyOf(holders.values()));
   }
 
   /** One executor's series while events come. Guarded by the timeline. */
@@ -318,8 +348,37 @@ public final class NativeMemoryTimeline {
    * @param offHeapBudget the executors' off-heap budget, bytes; -1: none
    * @param executors each executor's series and events, in the order they first reported
    * @param stages the stages' native peaks, in the order they completed
+   * @param heapHolders each JVM's last heap holders (the driver's too), the last analysed last;
+   *     null reads as none (a History Server store written before they existed)
    */
-  public record Snapshot(long offHeapBudget, List<Executor> executors, List<Stage> stages) {
+  public record Snapshot(
+      long offHeapBudget, List<Executor> executors, List<Stage> stages, List<Holders> heapHolders) {
+    /** A snapshot without heap holders. */
+    public Snapshot(long offHeapBudget, List<Executor> executors, List<Stage> stages) {
+      this(offHeapBudget, executors, stages, List.of());
+    }
+
+    /** Each JVM's last heap holders; never null. */
+    public List<Holders> holders() {
+      return heapHolders == null ? List.of() : heapHolders;
+    }
+
+    /**
+     * A JVM's last analysis of its heap's holders.
+     *
+     * @param executorId an executor's id, or {@code driver}
+     * @param timeMillis when it was made
+     * @param trigger why (a growth report, or on demand)
+     * @param note what it saw, or why there was none
+     * @param holders the largest holders, largest first
+     */
+    public record Holders(
+        String executorId,
+        long timeMillis,
+        String trigger,
+        String note,
+        List<HeapHolder> holders) {}
+
     /**
      * One executor.
      *

@@ -1,5 +1,6 @@
 package org.nativepool.spark.ui;
 
+import java.util.function.BiFunction;
 import java.util.function.Supplier;
 import org.apache.spark.ui.SparkUI;
 import org.apache.spark.ui.SparkUITab;
@@ -25,6 +26,15 @@ public final class NativeMemoryWeb {
   /** The tab's name in Spark's tab bar. */
   public static final String TAB_NAME = "Native Memory";
 
+  /**
+   * The path of the "who holds the heap" action under the page ({@code
+   * /nativememory/holders/?jvm=<id>}).
+   */
+  public static final String HOLDERS_PATH = "holders";
+
+  /** The action's parameter: the JVM, an executor's id or {@code driver}. */
+  public static final String JVM_PARAMETER = "jvm";
+
   private NativeMemoryWeb() {}
 
   /**
@@ -32,22 +42,44 @@ public final class NativeMemoryWeb {
    * NativeMemoryPage#content}) on each request.
    */
   public static void attach(SparkUI ui, Supplier<String> content) {
-    ui.attachTab(new Tab(ui, content));
+    attach(ui, content, null);
+  }
+
+  /**
+   * Attaches the tab to {@code ui} with the "who holds the heap" action at {@value #HOLDERS_PATH}
+   * (none if {@code action} is null): {@code action} takes the JVM asked for and the request's
+   * remote user, and returns what the user is told (plain text).
+   */
+  public static void attach(
+      SparkUI ui, Supplier<String> content, BiFunction<String, String, String> action) {
+    ui.attachTab(new Tab(ui, content, action));
   }
 
   /**
    * The page's content as one node that Spark's page writes out as it is: an {@link Unparsed} is a
    * {@code Node}, hence a {@code NodeSeq} and a {@code Seq<Node>} on Scala 2.12 and 2.13 alike.
    */
-  static NodeSeq body(Supplier<String> content) {
-    return new Unparsed(content.get());
+  static NodeSeq body(String content) {
+    return new Unparsed(content);
   }
 
-  /** The tab, with its one page. */
+  /** The action's answer as the page's content: its text and a link back to the page. */
+  static String actionContent(String answer) {
+    return "<div class=\"nativepool\"><p>"
+        + SvgChart.escape(answer)
+        + "</p><p><a href=\"../\">Back to the Native Memory page</a></p></div>";
+  }
+
+  /** The tab, with its page and the action's. */
   private static final class Tab extends SparkUITab {
-    Tab(SparkUI ui, Supplier<String> content) {
+    Tab(SparkUI ui, Supplier<String> content, BiFunction<String, String, String> action) {
       super(ui, PATH.substring(1));
-      attachPage(new NativeMemoryWebPage(this, content));
+      attachPage(new NativeMemoryWebPage(this, "", (jvm, user) -> content.get()));
+      if (action != null) {
+        attachPage(
+            new NativeMemoryWebPage(
+                this, HOLDERS_PATH, (jvm, user) -> actionContent(action.apply(jvm, user))));
+      }
     }
 
     @Override

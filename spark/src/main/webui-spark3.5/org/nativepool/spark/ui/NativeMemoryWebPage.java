@@ -1,6 +1,6 @@
 package org.nativepool.spark.ui;
 
-import java.util.function.Supplier;
+import java.util.function.BiFunction;
 import javax.servlet.http.HttpServletRequest;
 import org.apache.spark.ui.SparkUITab;
 import org.apache.spark.ui.UIUtils;
@@ -25,10 +25,16 @@ final class NativeMemoryWebPage extends WebUIPage {
   private static final String TITLE = NativeMemoryWeb.TAB_NAME;
 
   private final SparkUITab tab;
-  private final Supplier<String> content;
+  private final BiFunction<String, String, String> content;
 
-  NativeMemoryWebPage(SparkUITab tab, Supplier<String> content) {
-    super("");
+  /**
+   * A page at {@code prefix} under the tab; {@code content} renders its HTML from the request's
+   * {@value NativeMemoryWeb#JVM_PARAMETER} parameter and its remote user (Spark's authenticated
+   * user; null without authentication).
+   */
+  NativeMemoryWebPage(
+      SparkUITab tab, String prefix, BiFunction<String, String, String> content) {
+    super(prefix);
     this.tab = tab;
     this.content = content;
   }
@@ -36,7 +42,10 @@ final class NativeMemoryWebPage extends WebUIPage {
   /** The page: a {@code NodeSeq}, a {@code Seq<Node>} on Scala 2.12 and 2.13 alike. */
   @Override
   public NodeSeq render(HttpServletRequest request) {
-    NodeSeq body = NativeMemoryWeb.body(content);
+    NodeSeq body =
+        NativeMemoryWeb.body(
+            content.apply(
+                request.getParameter(NativeMemoryWeb.JVM_PARAMETER), request.getRemoteUser()));
     Option<String> noHelp = Option.empty();
     // no visualization, data tables or timeline scripts: the page has no script
     return NodeSeq$.MODULE$.fromSeq(

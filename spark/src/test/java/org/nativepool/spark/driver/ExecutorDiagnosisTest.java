@@ -9,10 +9,13 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
-import org.nativepool.spark.events.ExecutorDiagnosisEvent;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
+import org.nativepool.spark.events.ExecutorDiagnosisEvent;
 import org.nativepool.spark.events.ExecutorSample;
+import org.nativepool.spark.events.GrowthReportEvent;
 import org.nativepool.spark.events.GuardEpisodeEvent;
+import org.nativepool.spark.events.HeapHolder;
+import org.nativepool.spark.events.HeapHoldersEvent;
 import org.nativepool.spark.events.LedgerCrossingEvent;
 import org.nativepool.spark.events.LedgerSample;
 
@@ -293,6 +296,55 @@ class ExecutorDiagnosisTest {
     ExecutorDiagnosisEvent k8s52 =
         diagnose("The executor with id 7 exited with exit code 52(JVM OOM).", null, T0);
     assertEquals(Cause.JVM_OUT_OF_MEMORY, k8s52.getCause());
+  }
+
+  @Test
+  void aJvmOutOfHeapSpaceNamesTheLastHeapHoldersKnownAndOtherEndsDoNot() {
+    ExecutorEvidence ev = growing(T0, LIMIT, 2000 * MIB);
+    HeapHolder h =
+        new HeapHolder(
+            "long[]",
+            131072,
+            21,
+            21 * MIB,
+            T0 - 60_000,
+            T0 - 1_000,
+            List.of("org.example.LeakedRecord.<init>:41"),
+            List.of("org.example.LeakedRecord.values", "static org.example.Job.LEAK"),
+            "Threads / Stack Variable");
+    ev.add(
+        new GrowthReportEvent(
+            "7",
+            T0 - 500,
+            "jvm.heap.afterGc",
+            100 * MIB,
+            900 * MIB,
+            200,
+            400,
+            List.of(),
+            List.of(h),
+            "60 samples kept by the JVM",
+            GrowthReportEvent.TASK));
+    ev.add(new HeapHoldersEvent("7", T0, "on demand by bob", 0, "refused: busy", List.of()));
+    ev.add(
+        new ExecutorEvidence.TaskFailure(
+            T0 + 1_000,
+            "task 41 (3.0) in stage 2.0: java.lang.OutOfMemoryError: Java heap space",
+            true));
+    ExecutorDiagnosisEvent d = diagnose("Command exited with code 52", ev, T0 + 1_500);
+    assertEquals(Cause.JVM_OUT_OF_MEMORY, d.getCause());
+    assertEquals(2, d.getHeapHolders().size(), d.getHeapHolders().toString());
+    assertTrue(
+        d.getHeapHolders().get(0).contains("(growth of jvm.heap.afterGc): 60 samples"),
+        d.getHeapHolders().get(0));
+    assertEquals(h.describe(), d.getHeapHolders().get(1));
+    assertTrue(d.describe().contains("; last heap holders: at "), d.describe());
+    assertTrue(
+        d.getGrowthReports().get(0).endsWith("(4.0 MiB per task)"),
+        "the growth line without its holders: " + d.getGrowthReports());
+
+    ExecutorDiagnosisEvent killed = diagnose("Command exited with code 137", ev, T0 + 200_000);
+    assertEquals(List.of(), killed.getHeapHolders(), "only for a JVM out of memory");
   }
 
   @Test

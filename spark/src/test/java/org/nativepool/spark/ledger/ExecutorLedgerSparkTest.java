@@ -154,6 +154,7 @@ class ExecutorLedgerSparkTest {
             LedgerReader.JVM_HEAP_RESIDENT,
             LedgerReader.JVM_HEAP_COMMITTED,
             LedgerReader.JVM_HEAP_USED,
+            LedgerReader.JVM_HEAP_AFTER_GC,
             LedgerReader.JVM_METASPACE,
             LedgerReader.JVM_CODE_CACHE,
             LedgerReader.JVM_THREADS,

@@ -97,6 +97,21 @@ class GrowthDetectorTest {
   }
 
   @Test
+  void aReportSaysWhenTheGrowthBeganAndAWithdrawnOneComesBackAtTheNextReading() {
+    GrowthDetector d = new GrowthDetector(1, 3, 16 << 20);
+    List<GrowthDetector.Growth> found = List.of();
+    long mib = 1 << 20;
+    for (int i = 0; i < 4; i++) {
+      found = d.sample(Map.of("p", (long) i * 10 * mib), 1_000L * (i + 1));
+    }
+    assertEquals(1, found.size());
+    assertEquals(1_000L, found.get(0).sinceMillis(), "the first rising floor's reading");
+    assertTrue(d.sample(Map.of("p", 40 * mib), 5_000).isEmpty(), "reported: needs 16 MiB more");
+    d.withdraw("p");
+    assertEquals(1, d.sample(Map.of("p", 50 * mib), 6_000).size(), "withdrawn: due again");
+  }
+
+  @Test
   void negativeReadingsAreIgnoredAndBadSettingsRefused() {
     GrowthDetector d = new GrowthDetector(1, 1, 1);
     assertTrue(d.sample(Map.of("p", -1L)).isEmpty());

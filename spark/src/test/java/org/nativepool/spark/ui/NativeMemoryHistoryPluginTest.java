@@ -1,6 +1,7 @@
 package org.nativepool.spark.ui;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -22,9 +23,12 @@ import org.apache.spark.util.kvstore.InMemoryStore;
 import org.apache.spark.util.kvstore.RocksDB;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.nativepool.spark.events.ExecutorDiagnosisEvent;
 import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
+import org.nativepool.spark.events.ExecutorDiagnosisEvent;
 import org.nativepool.spark.events.ExecutorSampleEvent;
+import org.nativepool.spark.events.GrowthReportEvent;
+import org.nativepool.spark.events.HeapHolder;
+import org.nativepool.spark.events.HeapHoldersEvent;
 
 /**
  * The History Server's side of the Native Memory page without a History Server: the plugin found by
@@ -55,6 +59,24 @@ class NativeMemoryHistoryPluginTest {
     }
     lines.add(
         JsonProtocol.sparkEventToJsonString(
+            new GrowthReportEvent(
+                "7",
+                T0 + 80_000,
+                "jvm.heap.afterGc",
+                100 * MIB,
+                300 * MIB,
+                200,
+                400,
+                List.of(),
+                List.of(HOLDER),
+                "40 samples kept by the JVM",
+                GrowthReportEvent.TASK)));
+    lines.add(
+        JsonProtocol.sparkEventToJsonString(
+            new HeapHoldersEvent(
+                "driver", T0 + 85_000, "on demand by alice", 0, "12 samples", List.of(HOLDER))));
+    lines.add(
+        JsonProtocol.sparkEventToJsonString(
             new ExecutorDiagnosisEvent(
                 "7",
                 T0 + 95_000,
@@ -79,6 +101,23 @@ class NativeMemoryHistoryPluginTest {
                 1)));
     return lines;
   }
+
+  /** A heap holder as a growth report names it. */
+  static final HeapHolder HOLDER =
+      new HeapHolder(
+          "long[]",
+          131072,
+          21,
+          21 * MIB,
+          T0 + 10_000,
+          T0 + 70_000,
+          List.of("org.example.LeakedRecord.<init>:41", "org.example.Job.task:76"),
+          List.of(
+              "org.example.LeakedRecord.values",
+              "java.lang.Object[] element",
+              "java.util.ArrayList.elementData (size: 27)",
+              "static org.example.Job.LEAK"),
+          "Threads / Stack Variable");
 
   /** Replays {@code lines} into {@code listeners}, as Spark's replay bus dispatches them. */
   private static void replay(List<String> lines, List<SparkListener> listeners) {
@@ -140,6 +179,12 @@ class NativeMemoryHistoryPluginTest {
                 + " resident set: 256.0 MiB</title>"),
         "budget line");
     assertTrue(html.contains("<title>memory limit (pod guard): 2.0 GiB</title>"), "limit line");
+    assertEquals(2, s.holders().size(), "the executor's and the driver's heap holders");
+    assertTrue(html.contains("<h3>Executor 7</h3>"), html);
+    assertTrue(html.contains("<h3>Driver</h3>"), html);
+    assertTrue(html.contains("<td>long[131072]</td>"), html);
+    assertTrue(html.contains("static org.example.Job.LEAK ←<br>root: Threads / Stack Variable"));
+    assertFalse(html.contains("who holds the heap</a>"), "no action in the History Server");
   }
 
   @Test

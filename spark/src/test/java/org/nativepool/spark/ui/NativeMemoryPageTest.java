@@ -14,6 +14,8 @@ import org.nativepool.spark.events.ExecutorDiagnosisEvent.Cause;
 import org.nativepool.spark.events.ExecutorSampleEvent;
 import org.nativepool.spark.events.GrowthReportEvent;
 import org.nativepool.spark.events.GuardEpisodeEvent;
+import org.nativepool.spark.events.HeapHolder;
+import org.nativepool.spark.events.HeapHoldersEvent;
 import org.nativepool.spark.events.LedgerCrossingEvent;
 import org.nativepool.spark.events.StagePeaksEvent;
 
@@ -153,6 +155,36 @@ class NativeMemoryPageTest {
     assertFalse(html.contains("<script"));
     assertFalse(
         html.replace("http://www.w3.org/2000/svg", "").contains("http"), "nothing from elsewhere");
+  }
+
+  @Test
+  void theLivePageOffersWhoHoldsTheHeapPerLiveJvmAndShowsTheLastHolders() {
+    NativeMemoryTimeline tl = timeline();
+    HeapHolder h =
+        new HeapHolder(
+            "byte[]",
+            104857600,
+            1,
+            100 * MIB,
+            T0,
+            T0,
+            List.of("$line14.$read$$iw.<init>:1"),
+            List.of("$line14.$read$$iw.res0", "static $line14.$read$.INSTANCE"),
+            "Threads / Handle Area");
+    tl.accept(
+        new HeapHoldersEvent("driver", T0 + 40_000, "on demand by alice", 0, "n", List.of(h)));
+    String live = NativeMemoryPage.content(tl.snapshot(), true);
+    assertTrue(
+        live.contains("<h3>Driver <a class=\"action\" href=\"holders/?jvm=driver\">"), live);
+    assertTrue(live.contains("<h3>Executor 8 <a class=\"action\" href=\"holders/?jvm=8\">"));
+    assertFalse(live.contains("href=\"holders/?jvm=7\""), "executor 7 ended: nothing to ask");
+    assertTrue(live.contains("on demand by alice"));
+    assertTrue(live.contains("<td>byte[104857600]</td>"));
+    assertTrue(
+        live.contains("$line14.$read$$iw.res0 ←<br>static $line14.$read$.INSTANCE ←<br>"), live);
+    String history = NativeMemoryPage.content(tl.snapshot(), false);
+    assertFalse(history.contains("who holds the heap</a>"), "the History Server has no action");
+    assertTrue(history.contains("<td>byte[104857600]</td>"));
   }
 
   @Test
@@ -348,7 +380,8 @@ class NativeMemoryPageTest {
             1,
             "container_1765000000000_0001_01_000002",
             1181116006,
-            1288490189));
+            1288490189,
+            null));
     String html = NativeMemoryPage.render(tl.snapshot(), "app");
     assertTrue(html.contains("<th>container</th><th>limit</th>"), "the columns");
     assertTrue(
