@@ -229,8 +229,8 @@ test-lost-executor: jar
 test-yarn: jar
 	LINE=$(LINE) bash $(PLUGIN_DIR)/yarn-test/run.sh
 
-## test-repl: the driver's heap holders in a real spark-shell (the line's Spark distribution, from
-## pyspark's source distribution on PyPI, cached in build/spark-dist/), driven through its standard
+## test-repl: the driver's heap holders in a real spark-shell (the line's Spark release as PyPI's
+## pyspark ships it, spark/dist/pyspark-home.sh, in build/pyspark/), driven through its standard
 ## input: an idle shell and statements keeping nothing get no report; statements returning fresh
 ## 100 MiB arrays without naming them get a report naming the arrays, held through the REPL's line
 ## wrappers, within those statements (spark/cluster-test/repl-leak.sh). On the line SPARK, SCALA

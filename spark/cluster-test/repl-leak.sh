@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test-repl: the driver's heap holders in a real spark-shell. The line's Spark distribution
-# (bin/ and jars/ of pyspark's source distribution from PyPI, the same files as Spark's own
-# binary distribution, cached in build/spark-dist/<version>/) runs bin/spark-shell with the plugin
+# (the pyspark release from PyPI, whose package is a complete SPARK_HOME, bin/ and jars/ the same
+# files as Spark's own binary distribution, installed by spark/dist/pyspark-home.sh into
+# build/pyspark/<version>/) runs bin/spark-shell with the plugin
 # jar (--jars, spark.plugins) on local[2], driven through its standard input:
 #
 # in one shell:
@@ -67,19 +68,9 @@ case $spark_line:$java_major in
 	;;
 esac
 
-# ---- the distribution: bin/ and jars/ of pyspark's source distribution ----
-dist=$root/build/spark-dist/$spark_version
-if [[ ! -f $dist/.complete ]]; then
-	rm -rf "$dist"
-	mkdir -p "$dist/download"
-	say "downloading pyspark $spark_version (Spark's bin/ and jars/, about 400 MB) into $dist"
-	python3 -m pip download --quiet --no-deps --no-binary :all: "pyspark==$spark_version" -d "$dist/download"
-	tar xzf "$dist"/download/pyspark-*.tar.gz -C "$dist" --strip-components=2 \
-		"pyspark-$spark_version/deps/bin" "pyspark-$spark_version/deps/jars"
-	rm -rf "$dist/download"
-	touch "$dist/.complete"
-fi
-export SPARK_HOME=$dist
+# ---- the distribution: the pyspark release's SPARK_HOME (bin/ and jars/), spark/dist/pyspark-home.sh ----
+SPARK_HOME=$(bash "$root/spark/dist/pyspark-home.sh" "$spark_version")
+export SPARK_HOME
 ls "$SPARK_HOME"/jars/spark-repl_"$scala_version"-*.jar >/dev/null
 
 RUN=$root/build/repl-test/$(date +%Y%m%d-%H%M%S)-$$-$LINE-java$java_major
