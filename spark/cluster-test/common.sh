@@ -1,5 +1,13 @@
-# Helpers the cluster scripts source (run.sh, lost-executor.sh, ../yarn-test/run.sh). The sourcing
-# script defines say <message>, its own prefixed line on stdout, and the array failed.
+# Helpers the cluster scripts source (run.sh, lost-executor.sh, repl-leak.sh,
+# ../yarn-test/run.sh). The sourcing script defines say <message>, its own prefixed line on stdout,
+# and the array failed.
+
+# The JDK the scripts run and build with: JAVA_HOME, else the one that provides javac; Maven's
+# command line, MVN, unless the caller gives one.
+JAVA_HOME=${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}
+export JAVA_HOME
+JAVA=$JAVA_HOME/bin/java
+MVN=${MVN:-mvn -B -ntp}
 
 check() { # check <name> <function>
 	if "$2"; then echo "PASS $1"; else echo "FAIL $1"; failed+=("$1"); fi

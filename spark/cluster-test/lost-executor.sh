@@ -60,10 +60,6 @@ if [[ -z $CHROMIUM ]]; then
 fi
 PAGE=${LOST_EXECUTOR_PAGE:-nativememory}
 
-JAVA_HOME=${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}
-export JAVA_HOME
-JAVA=$JAVA_HOME/bin/java
-MVN=${MVN:-mvn -B -ntp}
 
 # LINE is the Spark line whose plugin jar runs (default spark4.1_2.13), as for run.sh: the jar
 # spark/target[/<line>]/nativepool-spark-<line>-*.jar, and the Spark and Scala of its stamp.

@@ -37,8 +37,6 @@ say() { echo "test-repl: $*"; }
 cd "$root"
 start_s=$(date +%s)
 
-JAVA_HOME=${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}
-export JAVA_HOME
 STATEMENTS=${STATEMENTS:-6}
 IDLE_SECONDS=${IDLE_SECONDS:-15}
 LINE=${LINE:-spark4.1_2.13}

@@ -49,10 +49,6 @@ say() { echo "test-cluster: $*"; }
 cd "$root"
 start_s=$(date +%s)
 
-JAVA_HOME=${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}
-export JAVA_HOME
-JAVA=$JAVA_HOME/bin/java
-MVN=${MVN:-mvn -B -ntp}
 
 DEFAULT_LINE=spark4.1_2.13
 LINE=${LINE:-$DEFAULT_LINE}

@@ -41,10 +41,6 @@ say() { echo "test-yarn: $*"; }
 cd "$root"
 start_s=$(date +%s)
 
-JAVA_HOME=${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")}
-export JAVA_HOME
-JAVA=$JAVA_HOME/bin/java
-MVN=${MVN:-mvn -B -ntp}
 NODE_MB=${YARN_NODE_MB:-6144}
 
 # ---- the demo's engine (libnativesort.so, the demo jar) ----

@@ -5,13 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
-import java.lang.reflect.Field;
-import java.lang.reflect.Method;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -50,6 +43,7 @@ import org.nativepool.spark.jni.ProcessStat;
 import org.nativepool.spark.memory.ExecutorState;
 import org.nativepool.spark.memory.SparkOffHeap;
 import org.nativepool.spark.testing.LocalSpark;
+import org.nativepool.spark.testing.UnaccountedMemory;
 import org.nativepool.spark.testing.SparkTestConsumer;
 
 /**
@@ -221,7 +215,7 @@ class OffHeapGuardSparkTest {
     halfway = new CountDownLatch(2);
     goOn = new CountDownLatch(1);
     CompletableFuture<List<Long>> job = CompletableFuture.supplyAsync(OffHeapGuardSparkTest::sortJob);
-    Burst burst = new Burst();
+    UnaccountedMemory burst = new UnaccountedMemory();
     try {
       assertTrue(halfway.await(120, TimeUnit.SECONDS), "both tasks halfway");
       long used = mm.offHeapExecutionMemoryUsed();
@@ -233,7 +227,7 @@ class OffHeapGuardSparkTest {
           byEngine.getOrDefault("spark", 0L) >= 16 * MIB && !byEngine.containsKey("comet"),
           byEngine::toString);
 
-      long limit = residentAnonAndShmem() + LIMIT_ABOVE_MIB * MIB;
+      long limit = UnaccountedMemory.residentAnonAndShmem() + LIMIT_ABOVE_MIB * MIB;
       Natives.configureGuard(true, RESERVE, limit, true, offHeap);
       awaitTrue("the guard's first sample", () -> stat(ProcessStat.GUARD_HEADROOM) >= 2 * RESERVE);
       assertEquals(0, offHeap.held(), "nothing held before the burst");
@@ -308,51 +302,6 @@ class OffHeapGuardSparkTest {
 
   private static long stat(ProcessStat s) {
     return Natives.processStats().get(s);
-  }
-
-  /** {@code RssAnon + RssShmem} of /proc/self/status: what the guard holds against the limit. */
-  private static long residentAnonAndShmem() throws IOException {
-    long kib = 0;
-    for (String l : Files.readAllLines(Path.of("/proc/self/status"), StandardCharsets.UTF_8)) {
-      if (l.startsWith("RssAnon:") || l.startsWith("RssShmem:")) {
-        kib += Long.parseLong(l.replaceAll("[^0-9]", ""));
-      }
-    }
-    assertTrue(kib > 0, "RssAnon in /proc/self/status");
-    return kib << 10;
-  }
-
-  /** Memory outside any accounting: {@code Unsafe.allocateMemory}, every page touched. */
-  private static final class Burst {
-    private final Object unsafe;
-    private final Method allocate;
-    private final Method set;
-    private final Method release;
-    private final List<Long> blocks = new ArrayList<>();
-
-    Burst() throws ReflectiveOperationException {
-      Class<?> c = Class.forName("sun.misc.Unsafe");
-      Field f = c.getDeclaredField("theUnsafe");
-      f.setAccessible(true);
-      unsafe = f.get(null);
-      allocate = c.getMethod("allocateMemory", long.class);
-      set = c.getMethod("setMemory", long.class, long.class, byte.class);
-      release = c.getMethod("freeMemory", long.class);
-    }
-
-    void take(long bytes) throws ReflectiveOperationException {
-      long addr = (Long) allocate.invoke(unsafe, bytes);
-      blocks.add(addr);
-      set.invoke(unsafe, addr, bytes, (byte) 1);
-    }
-
-    /** Frees every block; idempotent. */
-    void free() throws ReflectiveOperationException {
-      for (long addr : blocks) {
-        release.invoke(unsafe, addr);
-      }
-      blocks.clear();
-    }
   }
 
   private static void awaitTrue(String what, BooleanSupplier done) throws InterruptedException {

@@ -5,13 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
-import java.lang.reflect.Field;
-import java.lang.reflect.Method;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -49,6 +43,7 @@ import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.memory.TaskPool;
 import org.nativepool.spark.testing.EventLogs;
 import org.nativepool.spark.testing.LocalSpark;
+import org.nativepool.spark.testing.UnaccountedMemory;
 import org.nativepool.spark.testing.LogCapture;
 import org.nativepool.spark.testing.SparkMetrics;
 
@@ -163,7 +158,7 @@ class PodGuardSparkTest {
                 jsc.parallelize(List.of(1), 1)
                     .mapPartitions(PodGuardSparkTest::holdUntilReleased)
                     .collect());
-    Burst burst = new Burst();
+    UnaccountedMemory burst = new UnaccountedMemory();
     try {
       assertTrue(holding.await(120, TimeUnit.SECONDS), "the task holds its reservation");
       assertTrue(consumption() >= HELD, "Spark counts the task's 64 MiB: " + consumption());
@@ -174,7 +169,7 @@ class PodGuardSparkTest {
           () -> ExecutorLedger.current() != null && ExecutorLedger.current().latest() != null);
 
       long releasedBefore = stat(ProcessStat.GUARD_RELEASED_BYTES);
-      long limit = residentAnonAndShmem() + LIMIT_ABOVE_MIB * MIB;
+      long limit = UnaccountedMemory.residentAnonAndShmem() + LIMIT_ABOVE_MIB * MIB;
       Natives.configureGuard(true, RESERVE, limit, true);
       await(
           "the guard's first sample at the test's limit",
@@ -373,39 +368,6 @@ class PodGuardSparkTest {
     throw new AssertionError("no event for " + e + " in " + busEvents);
   }
 
-  /** Memory outside any accounting: {@code Unsafe.allocateMemory}, every page touched. */
-  private static final class Burst {
-    private final Object unsafe;
-    private final Method allocate;
-    private final Method set;
-    private final Method release;
-    private final List<Long> blocks = new ArrayList<>();
-
-    Burst() throws ReflectiveOperationException {
-      Class<?> c = Class.forName("sun.misc.Unsafe");
-      Field f = c.getDeclaredField("theUnsafe");
-      f.setAccessible(true);
-      unsafe = f.get(null);
-      allocate = c.getMethod("allocateMemory", long.class);
-      set = c.getMethod("setMemory", long.class, long.class, byte.class);
-      release = c.getMethod("freeMemory", long.class);
-    }
-
-    void take(long bytes) throws ReflectiveOperationException {
-      long addr = (Long) allocate.invoke(unsafe, bytes);
-      blocks.add(addr);
-      set.invoke(unsafe, addr, bytes, (byte) 1);
-    }
-
-    /** Frees every block; idempotent. */
-    void free() throws ReflectiveOperationException {
-      for (long addr : blocks) {
-        release.invoke(unsafe, addr);
-      }
-      blocks.clear();
-    }
-  }
-
   /** The task's memory as Spark's TaskMemoryManager counts it. */
   private static long consumption() {
     return taskMemory.getMemoryConsumptionForThisTask();
@@ -413,18 +375,6 @@ class PodGuardSparkTest {
 
   private static long stat(ProcessStat s) {
     return Natives.processStats().get(s);
-  }
-
-  /** {@code RssAnon + RssShmem} of /proc/self/status: what the guard holds against the limit. */
-  private static long residentAnonAndShmem() throws IOException {
-    long kib = 0;
-    for (String l : Files.readAllLines(Path.of("/proc/self/status"), StandardCharsets.UTF_8)) {
-      if (l.startsWith("RssAnon:") || l.startsWith("RssShmem:")) {
-        kib += Long.parseLong(l.replaceAll("[^0-9]", ""));
-      }
-    }
-    assertTrue(kib > 0, "RssAnon in /proc/self/status");
-    return kib << 10;
   }
 
   /** The driver side's gauges: the plugin source that has {@code total.reserved}. */
