@@ -72,14 +72,21 @@ final class HeapResidency {
    *       -XX:+AlwaysPreTouch}) is walked once.
    * </ul>
    *
-   * In both cases a reading is reused for at most {@link #MAX_AGE_NANOS}.
+   * In both cases a reading is reused for at most {@link #MAX_AGE_NANOS}, and never once the
+   * committed heap is smaller than when it was taken, nor when it found the heap being given back
+   * ({@link #givingBack}): pages the collector gave back would still be counted, and the ledger's
+   * unexplained remainder would go negative by them. The collector unmaps within a moment, so the
+   * walks at every reading last only that long.
    */
   synchronized long residentNow(long max, long committed) {
     if (max <= 0 || committed <= 0) {
       return -1;
     }
     long now = nanoTime.getAsLong();
-    if (readAt != 0 && now - readAt < MAX_AGE_NANOS) {
+    if (readAt != 0
+        && now - readAt < MAX_AGE_NANOS
+        && committed >= lastCommitted
+        && !givingBack(last, lastCommitted)) {
       if (now - readAt < COST_FACTOR * cost || steady(last, lastCommitted, committed)) {
         return last;
       }
@@ -95,15 +102,28 @@ final class HeapResidency {
    * Whether a reading of {@code resident} bytes, taken with {@code thenCommitted} bytes committed,
    * still holds with {@code committed} committed now: the committed heap is the same and the
    * reading found all of it resident but for {@link #STEADY_SLACK_DIVISOR}th of it (pages the
-   * collector has not touched yet).
+   * collector has not touched yet), and no more than that share beyond it. More resident than
+   * committed is a heap being given back: G1 lowers its committed size when it decides to shrink
+   * and unmaps the regions afterwards on a thread of its own, so the pages go after the walk, with
+   * no further change of the committed size to say so.
    */
   static boolean steady(long resident, long thenCommitted, long committed) {
     return resident >= 0
         && committed == thenCommitted
-        && resident >= committed - committed / STEADY_SLACK_DIVISOR;
+        && resident >= committed - committed / STEADY_SLACK_DIVISOR
+        && !givingBack(resident, committed);
   }
 
-  /** The untouched share a steady heap may have: 1/128 (8 MiB of a 1 GiB heap). */
+  /**
+   * Whether a reading of {@code resident} bytes, taken with {@code committed} bytes committed,
+   * found more resident than committed beyond {@link #STEADY_SLACK_DIVISOR}th of it: regions the
+   * collector has uncommitted but not yet unmapped, whose pages are about to leave.
+   */
+  static boolean givingBack(long resident, long committed) {
+    return resident > committed + committed / STEADY_SLACK_DIVISOR;
+  }
+
+  /** The untouched (or not yet unmapped) share a steady heap may have: 1/128 (8 MiB of 1 GiB). */
   static final long STEADY_SLACK_DIVISOR = 128;
 
   /**

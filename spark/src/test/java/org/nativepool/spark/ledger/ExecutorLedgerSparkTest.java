@@ -32,6 +32,7 @@ import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.nativepool.spark.arrow.TaskArrowAllocators;
+import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.config.LedgerSettings;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.events.LedgerCrossingEvent;
@@ -199,7 +200,10 @@ class ExecutorLedgerSparkTest {
       LedgerSnapshot r = i == 0 ? s : ledger.readNow();
       assertTrue(
           r.unexplained() > -LedgerReader.NOISE_BYTES,
-          "the parts exceed RSS by more than the noise: " + r.line());
+          "the parts exceed RSS by more than the noise: "
+              + r.line()
+              + "; heap committed "
+              + Bytes.format(r.get(LedgerReader.JVM_HEAP_COMMITTED)));
       Thread.sleep(100);
     }
 

@@ -84,5 +84,35 @@ class HeapResidencyTest {
     assertFalse(HeapResidency.steady(GIB - 8 * MIB - 1, GIB, GIB));
     assertFalse(HeapResidency.steady(GIB, GIB, GIB + MIB), "committed grew");
     assertFalse(HeapResidency.steady(-1, GIB, GIB), "the walk found no heap");
+    assertTrue(HeapResidency.steady(GIB + 8 * MIB, GIB, GIB));
+    assertFalse(HeapResidency.steady(GIB + 8 * MIB + 1, GIB, GIB), "regions not yet unmapped");
+  }
+
+  @Test
+  void aHeapThatShrankIsWalkedAgainEvenWithinFiftyTimesTheWalksCost() {
+    FakeHeap h = new FakeHeap();
+    h.rss = GIB;
+    HeapResidency r = h.residency();
+    r.residentNow(2 * GIB, GIB);
+    h.now += 10 * MILLI; // within 50 × 1 ms
+    h.rss = GIB / 2;
+    assertEquals(GIB / 2, r.residentNow(2 * GIB, GIB / 2), "pages given back: walked");
+    h.now += 10 * MILLI;
+    h.rss = GIB / 2 + MIB;
+    assertEquals(GIB / 2, r.residentNow(2 * GIB, GIB / 2 + MIB), "grown: the reading serves");
+    assertEquals(2, h.walks);
+  }
+
+  @Test
+  void aHeapStillBeingGivenBackIsWalkedAgainEvenThoughItsCommittedSizeStaysPut() {
+    // G1 shrinks: committed falls to 1 GiB at once, the regions above are unmapped afterwards.
+    FakeHeap h = new FakeHeap();
+    h.rss = GIB + GIB / 2;
+    HeapResidency r = h.residency();
+    assertEquals(GIB + GIB / 2, r.residentNow(2 * GIB, GIB));
+    h.now += 10 * MILLI; // within 50 × the walk's cost
+    h.rss = GIB;
+    assertEquals(GIB, r.residentNow(2 * GIB, GIB), "the unmapped regions left the reading");
+    assertEquals(2, h.walks);
   }
 }
