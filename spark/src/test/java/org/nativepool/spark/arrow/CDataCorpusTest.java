@@ -15,7 +15,6 @@ import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.DateDayVector;
@@ -43,6 +42,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
+import org.nativepool.spark.testing.RawMemory;
 
 /**
  * Writes the Arrow Java part of the C Data seed corpus of the Go fuzz targets {@code
@@ -90,13 +90,13 @@ class CDataCorpusTest {
 
     void bytes(long addr, long n) {
       for (long i = 0; i < n; i++) {
-        out.write(MemoryUtil.getByte(addr + i));
+        out.write(RawMemory.getByte(addr + i));
       }
     }
 
     void str(long addr) {
       int n = 0;
-      while (MemoryUtil.getByte(addr + n) != 0) {
+      while (RawMemory.getByte(addr + n) != 0) {
         n++;
       }
       b(0);
@@ -115,10 +115,10 @@ class CDataCorpusTest {
       e.str(s.name);
     }
     if (s.metadata != 0) {
-      long n = MemoryUtil.getInt(s.metadata);
+      long n = RawMemory.getInt(s.metadata);
       long size = 4;
       for (long i = 0; i < 2 * n; i++) {
-        size += 4 + MemoryUtil.getInt(s.metadata + size);
+        size += 4 + RawMemory.getInt(s.metadata + size);
       }
       e.b(0);
       e.uvarint(size);
@@ -129,7 +129,7 @@ class CDataCorpusTest {
     e.varint(0);
     e.b(0);
     for (int i = 0; i < s.n_children; i++) {
-      schema(e, MemoryUtil.getLong(s.children + 8L * i));
+      schema(e, RawMemory.getLong(s.children + 8L * i));
     }
     if (s.dictionary != 0) {
       schema(e, s.dictionary);
@@ -147,7 +147,7 @@ class CDataCorpusTest {
     e.varint(0);
     e.b(0);
     for (int i = 0; i < a.n_buffers; i++) {
-      long p = MemoryUtil.getLong(a.buffers + 8L * i);
+      long p = RawMemory.getLong(a.buffers + 8L * i);
       if (p == 0) {
         e.b(1);
         e.uvarint(0);
@@ -162,7 +162,7 @@ class CDataCorpusTest {
     e.varint(0);
     e.b(0);
     for (int i = 0; i < a.n_children; i++) {
-      array(e, MemoryUtil.getLong(a.children + 8L * i), bufLen);
+      array(e, RawMemory.getLong(a.children + 8L * i), bufLen);
     }
     if (a.dictionary != 0) {
       array(e, a.dictionary, bufLen);
