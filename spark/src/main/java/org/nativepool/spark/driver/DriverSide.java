@@ -1,7 +1,6 @@
 package org.nativepool.spark.driver;
 
 import com.codahale.metrics.MetricRegistry;
-import java.nio.file.Path;
 import java.util.Collections;
 import java.util.Map;
 import org.apache.spark.SparkContext;
@@ -15,8 +14,8 @@ import org.apache.spark.scheduler.SparkListenerExecutorRemoved;
 import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.scheduler.SparkListenerStageSubmitted;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
-import org.apache.spark.util.Utils;
 import org.nativepool.spark.config.HeapHolderSettings;
+import org.nativepool.spark.config.LocalDir;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.ReportingSettings;
 import org.nativepool.spark.config.SparkLine;
@@ -169,7 +168,7 @@ public final class DriverSide implements DriverPlugin {
       heapHolders =
           HeapHolders.start(
               holders.cutoffMillis(),
-              Path.of(Utils.getLocalDir(ctx.conf())));
+              LocalDir.of(ctx.conf()));
       if (heapHolders != null) {
         heapWatch = DriverHeapWatch.start(holders, heapHolders, this::post);
       }

@@ -2,7 +2,6 @@ package org.nativepool.spark.executor;
 
 import java.io.File;
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -12,13 +11,13 @@ import org.apache.spark.TaskContext;
 import org.apache.spark.TaskFailedReason;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
-import org.apache.spark.util.Utils;
 import org.nativepool.spark.arrow.CDataOrigin;
 import org.nativepool.spark.config.Bytes;
 import org.nativepool.spark.config.CgroupLimit;
 import org.nativepool.spark.config.GuardSettings;
 import org.nativepool.spark.config.HeapHolderSettings;
 import org.nativepool.spark.config.LedgerSettings;
+import org.nativepool.spark.config.LocalDir;
 import org.nativepool.spark.config.NativePoolConf;
 import org.nativepool.spark.config.PoolSettings;
 import org.nativepool.spark.config.ReportingSettings;
@@ -196,7 +195,7 @@ public final class ExecutorSide implements ExecutorPlugin {
         heapHolders =
             HeapHolders.start(
                 holders.cutoffMillis(),
-                Path.of(Utils.getLocalDir(ctx.conf())));
+                LocalDir.of(ctx.conf()));
         ledger.setHeapHolders(heapHolders, holders.minIntervalMillis());
         if (heapHolders != null && holders.onDemand()) {
           heapPoller = HeapHolderPoller.start(ctx, heapHolders, reporting.heartbeatMillis());
