@@ -12,7 +12,9 @@
 #   leak   STATEMENTS statements that each evaluate an expression returning a fresh 100 MiB array
 #          without naming it (new Array[Byte](100 << 20)): the REPL keeps each result (res0,
 #          res1, ...) in the objects it wraps the line in, so the heap grows by 100 MiB a
-#          statement. Within those STATEMENTS statements the driver must report its heap
+#          statement (after a System.gc() statement that frees the clean ones' garbage).
+#          Within those STATEMENTS statements (and the 30 s the driver may wait between two
+#          analyses of its heap, spark.nativepool.heapHolders.minInterval) it must report its heap
 #          (jvm.heap.afterGc) naming byte[104857600] with a path through the REPL's line wrappers
 #          ($lineN.$read...) to a GC root. Then the live Native Memory page's "who holds the heap"
 #          action for the driver (as a user's click: GET holders/?jvm=driver) must be accepted and
@@ -40,7 +42,7 @@ start_s=$(date +%s)
 STATEMENTS=${STATEMENTS:-6}
 IDLE_SECONDS=${IDLE_SECONDS:-15}
 LINE=${LINE:-spark4.1_2.13}
-plugin_jar=${PLUGIN_JAR:-$(find "$root/spark/target" -maxdepth 2 -name "nativepool-spark-$LINE-*.jar" ! -name 'original-*' 2>/dev/null | head -1)}
+plugin_jar=${PLUGIN_JAR:-$(plugin_jar_of "$LINE")}
 if [[ -z $plugin_jar ]]; then
 	echo "test-repl: no nativepool-spark-$LINE-*.jar under spark/target; run make jar (SPARK=, SCALA=)" >&2
 	exit 2
@@ -150,14 +152,20 @@ check_clean() {
 check "clean statements (fresh arrays kept by nothing): no report" check_clean
 
 # ---- leak: unnamed results kept by the REPL: a report naming them through the line wrappers ----
+# The clean statements' last arrays are garbage a collection has not reached yet; freed in the
+# middle of the leak they would make the heap's floor fall once and start the driver's rising
+# readings over. A collection first, so that the leak starts from the floor a fresh shell has.
+statement 'System.gc(); println("nativepool-test-gc-done")' "nativepool-test-gc-done" # res$STATEMENTS
 reported_at=-1
 for ((i = 0; i < STATEMENTS; i++)); do
-	statement 'new Array[Byte](100 << 20)' "res$((i + STATEMENTS)): Array\[Byte\] = "
+	statement 'new Array[Byte](100 << 20)' "res$((i + STATEMENTS + 1)): Array\[Byte\] = "
 	if ((reported_at < 0)) && [[ -n $(leak_reports) ]]; then reported_at=$((i + 1)); fi
 done
 # the check reads the heap once a second and the analysis takes a few: the last statement's
-# report may come just after it
-for ((w = 0; w < 20 && reported_at < 0; w++)); do
+# report may come just after it; and the driver analyses its heap at most once per
+# spark.nativepool.heapHolders.minInterval (30 s), so a rise found within 30 s of the clean
+# statements' analysis (garbage, not reported) waits for the interval's end
+for ((w = 0; w < 40 && reported_at < 0; w++)); do
 	sleep 1
 	[[ -n $(leak_reports) ]] && reported_at=$STATEMENTS
 done
