@@ -155,7 +155,8 @@ check "clean statements (fresh arrays kept by nothing): no report" check_clean
 # The clean statements' last arrays are garbage a collection has not reached yet; freed in the
 # middle of the leak they would make the heap's floor fall once and start the driver's rising
 # readings over. A collection first, so that the leak starts from the floor a fresh shell has.
-statement 'System.gc(); println("nativepool-test-gc-done")' "nativepool-test-gc-done" # res$STATEMENTS
+# (The REPL numbers this statement's Unit result res$STATEMENTS, so the leak starts at the next.)
+statement 'System.gc(); println("nativepool-test-gc-done")' "nativepool-test-gc-done"
 reported_at=-1
 for ((i = 0; i < STATEMENTS; i++)); do
 	statement 'new Array[Byte](100 << 20)' "res$((i + STATEMENTS + 1)): Array\[Byte\] = "

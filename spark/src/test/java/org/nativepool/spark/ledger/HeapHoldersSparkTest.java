@@ -44,6 +44,9 @@ class HeapHoldersSparkTest {
     final long[] values = new long[256 * 1024];
   }
 
+  /** Leaky tasks per round; a round is followed by up to 10 s of waiting for the report. */
+  private static final int TASKS_PER_ROUND = 20;
+
   private static SparkSession spark;
   private static JavaSparkContext jsc;
   private static final List<SparkListenerEvent> events = new CopyOnWriteArrayList<>();
@@ -128,7 +131,7 @@ class HeapHoldersSparkTest {
     GrowthReportEvent found = null;
     List<String> rounds = new ArrayList<>();
     for (int i = 0; i < 8 && found == null; i++) {
-      runTasks(20, true);
+      runTasks(TASKS_PER_ROUND, true);
       long deadline = System.nanoTime() + 10_000_000_000L;
       while (found == null && System.nanoTime() < deadline) {
         List<GrowthReportEvent> r = heapReports();
@@ -144,7 +147,7 @@ class HeapHoldersSparkTest {
     assertNotNull(
         found,
         "no report of the heap after "
-            + rounds.size() * 20
+            + rounds.size() * TASKS_PER_ROUND
             + " leaky tasks: "
             + rounds
             + "; "

@@ -9,8 +9,8 @@ import java.lang.reflect.Field;
  * Reads bytes, ints and longs and writes longs at a raw address, for tests that inspect or forge C
  * Data Interface structs. Arrow's {@code MemoryUtil} cannot serve every Spark line: Arrow 12 (Spark
  * 3.5) has no {@code getByte}, {@code getInt} or {@code getLong} and Arrow 15 on made its {@code
- * UNSAFE} private. This takes the JDK's
- * {@code sun.misc.Unsafe} by reflection (no compile-time reference to an internal API).
+ * UNSAFE} private. This takes the JDK's {@code sun.misc.Unsafe} by reflection (no compile-time
+ * reference to an internal API).
  */
 public final class RawMemory {
   private static final MethodHandle GET_BYTE;
@@ -24,22 +24,24 @@ public final class RawMemory {
       Field f = c.getDeclaredField("theUnsafe");
       f.setAccessible(true);
       Object unsafe = f.get(null);
-      MethodHandles.Lookup l = MethodHandles.publicLookup();
-      GET_BYTE =
-          l.findVirtual(c, "getByte", MethodType.methodType(byte.class, long.class)).bindTo(unsafe);
-      GET_INT =
-          l.findVirtual(c, "getInt", MethodType.methodType(int.class, long.class)).bindTo(unsafe);
-      GET_LONG =
-          l.findVirtual(c, "getLong", MethodType.methodType(long.class, long.class)).bindTo(unsafe);
-      PUT_LONG =
-          l.findVirtual(c, "putLong", MethodType.methodType(void.class, long.class, long.class))
-              .bindTo(unsafe);
+      GET_BYTE = method(unsafe, "getByte", byte.class, long.class);
+      GET_INT = method(unsafe, "getInt", int.class, long.class);
+      GET_LONG = method(unsafe, "getLong", long.class, long.class);
+      PUT_LONG = method(unsafe, "putLong", void.class, long.class, long.class);
     } catch (ReflectiveOperationException e) {
       throw new ExceptionInInitializerError(e);
     }
   }
 
   private RawMemory() {}
+
+  /** {@code unsafe}'s public method {@code name}, bound to it. */
+  private static MethodHandle method(Object unsafe, String name, Class<?> ret, Class<?>... params)
+      throws ReflectiveOperationException {
+    return MethodHandles.publicLookup()
+        .findVirtual(unsafe.getClass(), name, MethodType.methodType(ret, params))
+        .bindTo(unsafe);
+  }
 
   /** The byte at {@code address}. */
   public static byte getByte(long address) {
