@@ -428,7 +428,7 @@ public final class NativePoolConf {
           "`6`",
           "heartbeat intervals",
           Side.DRIVER,
-          v -> toInt(atLeast(integer(v), 0)),
+          v -> count(v, 0),
           "the driver posts at most one sample of each executor to the event log per N"
               + " heartbeat intervals (`ExecutorSampleEvent`; 6 × the 10 s heartbeat = one a"
               + " minute per executor); `0` = none. Threshold crossings and stage peaks are"
@@ -508,7 +508,7 @@ public final class NativePoolConf {
           "`25`",
           "tasks",
           Side.EXECUTOR,
-          v -> toInt(atLeast(integer(v), 1)),
+          v -> count(v, 1),
           "the growth detector's window: a part's floor is its least value over this many task"
               + " ends");
 
@@ -520,7 +520,7 @@ public final class NativePoolConf {
           "`4`",
           "windows",
           Side.EXECUTOR,
-          v -> toInt(atLeast(integer(v), 1)),
+          v -> count(v, 1),
           "a part is reported when its floor rose in each of this many consecutive windows"
               + " (twice as many for the JVM's own `jvm.*` parts, which warm up for longer; no"
               + " step under a quarter of the average) …");
@@ -608,7 +608,7 @@ public final class NativePoolConf {
           "`1`",
           "readings",
           Side.DRIVER,
-          v -> (int) atLeast(integer(v), 1),
+          v -> count(v, 1),
           "the driver checks its own heap once a second (what a young collection would leave),"
               + " counting a reading when it moved by a quarter of"
               + " `spark.nativepool.driver.heapGrowth.minBytes` or more (an idle driver counts"
@@ -623,7 +623,7 @@ public final class NativePoolConf {
           "`3`",
           "windows",
           Side.DRIVER,
-          v -> (int) atLeast(integer(v), 1),
+          v -> count(v, 1),
           "… rising in this many consecutive windows …");
 
   /** The least growth of its heap the driver reports. */
@@ -856,6 +856,14 @@ public final class NativePoolConf {
       out[i] = atLeast(s, 1);
     }
     return out;
+  }
+
+  /**
+   * A count key's value: an integer of at least {@code min} that fits an int. Every int key parses
+   * through here, so that none can cast a larger value down to a wrong one.
+   */
+  static int count(String v, long min) {
+    return toInt(atLeast(integer(v), min));
   }
 
   /** {@code v} as an int: a count above {@link Integer#MAX_VALUE} is refused, never truncated. */
