@@ -39,6 +39,7 @@ public final class GuardSettings {
   private final boolean processTree;
   private final String limitOrigin;
   private final boolean offHeap;
+  private final String besideComet;
   private final Long offHeapFloor;
   private final int taskSlots;
 
@@ -51,6 +52,7 @@ public final class GuardSettings {
       boolean processTree,
       String origin,
       boolean offHeap,
+      String besideComet,
       Long offHeapFloor,
       int taskSlots) {
     this.mode = mode;
@@ -60,7 +62,8 @@ public final class GuardSettings {
     this.limitExplicit = limitExplicit;
     this.processTree = processTree;
     this.limitOrigin = origin;
-    this.offHeap = offHeap;
+    this.offHeap = offHeap && besideComet == null;
+    this.besideComet = besideComet;
     this.offHeapFloor = offHeapFloor;
     this.taskSlots = taskSlots;
   }
@@ -115,8 +118,35 @@ public final class GuardSettings {
         master.startsWith("yarn"),
         origin,
         NativePoolConf.GUARD_OFF_HEAP.read(conf),
+        cometDeployment(conf),
         NativePoolConf.GUARD_OFF_HEAP_FLOOR.read(conf),
         TaskSlots.of(conf));
+  }
+
+  /** Comet's plugin class, as an application names it in {@code spark.plugins}. */
+  static final String COMET_PLUGIN = "org.apache.spark.CometPlugin";
+
+  /** Comet's session extensions, as an application names them in {@code spark.sql.extensions}. */
+  static final String COMET_EXTENSIONS = "org.apache.comet.CometSparkSessionExtensions";
+
+  /**
+   * Where {@code conf} deploys DataFusion Comet ({@code spark.plugins} naming its plugin, or {@code
+   * spark.sql.extensions} its extensions), said for a log line; null where it does not. Comet 1.2
+   * fails a task when Spark grants one of its reservations that cannot spill (a sort's merge of its
+   * spill files) less than it asked, so beside Comet the pod guard holds none of Spark's off-heap
+   * memory: its hold would fail Comet's tasks, not make them spill. Known before any task runs,
+   * unlike Comet's consumers, which appear at a task's first reservation.
+   */
+  public static String cometDeployment(SparkConf conf) {
+    for (String[] where :
+        new String[][] {{"spark.plugins", COMET_PLUGIN}, {"spark.sql.extensions", COMET_EXTENSIONS}}) {
+      for (String name : NativePoolConf.names(conf.get(where[0], ""))) {
+        if (name.equals(where[1])) {
+          return where[0] + " names " + where[1];
+        }
+      }
+    }
+    return null;
   }
 
   /**
@@ -173,10 +203,16 @@ public final class GuardSettings {
 
   /**
    * {@link NativePoolConf#GUARD_OFF_HEAP}: whether the guard holds Spark's free off-heap memory
-   * while the headroom is short (where the executor has off-heap memory).
+   * while the headroom is short (where the executor has off-heap memory); never beside Comet
+   * ({@link #besideComet()}).
    */
   public boolean offHeap() {
     return offHeap;
+  }
+
+  /** Where the configuration deploys Comet ({@link #cometDeployment}); null where it does not. */
+  public String besideComet() {
+    return besideComet;
   }
 
   /** {@link NativePoolConf#GUARD_OFF_HEAP_FLOOR} in bytes; null (unset): the automatic floor. */
@@ -222,6 +258,11 @@ public final class GuardSettings {
             : limitOrigin)
         + (offHeap
             ? ", holding Spark's free off-heap memory while short"
-            : ", native memory only (" + NativePoolConf.GUARD_OFF_HEAP.key() + "=false)");
+            : besideComet != null
+                ? ", native memory only (beside Comet, "
+                    + besideComet
+                    + ": Comet fails a task whose reservation Spark grants short, so none of"
+                    + " Spark's off-heap memory is held)"
+                : ", native memory only (" + NativePoolConf.GUARD_OFF_HEAP.key() + "=false)");
   }
 }

@@ -365,8 +365,11 @@ public final class NativePoolConf {
               + " Spark's off-heap memory above `spark.nativepool.guard.offHeapFloor` (as off-heap"
               + " storage memory of a block no store holds, which no eviction can take back), so"
               + " that Spark's own sorters, aggregations and joins in off-heap mode and another"
-              + " engine's pools (Comet, Gluten) meet no room at their next borrow and spill, each on"
-              + " its own thread; nothing of ours calls their `spill()`. It goes back once the pod"
+              + " engine's pools (Gluten's) meet no room at their next borrow and spill, each on"
+              + " its own thread; nothing of ours calls their `spill()`. Never beside Comet"
+              + " (`spark.plugins` naming `org.apache.spark.CometPlugin` or `spark.sql.extensions`"
+              + " its extensions, or a Comet consumer holding memory): Comet fails a task whose"
+              + " reservation that cannot spill Spark grants short. It goes back once the pod"
               + " could take them growing into it. Needs `spark.memory.offHeap.size` > 0. `false`:"
               + " only native consumers give way, into their pools' ballast");
 

@@ -82,6 +82,9 @@ public final class ExecutorSide implements ExecutorPlugin {
   /** Whether this plugin started the pod guard, which {@link #shutdown()} then stops. */
   private boolean guardStarted;
 
+  /** Whether the pod guard may hold Spark's off-heap memory: it must see the tasks' consumers. */
+  private boolean guardHoldsSparkMemory;
+
   /** Made by {@code NativePoolPlugin.executorPlugin()}. */
   public ExecutorSide() {}
 
@@ -163,6 +166,7 @@ public final class ExecutorSide implements ExecutorPlugin {
           guard.processTree(),
           offHeap);
       guardStarted = guard.enabled();
+      guardHoldsSparkMemory = offHeap != null;
       if (offHeap != null) {
         LOG.info(
             "nativepool: executor {}: the pod guard holds Spark's free off-heap memory while the"
@@ -247,11 +251,12 @@ public final class ExecutorSide implements ExecutorPlugin {
 
   /**
    * Tracks the task's {@code TaskMemoryManager} until it ends, so that the ledger can say what each
-   * engine's consumers hold of Spark's off-heap memory ({@link ExecutorState#sparkConsumers()}).
+   * engine's consumers hold of Spark's off-heap memory ({@link ExecutorState#sparkConsumers()}),
+   * and the pod guard can see a consumer it must not hold Spark's memory from.
    */
   @Override
   public void onTaskStart() {
-    if (reporter != null) {
+    if (reporter != null || guardHoldsSparkMemory) {
       ExecutorState.sparkConsumers().track(TaskContext.get());
     }
   }

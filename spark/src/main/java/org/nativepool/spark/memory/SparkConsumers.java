@@ -14,6 +14,7 @@ import org.apache.spark.memory.MemoryConsumer;
 import org.apache.spark.memory.MemoryMode;
 import org.apache.spark.memory.TaskMemoryManager;
 import org.apache.spark.util.TaskCompletionListener;
+import org.nativepool.spark.config.Bytes;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -48,6 +49,14 @@ public final class SparkConsumers {
   /** The engines, in display order. */
   public static final List<String> ENGINES = List.of("comet", "gluten", "spark", "other");
 
+  /**
+   * The engines whose consumers fail their task when Spark grants a reservation short. Comet's
+   * pools turn a short grant into an error, and those of its operators that cannot spill (a sort's
+   * merge of its spill files) fail the task with it. Spark's own consumers spill and ask again, and
+   * Gluten's spill through their own consumer before they give up, as Tungsten's do.
+   */
+  static final Set<String> FAIL_ON_SHORT_GRANT = Set.of("comet");
+
   private static final Field CONSUMERS = consumersField();
 
   private final ConcurrentHashMap<Long, TaskMemoryManager> tasks = new ConcurrentHashMap<>();
@@ -81,8 +90,20 @@ public final class SparkConsumers {
       return;
     }
     long id = ctx.taskAttemptId();
-    tasks.put(id, ctx.taskMemoryManager());
+    track(id, ctx.taskMemoryManager());
     ctx.addTaskCompletionListener((TaskCompletionListener) c -> tasks.remove(id));
+  }
+
+  /** Tracks task {@code id}'s memory manager until {@link #untrack}: the tests' tasks. */
+  void track(long id, TaskMemoryManager tmm) {
+    if (CONSUMERS != null) {
+      tasks.put(id, tmm);
+    }
+  }
+
+  /** Stops tracking task {@code id}. */
+  void untrack(long id) {
+    tasks.remove(id);
   }
 
   /** The tasks tracked now. */
@@ -120,6 +141,33 @@ public final class SparkConsumers {
       }
     }
     return out;
+  }
+
+  /**
+   * A running task's off-heap consumer that holds memory now and belongs to an engine that fails
+   * its task when Spark grants it less than it asked ({@link #FAIL_ON_SHORT_GRANT}), said for a log
+   * line; null if there is none. The pod guard holds none of Spark's memory while there is one.
+   */
+  public String holderFailingOnShortGrant() {
+    for (Map.Entry<Long, TaskMemoryManager> t : tasks.entrySet()) {
+      for (MemoryConsumer c : consumersOf(t.getValue())) {
+        if (c.getMode() != MemoryMode.OFF_HEAP) {
+          continue;
+        }
+        String engine = engineOf(c.getClass().getName());
+        long used = c.getUsed();
+        if (engine != null && used > 0 && FAIL_ON_SHORT_GRANT.contains(engine)) {
+          return engine
+              + "'s "
+              + c.getClass().getName()
+              + " in task "
+              + t.getKey()
+              + " holds "
+              + Bytes.format(used);
+        }
+      }
+    }
+    return null;
   }
 
   /** The engine a consumer's class belongs to; null for nativepool's own. */

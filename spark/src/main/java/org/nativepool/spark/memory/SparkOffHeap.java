@@ -35,6 +35,13 @@ import org.slf4j.LoggerFactory;
  * notifyAll} on the memory manager, as Spark's own task end does). While it holds, the executor's
  * off-heap storage memory (the UI's "Storage Memory") shows the ballast.
  *
+ * <p>Nothing is taken while a running task holds memory through an engine that fails its task
+ * when Spark grants it short ({@link SparkConsumers#holderFailingOnShortGrant}: Comet, whose sort
+ * fails when its merge of spill files is refused). For such a task the hold would not make a
+ * consumer spill but fail the task, and the guard never fails one; the executor's other defences
+ * (nativepool's own consumers giving way, the ledger, the diagnosis) stay. What is held already
+ * when such a consumer starts stays until the episode ends.
+ *
  * <p>Safe for concurrent use: every method runs under the memory manager's lock, and none blocks
  * on anything else. It works on every Spark line the plugin ships (3.5 to 4.3): the calls it uses
  * have the same signatures in each.
@@ -51,6 +58,10 @@ public final class SparkOffHeap implements OffHeap {
   private final MemoryManager mm;
   private final long floor;
   private final BlockId block = new TempLocalBlockId(UUID.randomUUID());
+  private final SparkConsumers consumers;
+
+  /** Whether the last take found a consumer failing on a short grant. Guarded by {@link #mm}. */
+  private boolean yielding;
 
   /** Bytes of storage memory held as ballast. Guarded by {@link #mm}'s monitor. */
   private long held;
@@ -64,12 +75,21 @@ public final class SparkOffHeap implements OffHeap {
    * @throws IllegalArgumentException for a negative floor
    */
   public SparkOffHeap(SparkEnv env, long floor) {
+    this(env, floor, null);
+  }
+
+  /**
+   * As {@link #SparkOffHeap(SparkEnv, long)}, taking nothing while one of {@code consumers}'s tasks
+   * holds memory through an engine that fails its task on a short grant; null: no such check.
+   */
+  public SparkOffHeap(SparkEnv env, long floor, SparkConsumers consumers) {
     if (floor < 0) {
       throw new IllegalArgumentException("nativepool: off-heap floor " + floor + ": negative");
     }
     env.blockManager().memoryStore(); // made on first use since Spark 4.0
     this.mm = env.memoryManager();
     this.floor = floor;
+    this.consumers = consumers;
   }
 
   /**
@@ -95,7 +115,7 @@ public final class SparkOffHeap implements OffHeap {
                 env.conf().getDouble(STORAGE_FRACTION, DEFAULT_STORAGE_FRACTION),
                 mm.pageSizeBytes(),
                 taskSlots);
-    return new SparkOffHeap(env, Math.min(f, total));
+    return new SparkOffHeap(env, Math.min(f, total), ExecutorState.sparkConsumers());
   }
 
   /**
@@ -135,6 +155,18 @@ public final class SparkOffHeap implements OffHeap {
           "nativepool: OffHeap.take(" + n + ", " + nativeHeld + "): not positive, or negative");
     }
     synchronized (mm) {
+      String failing = consumers == null ? null : consumers.holderFailingOnShortGrant();
+      if (failing != null) {
+        if (!yielding) {
+          LOG.info(
+              "nativepool: the pod guard holds none of Spark's off-heap memory while {}: that engine"
+                  + " fails its task when Spark grants it less than it asked",
+              failing);
+        }
+        yielding = true;
+        return 0;
+      }
+      yielding = false;
       long execution = mm.offHeapExecutionMemoryUsed();
       long storage = mm.offHeapStorageMemoryUsed();
       long total = mm.maxOffHeapStorageMemory() + execution;

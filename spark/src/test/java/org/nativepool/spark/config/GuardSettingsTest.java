@@ -2,6 +2,7 @@ package org.nativepool.spark.config;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -30,6 +31,38 @@ class GuardSettingsTest {
   }
 
   /** On YARN the limit is held against the container's process tree, as the NodeManager counts. */
+  @Test
+  void besideCometTheGuardHoldsNoneOfSparksOffHeapMemory() {
+    // Comet 1.2 fails a task whose unspillable reservation Spark grants short: a hold there
+    // fails tasks instead of making them spill.
+    GuardSettings plugins =
+        GuardSettings.fromConf(
+            conf("yarn")
+                .set(
+                    "spark.plugins",
+                    " org.apache.spark.CometPlugin , org.nativepool.spark.NativePoolPlugin"));
+    assertFalse(plugins.offHeap());
+    assertEquals("spark.plugins names org.apache.spark.CometPlugin", plugins.besideComet());
+    assertTrue(plugins.toString().contains("native memory only (beside Comet"), plugins.toString());
+
+    GuardSettings extensions =
+        GuardSettings.fromConf(
+            conf("yarn").set("spark.sql.extensions", "org.apache.comet.CometSparkSessionExtensions"));
+    assertFalse(extensions.offHeap());
+    assertEquals(
+        "spark.sql.extensions names org.apache.comet.CometSparkSessionExtensions",
+        extensions.besideComet());
+
+    GuardSettings other =
+        GuardSettings.fromConf(
+            conf("yarn")
+                .set("spark.plugins", "org.apache.spark.CometPluginOfSomeoneElse")
+                .set("spark.sql.extensions", "org.example.CometSparkSessionExtensions"));
+    assertTrue(other.offHeap(), "only Comet's own class names count");
+    assertNull(other.besideComet());
+    assertTrue(GuardSettings.fromConf(conf("yarn")).offHeap(), "on by default");
+  }
+
   @Test
   void onYarnTheLimitIsHeldAgainstTheContainersProcessTreeOnly() {
     GuardSettings yarn = GuardSettings.fromConf(conf("yarn"));

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.apache.comet.testing.CometTestConsumer;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.memory.MemoryManager;
 import org.apache.spark.memory.TaskMemoryManager;
@@ -96,6 +97,40 @@ class SparkOffHeapSparkTest {
       assertEquals(7 * MIB, sort.take(7 * MIB));
     } finally {
       sort.giveAll();
+      tmm.cleanUpAllAllocatedMemory();
+    }
+  }
+
+  @Test
+  void itTakesNothingWhileATaskHoldsMemoryThroughAnEngineThatFailsOnAShortGrant() {
+    SparkConsumers consumers = new SparkConsumers();
+    SparkOffHeap guarded = new SparkOffHeap(SparkEnv.get(), FLOOR, consumers);
+    TaskMemoryManager tmm = new TaskMemoryManager(mm, 9004);
+    SparkTestConsumer sort = new SparkTestConsumer(tmm, "sort", true);
+    CometTestConsumer comet = new CometTestConsumer(tmm);
+    consumers.track(9004, tmm);
+    try {
+      assertEquals(4 * MIB, sort.take(4 * MIB));
+      assertEquals(8 * MIB, guarded.take(8 * MIB, 0), "beside Spark's own consumers: held");
+      guarded.giveBack(8 * MIB);
+
+      // Comet's consumer holds memory: a short grant would fail its task (its merge cannot
+      // spill), so nothing is taken, and it keeps getting what it asks while there is room.
+      assertEquals(16 * MIB, comet.take(16 * MIB));
+      assertEquals(0, guarded.take(8 * MIB, 0), "nothing held while Comet's consumer holds memory");
+      assertEquals(0, guarded.held());
+      assertEquals(0, mm.offHeapStorageMemoryUsed());
+      assertEquals(40 * MIB, comet.take(40 * MIB), "everything free is still Comet's to take");
+
+      comet.giveAll();
+      assertEquals(8 * MIB, guarded.take(8 * MIB, 0), "once it holds nothing, held again");
+    } finally {
+      if (guarded.held() > 0) {
+        guarded.giveBack(guarded.held());
+      }
+      comet.giveAll();
+      sort.giveAll();
+      consumers.untrack(9004);
       tmm.cleanUpAllAllocatedMemory();
     }
   }
