@@ -31,6 +31,8 @@
  *                       org.nativepool.spark.NativePoolPlugin; its jar must be on the classpath:
  *                       run.sh adds $NATIVEPOOL_JAR), its pod guard as configured by default |
  *                       noguard: the plugin with spark.nativepool.guard.enabled=false
+ *   --conf KEY=VALUE    a Spark setting for the session, after the ones above (repeatable): e.g.
+ *                       spark.nativepool.heapHolders.enabled=false, to split the plugin's cost
  *   --burst SIZE        direct buffers taken outside any accounting during the measured job, as
  *                       nativepool's demo --burst does (default 0: none): --burst-at S seconds
  *                       into the job once Spark's off-heap execution memory is in use (default 2),
@@ -87,7 +89,7 @@ public final class CometSortBench {
   /** Parsed command line. */
   record Options(long rows, int partitions, String budget, String engine, String pool,
       long sampleMs, long warmupRows, String csv, long burst, double burstAt, double burstRamp,
-      double burstHold, String nativepool) {
+      double burstHold, String nativepool, List<String> confs) {
 
     static Options parse(String[] args) {
       long rows = 20_000_000L;
@@ -101,6 +103,7 @@ public final class CometSortBench {
       long burst = 0;
       double burstAt = 2, burstRamp = 2, burstHold = 10;
       String nativepool = "none";
+      List<String> confs = new ArrayList<>();
       for (int i = 0; i < args.length; i++) {
         String a = args[i];
         if (i + 1 >= args.length) {
@@ -121,6 +124,12 @@ public final class CometSortBench {
           case "--burst-ramp" -> burstRamp = Double.parseDouble(v);
           case "--burst-hold" -> burstHold = Double.parseDouble(v);
           case "--nativepool" -> nativepool = v;
+          case "--conf" -> {
+            if (v.indexOf('=') <= 0) {
+              throw new IllegalArgumentException("--conf takes KEY=VALUE, got " + v);
+            }
+            confs.add(v);
+          }
           default -> throw new IllegalArgumentException("unknown option " + a);
         }
       }
@@ -136,7 +145,7 @@ public final class CometSortBench {
         throw new IllegalArgumentException("--rows, --partitions, --sample-ms, --warmup-rows must be > 0");
       }
       return new Options(rows, partitions, budget, engine, pool, sampleMs, warmupRows, csv,
-          burst, burstAt, burstRamp, burstHold, nativepool);
+          burst, burstAt, burstRamp, burstHold, nativepool, List.copyOf(confs));
     }
   }
 
@@ -528,6 +537,10 @@ public final class CometSortBench {
     }
     if (!plugins.isEmpty()) {
       b.config("spark.plugins", String.join(",", plugins));
+    }
+    for (String kv : o.confs()) {
+      int eq = kv.indexOf('=');
+      b.config(kv.substring(0, eq), kv.substring(eq + 1));
     }
     if (comet) {
       b

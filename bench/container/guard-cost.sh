@@ -15,6 +15,12 @@
 #           alone
 # Job time: the demo's report.properties elapsedMs; CometSortBench's RESULT elapsed_s.
 #
+# For spark and comet, to split the plugin's cost into its parts (environment):
+#   OFF=noguard     "off" is the plugin with its guard off (spark.nativepool.guard.enabled=false)
+#                   instead of no plugin: on ÷ off is then the guard's own cost
+#   ON_CONF="k=v …" Spark settings for the "on" runs (and for OFF=noguard's), e.g.
+#                   ON_CONF=spark.nativepool.heapHolders.enabled=false
+#
 # Needs root and cgroup v1 (exit 3 without).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -22,11 +28,13 @@ cd "$root"
 pairs=${1:-5}
 rows=${2:-32000000}
 system=${3:-sort}
+OFF=${OFF:-none}
 limit=${LIMIT:-$((8 << 30))}
 out=build/guard-cost/$system
 mkdir -p "$out"
 : >"$out/runs.txt"
 plugin_jar=
+case $OFF in none | noguard) ;; *) echo "guard-cost: OFF=$OFF: none or noguard" >&2; exit 2 ;; esac
 case $system in
 sort | demo) ;;
 spark | comet)
@@ -46,12 +54,16 @@ for i in $(seq "$pairs"); do
 			ms=$(grep '^elapsedMs=' "$out/$guard/report.properties" 2>/dev/null | cut -d= -f2)
 			;;
 		spark | comet)
-			np=none
+			np=${OFF:-none}
 			[[ $guard == true ]] && np=guard
+			confs=()
+			if [[ $np != none ]]; then
+				for kv in ${ON_CONF:-}; do confs+=(--conf "$kv"); done
+			fi
 			mkdir -p "$out/$guard"
 			bash bench/container/cgrun.sh --name "np-guard-cost-$$" --limit "$limit" --timeout 900 -- \
 				env HEAP=1024m NATIVEPOOL_JAR="$plugin_jar" TMPDIR="$root/$out/$guard" bash bench/comet/run.sh \
-				--engine "$system" --nativepool "$np" --rows "$rows" --budget 64m >"$out/last.txt" 2>&1 || rc=$?
+				--engine "$system" --nativepool "$np" --rows "$rows" --budget 64m "${confs[@]}" >"$out/last.txt" 2>&1 || rc=$?
 			s=$(grep -o 'RESULT .*elapsed_s=[0-9.]*' "$out/last.txt" | tail -1 | sed 's/.*elapsed_s=//')
 			ms=$(python3 -c "print(int(float('${s:-0}') * 1000))")
 			;;
@@ -60,7 +72,7 @@ for i in $(seq "$pairs"); do
 		echo "run system=$system pair=$i guard=$guard exit=$rc elapsed_ms=${ms:-0}" | tee -a "$out/runs.txt"
 	done
 done
-python3 - "$out/runs.txt" <<'PY'
+python3 - "$out/runs.txt" "$OFF" "${ON_CONF:-}" <<'PY'
 import statistics, sys
 runs = {"true": [], "false": []}
 for line in open(sys.argv[1]):
@@ -68,6 +80,6 @@ for line in open(sys.argv[1]):
     if f["exit"] == "0":
         runs[f["guard"]].append(int(f["elapsed_ms"]))
 on, off = statistics.median(runs["true"]), statistics.median(runs["false"])
-print(f"result system={f['system']} guard_on_median_ms={on:.0f} guard_off_median_ms={off:.0f} "
+print(f"result system={f['system']} off={sys.argv[2]} on_conf={sys.argv[3] or 'none'} guard_on_median_ms={on:.0f} guard_off_median_ms={off:.0f} "
       f"ratio={on/off:.3f} on={runs['true']} off={runs['false']}")
 PY
