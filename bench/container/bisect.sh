@@ -2,7 +2,7 @@
 # Finds the smallest memoryOverhead under which a command survives in a memory cgroup sized like a
 # Kubernetes executor pod: limit = heap + off-heap + overhead (bench/container/cgrun.sh runs it).
 #
-#   bench/container/bisect.sh --label NAME --base BYTES --start MiB [--step MiB] [--timeout S] [--env VAR] -- cmd...
+#   bench/container/bisect.sh --label NAME --base BYTES --start MiB [--step MiB] [--timeout S] [--env VAR] [--logs DIR] -- cmd...
 #
 # --base is heap + off-heap in bytes; --start the first overhead tried (near the expected answer,
 # so a cell costs a few runs); --step the resolution (16 MiB); --env VAR is cgrun.sh's (the command
@@ -10,7 +10,8 @@
 # effective limit (64 GiB) to learn its unconstrained time and peak; a constrained run that is
 # still going after 3× that time is killed and counts as failed (a stall at the limit). Then it
 # gallops from --start (down while runs survive, up while they fail, doubling the stride) and
-# bisects to --step, and prints the smallest surviving overhead. Every run's figures go to stdout as one line:
+# bisects to --step, and prints the smallest surviving overhead. With --logs DIR each run's stderr
+# (the job's log: the guard's episode lines, the ledger at a kill) is kept as DIR/LABEL-OVERHEAD.err. Every run's figures go to stdout as one line:
 #   run label=… overhead_mib=… limit=… exit=… peak=… peak_rss=… peak_dirty=… oom_kills=… seconds=…
 # and the answer as:
 #   result label=… min_overhead_mib=… unconstrained_peak=… unconstrained_seconds=…
@@ -18,7 +19,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-label= base= start= step=16 timeout= envopt=()
+label= base= start= step=16 timeout= envopt=() logs=
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--label) label=$2; shift 2 ;;
@@ -27,6 +28,7 @@ while [[ $# -gt 0 ]]; do
 	--step) step=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--env) envopt=(--env "$2"); shift 2 ;;
+	--logs) logs=$2; shift 2 ;;
 	--) shift; break ;;
 	*) echo "bisect: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -37,7 +39,8 @@ done
 field() { grep "^$1=" "$2" | tail -1 | cut -d= -f2; }
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" "$log.err"' EXIT
+[[ -z $logs ]] || mkdir -p "$logs"
 
 # One run with overhead $1 MiB (or "none"); sets rc and prints its line.
 attempt() {
@@ -50,6 +53,7 @@ attempt() {
 		cat "$log.err" >&2
 		exit 3
 	fi
+	[[ -z $logs ]] || cp "$log.err" "$logs/$label-$ov.err"
 	echo "run label=$label overhead_mib=$ov limit=$lim exit=$rc peak=$(field peak "$log") peak_rss=$(field peak_rss "$log") peak_dirty=$(field peak_dirty "$log") oom_kills=$(field oom_kills "$log") seconds=$(field seconds "$log")"
 	last_peak=$(field peak "$log")
 	last_seconds=$(field seconds "$log")

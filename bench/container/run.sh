@@ -26,7 +26,8 @@
 # plugin beside it (both in spark.plugins, no nativepool engine in the job). JOB is "sort" for
 # them.
 # Results: one `result …` line per cell on stdout and in build/bench-container/results.txt, every
-# run's line in runs.txt. Needs root and cgroup v1 (exit 3 without).
+# run's line in runs.txt and its job log (stderr) in logs/LABEL-OVERHEAD.err. Needs root and
+# cgroup v1 (exit 3 without).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -103,6 +104,6 @@ for cell in "${cells[@]}"; do
 	envopt=()
 	[[ $sys == comet* || $sys == spark* ]] || envopt=(--env DEMO_CGROUP)
 	echo "bench-container: $label from ${start} MiB" >&2
-	bash bench/container/bisect.sh --label "$label" --base $(((heap_mib + off) << 20)) --start "$start" "${envopt[@]}" -- \
+	bash bench/container/bisect.sh --label "$label" --base $(((heap_mib + off) << 20)) --start "$start" "${envopt[@]}" --logs "$out/logs" -- \
 		"${envs[@]}" "${cmd[@]}" | tee -a "$out/runs.txt" | grep '^result' | tee -a "$out/results.txt" || true
 done
