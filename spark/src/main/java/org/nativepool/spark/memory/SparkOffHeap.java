@@ -40,7 +40,9 @@ import org.slf4j.LoggerFactory;
  * fails when its merge of spill files is refused). For such a task the hold would not make a
  * consumer spill but fail the task, and the guard never fails one; the executor's other defences
  * (nativepool's own consumers giving way, the ledger, the diagnosis) stay. What is held already
- * when such a consumer starts stays until the episode ends.
+ * when such a consumer starts stays until the episode ends, which is why an executor configured
+ * for Comet makes no hold at all ({@code GuardSettings.besideComet}); this check covers Comet run
+ * without its plugin or its extensions named.
  *
  * <p>Safe for concurrent use: every method runs under the memory manager's lock, and none blocks
  * on anything else. It works on every Spark line the plugin ships (3.5 to 4.3): the calls it uses
