@@ -2,8 +2,8 @@ package org.nativepool.spark.arrow;
 
 import java.net.URL;
 import java.security.CodeSource;
-import java.util.Arrays;
 import org.apache.arrow.memory.BufferAllocator;
+import org.nativepool.spark.config.CometDeployment;
 
 /**
  * Which copy of Arrow's C Data Interface ({@code org.apache.arrow.c}) the JVM loads, and whether
@@ -37,10 +37,7 @@ public final class CDataOrigin {
     } catch (ClassNotFoundException | LinkageError e) {
       return null;
     }
-    boolean comet =
-        Arrays.stream(plugins.split(","))
-            .map(String::trim)
-            .anyMatch(p -> p.equals("org.apache.spark.CometPlugin"));
+    boolean comet = CometDeployment.inPlugins(plugins);
     boolean ours = hasConstructorFor(importer, BufferAllocator.class);
     String where = origin(importer);
     if (comet && ours) {

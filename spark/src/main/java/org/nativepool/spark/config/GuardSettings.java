@@ -118,35 +118,9 @@ public final class GuardSettings {
         master.startsWith("yarn"),
         origin,
         NativePoolConf.GUARD_OFF_HEAP.read(conf),
-        cometDeployment(conf),
+        CometDeployment.of(conf),
         NativePoolConf.GUARD_OFF_HEAP_FLOOR.read(conf),
         TaskSlots.of(conf));
-  }
-
-  /** Comet's plugin class, as an application names it in {@code spark.plugins}. */
-  static final String COMET_PLUGIN = "org.apache.spark.CometPlugin";
-
-  /** Comet's session extensions, as an application names them in {@code spark.sql.extensions}. */
-  static final String COMET_EXTENSIONS = "org.apache.comet.CometSparkSessionExtensions";
-
-  /**
-   * Where {@code conf} deploys DataFusion Comet ({@code spark.plugins} naming its plugin, or {@code
-   * spark.sql.extensions} its extensions), said for a log line; null where it does not. Comet 1.2
-   * fails a task when Spark grants one of its reservations that cannot spill (a sort's merge of its
-   * spill files) less than it asked, so beside Comet the pod guard holds none of Spark's off-heap
-   * memory: its hold would fail Comet's tasks, not make them spill. Known before any task runs,
-   * unlike Comet's consumers, which appear at a task's first reservation.
-   */
-  public static String cometDeployment(SparkConf conf) {
-    for (String[] where :
-        new String[][] {{"spark.plugins", COMET_PLUGIN}, {"spark.sql.extensions", COMET_EXTENSIONS}}) {
-      for (String name : NativePoolConf.names(conf.get(where[0], ""))) {
-        if (name.equals(where[1])) {
-          return where[0] + " names " + where[1];
-        }
-      }
-    }
-    return null;
   }
 
   /**
@@ -210,7 +184,11 @@ public final class GuardSettings {
     return offHeap;
   }
 
-  /** Where the configuration deploys Comet ({@link #cometDeployment}); null where it does not. */
+  /**
+   * Where the configuration deploys Comet ({@link CometDeployment#of}); null where it does not.
+   * Beside Comet the guard holds none of Spark's off-heap memory: its hold would fail Comet's
+   * tasks, not make them spill.
+   */
   public String besideComet() {
     return besideComet;
   }
