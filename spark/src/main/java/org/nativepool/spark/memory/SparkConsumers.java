@@ -91,7 +91,7 @@ public final class SparkConsumers {
     }
     long id = ctx.taskAttemptId();
     track(id, ctx.taskMemoryManager());
-    ctx.addTaskCompletionListener((TaskCompletionListener) c -> tasks.remove(id));
+    ctx.addTaskCompletionListener((TaskCompletionListener) c -> untrack(id));
   }
 
   /** Tracks task {@code id}'s memory manager until {@link #untrack}: the tests' tasks. */
@@ -118,20 +118,11 @@ public final class SparkConsumers {
    */
   public Map<String, Long> offHeapByEngine() {
     Map<String, Long> now = new LinkedHashMap<>();
-    for (TaskMemoryManager tmm : tasks.values()) {
-      for (MemoryConsumer c : consumersOf(tmm)) {
-        if (c.getMode() != MemoryMode.OFF_HEAP) {
-          continue;
-        }
-        String engine = engineOf(c.getClass().getName());
-        if (engine == null) {
-          continue;
-        }
-        long used = c.getUsed();
-        if (used > 0) {
-          seen.add(engine);
-          now.merge(engine, used, Long::sum);
-        }
+    for (OffHeapConsumer h : offHeapConsumers()) {
+      long used = h.consumer().getUsed();
+      if (used > 0) {
+        seen.add(h.engine());
+        now.merge(h.engine(), used, Long::sum);
       }
     }
     Map<String, Long> out = new LinkedHashMap<>();
@@ -149,25 +140,36 @@ public final class SparkConsumers {
    * line; null if there is none. The pod guard holds none of Spark's memory while there is one.
    */
   public String holderFailingOnShortGrant() {
-    for (Map.Entry<Long, TaskMemoryManager> t : tasks.entrySet()) {
-      for (MemoryConsumer c : consumersOf(t.getValue())) {
-        if (c.getMode() != MemoryMode.OFF_HEAP) {
-          continue;
-        }
-        String engine = engineOf(c.getClass().getName());
-        long used = c.getUsed();
-        if (engine != null && used > 0 && FAIL_ON_SHORT_GRANT.contains(engine)) {
-          return engine
-              + "'s "
-              + c.getClass().getName()
-              + " in task "
-              + t.getKey()
-              + " holds "
-              + Bytes.format(used);
-        }
+    for (OffHeapConsumer h : offHeapConsumers()) {
+      long used;
+      if (FAIL_ON_SHORT_GRANT.contains(h.engine()) && (used = h.consumer().getUsed()) > 0) {
+        return h.engine()
+            + "'s "
+            + h.consumer().getClass().getName()
+            + " in task "
+            + h.task()
+            + " holds "
+            + Bytes.format(used);
       }
     }
     return null;
+  }
+
+  /** An off-heap consumer of a running task, and the engine it belongs to (never nativepool). */
+  private record OffHeapConsumer(long task, MemoryConsumer consumer, String engine) {}
+
+  /** The running tasks' off-heap consumers of every engine but nativepool's. */
+  private List<OffHeapConsumer> offHeapConsumers() {
+    List<OffHeapConsumer> out = new ArrayList<>();
+    for (Map.Entry<Long, TaskMemoryManager> t : tasks.entrySet()) {
+      for (MemoryConsumer c : consumersOf(t.getValue())) {
+        String engine = engineOf(c.getClass().getName());
+        if (c.getMode() == MemoryMode.OFF_HEAP && engine != null) {
+          out.add(new OffHeapConsumer(t.getKey(), c, engine));
+        }
+      }
+    }
+    return out;
   }
 
   /** The engine a consumer's class belongs to; null for nativepool's own. */
