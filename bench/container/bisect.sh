@@ -11,7 +11,8 @@
 # still going after 3× that time is killed and counts as failed (a stall at the limit). Then it
 # gallops from --start (down while runs survive, up while they fail, doubling the stride) and
 # bisects to --step, and prints the smallest surviving overhead. With --logs DIR each run's stderr
-# (the job's log: the guard's episode lines, the ledger at a kill) is kept as DIR/LABEL-OVERHEAD.err. Every run's figures go to stdout as one line:
+# (the job's log: the guard's episode lines, the ledger at a kill) is kept as
+# DIR/LABEL-OVERHEAD.err. Every run's figures go to stdout as one line:
 #   run label=… overhead_mib=… limit=… exit=… peak=… peak_rss=… peak_dirty=… oom_kills=… seconds=…
 # and the answer as:
 #   result label=… min_overhead_mib=… unconstrained_peak=… unconstrained_seconds=…

@@ -54,7 +54,7 @@ for i in $(seq "$pairs"); do
 			ms=$(grep '^elapsedMs=' "$out/$guard/report.properties" 2>/dev/null | cut -d= -f2)
 			;;
 		spark | comet)
-			np=${OFF:-none}
+			np=$OFF
 			[[ $guard == true ]] && np=guard
 			confs=()
 			if [[ $np != none ]]; then

@@ -30,7 +30,6 @@ class GuardSettingsTest {
     assertFalse(g.limitExplicit());
   }
 
-  /** On YARN the limit is held against the container's process tree, as the NodeManager counts. */
   @Test
   void besideCometTheGuardHoldsNoneOfSparksOffHeapMemory() {
     // Comet 1.2 fails a task whose unspillable reservation Spark grants short: a hold there
@@ -63,6 +62,7 @@ class GuardSettingsTest {
     assertTrue(GuardSettings.fromConf(conf("yarn")).offHeap(), "on by default");
   }
 
+  /** On YARN the limit is held against the container's process tree, as the NodeManager counts. */
   @Test
   void onYarnTheLimitIsHeldAgainstTheContainersProcessTreeOnly() {
     GuardSettings yarn = GuardSettings.fromConf(conf("yarn"));
