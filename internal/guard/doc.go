@@ -26,6 +26,11 @@
 //     ballast, kept from Spark's other consumers while the pressure lasts;
 //     then the Go runtime's idle heap goes back, then the C allocator's free
 //     memory. The ballast goes back to Spark once the headroom is back.
+//   - Writeback: spill files' dirty pages count until written, and the
+//     kernel writes them on its own schedule (about 30 s), not a pod's.
+//     With the headroom under four reserves and a quarter reserve of them
+//     dirty, the guard has them written (Runtime.Writeback), before the
+//     headroom is short and during an episode alike (Config.WriteBack).
 //   - It never fails anything: a borrow waits at most Config.AdmitWait, Grow
 //     still overcommits, and when nothing native is left to give it says so
 //     once per episode and leaves the decision to the kernel.

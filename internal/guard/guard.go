@@ -174,6 +174,9 @@ type Stats struct {
 	AdmissionWaits, AdmittedShort int64
 	// RefusedNow counts optional borrows refused at once (AdmitNow).
 	RefusedNow int64
+	// Writebacks counts the writebacks of spill files' dirty pages started,
+	// in episodes and before them (Config.WriteBack).
+	Writebacks int64
 	// OffHeapBallast is what the guard holds of Spark's off-heap memory
 	// now, OffHeapLent the part of it lent to native pools (Lend) that
 	// back their overcommit; OffHeapTaken and OffHeapReleased what it took
@@ -232,8 +235,10 @@ type Guard struct {
 	// waiting is the bytes of the borrows waiting for room: a step makes
 	// room for them.
 	waiting atomic.Int64
-	// writing says that a writeback of dirty pages runs.
-	writing atomic.Bool
+	// writing says that a writeback of dirty pages runs; writebacks counts
+	// those started.
+	writing    atomic.Bool
+	writebacks atomic.Int64
 	// offHeapMu serialises the calls to Runtime.OffHeap that change what
 	// the guard holds (the driving goroutine's and Stop's) and the loans
 	// (Lend), so that offHeapHeld is always what the OffHeap side holds for
@@ -448,6 +453,9 @@ func (g *Guard) Step() Sample {
 	if deficit := g.cfg.Deficit(s); deficit > 0 {
 		s = g.react(s, deficit)
 	} else {
+		// Spill files' dirty pages go to disk before they eat the headroom,
+		// not only once they have.
+		g.writeBack(s)
 		// An episode ends once the headroom is back where admission keeps
 		// it (a reserve and a half), so that a headroom hovering at the
 		// reserve is one episode, not many; with Spark's off-heap memory
@@ -650,15 +658,7 @@ type gaveWay struct {
 // the sample it took after (s if it could not take one).
 func (g *Guard) giveWay(s Sample, target int64) (Sample, gaveWay) {
 	var w gaveWay
-	// Dirty pages (spill files being written) count until they are on
-	// disk; start writing them, so that the kernel may drop them.
-	if g.rt.Writeback != nil && s.Dirty >= g.cfg.Reserve/4 && g.writing.CompareAndSwap(false, true) {
-		w.wroteBack = true
-		go func() {
-			defer g.writing.Store(false)
-			g.rt.Writeback()
-		}()
-	}
+	w.wroteBack = g.writeBack(s)
 	w.freed, w.spills = g.native.SpillToBallast(target)
 	w.at = g.clock.Now()
 	// What consumers freed leaves the process only when the runtimes give
@@ -688,6 +688,21 @@ func (g *Guard) giveWay(s Sample, target int64) (Sample, gaveWay) {
 		after = s
 	}
 	return after, w
+}
+
+// writeBack starts a writeback of the spill files' dirty pages on a
+// goroutine of its own when s has enough of them near the limit
+// (Config.WriteBack) and none runs, and says whether it started one.
+func (g *Guard) writeBack(s Sample) bool {
+	if g.rt.Writeback == nil || !g.cfg.WriteBack(s) || !g.writing.CompareAndSwap(false, true) {
+		return false
+	}
+	g.writebacks.Add(1)
+	go func() {
+		defer g.writing.Store(false)
+		g.rt.Writeback()
+	}()
+	return true
 }
 
 // makeRoom makes native memory give way for need bytes that waiting
@@ -889,6 +904,7 @@ func (g *Guard) Stats() Stats {
 	st.Samples, st.Wakes = g.samples.Load(), g.wakes.Load()
 	st.AdmissionWaits, st.AdmittedShort = g.waits.Load(), g.short.Load()
 	st.RefusedNow = g.refusedNow.Load()
+	st.Writebacks = g.writebacks.Load()
 	st.OffHeapBallast, st.OffHeapTaken = g.offHeapHeld.Load(), g.offHeapTaken.Load()
 	st.OffHeapReleased, st.OffHeapLent = g.offHeapReleased.Load(), g.offHeapLent.Load()
 	st.OffHeapLentBytes = g.offHeapLentBytes.Load()

@@ -74,12 +74,15 @@ type fakeProcess struct {
 	clock                    *fakeClock
 	limit, jvm, native, held int64
 	ballast, spillable       int64
-	spillDelay               time.Duration
-	targets                  []int64
-	released                 int64
-	goIdle                   int64
-	trims                    int
-	failRead                 bool
+	// dirty is page cache not yet written (spill files), charged to the
+	// group until written back.
+	dirty      int64
+	spillDelay time.Duration
+	targets    []int64
+	released   int64
+	goIdle     int64
+	trims      int
+	failRead   bool
 	// off is Spark's off-heap memory, when the guard holds it.
 	off *fakeOffHeap
 }
@@ -91,8 +94,8 @@ func (p *fakeProcess) Read() (guard.Sample, error) {
 		return guard.Sample{}, errors.New("no cgroup")
 	}
 	return guard.Sample{
-		Time: p.clock.Now(), Limit: p.limit, Unreclaimable: p.jvm + p.native + p.goIdle,
-		Native: p.native + p.goIdle, Held: p.held, Ballast: p.ballast,
+		Time: p.clock.Now(), Limit: p.limit, Unreclaimable: p.jvm + p.native + p.goIdle + p.dirty,
+		Native: p.native + p.goIdle, Held: p.held, Ballast: p.ballast, Dirty: p.dirty,
 	}, nil
 }
 
@@ -340,6 +343,41 @@ func TestWhenNothingNativeIsLeftTheGuardSaysSoOncePerEpisode(t *testing.T) {
 }
 
 // The sampling period shrinks with the headroom.
+// Spill files' dirty pages are charged to the memory group until written,
+// and the kernel writes them on its own only after about 30 s. Near the
+// limit (headroom under four reserves) the guard has them written as soon as
+// a quarter reserve of them is dirty, before they eat the reserve; far from
+// it, and with fewer of them, it leaves them to the kernel.
+func TestNearTheLimitSpillFilesAreWrittenBackBeforeTheHeadroomIsShort(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	p := &fakeProcess{clock: clock, limit: 1024 * mib, jvm: 600 * mib, native: 100 * mib, held: 100 * mib}
+	written := make(chan int64, 4)
+	rt := p.runtime()
+	rt.Writeback = func() {
+		p.mu.Lock()
+		n := p.dirty
+		p.dirty = 0
+		p.mu.Unlock()
+		written <- n
+	}
+	g := guard.New(guard.Config{Reserve: 32 * mib}, p, p, rt, clock, slog.New(&logRecorder{}))
+
+	p.set(func(p *fakeProcess) { p.dirty = 100 * mib }) // headroom 224 MiB: far from the limit
+	g.Step()
+	assert.Zero(t, g.Stats().Writebacks, "with the headroom at four reserves or more, the kernel's schedule stands")
+
+	p.set(func(p *fakeProcess) { p.jvm, p.dirty = 850*mib, 7*mib }) // headroom 67 MiB
+	g.Step()
+	assert.Zero(t, g.Stats().Writebacks, "under a quarter reserve of dirty pages, nothing is written")
+
+	p.set(func(p *fakeProcess) { p.dirty = 40 * mib }) // headroom 34 MiB: near, but no episode yet
+	s := g.Step()
+	require.Greater(t, s.Headroom(), int64(32*mib))
+	assert.Equal(t, int64(40*mib), <-written, "near the limit the dirty pages are written before the headroom is short")
+	assert.Equal(t, int64(1), g.Stats().Writebacks)
+	assert.Zero(t, g.Stats().Episodes)
+}
+
 func TestThePeriodShrinksWithTheHeadroom(t *testing.T) {
 	c := guard.Config{Reserve: 32 * mib}
 	at := func(headroom int64) time.Duration {

@@ -112,6 +112,20 @@ func (c Config) Period(s Sample) time.Duration {
 	return closePeriod
 }
 
+// WriteBack says whether the dirty page cache in s is to be written back
+// now: at least a quarter reserve of it, with the headroom under four
+// reserves (where the guard samples often). A memory group cannot reclaim
+// a dirty page, and the kernel writes dirty pages back on its own only
+// after about 30 s, or past a share of the whole machine's memory that a
+// pod's limit never reaches; so a job that spills keeps tens of MiB of its
+// spill files dirty, charged to the pod, unless someone writes them.
+// Near the limit that someone is the guard, before the headroom is short
+// rather than once it is: far from the limit, the files stay where the
+// kernel's schedule leaves them.
+func (c Config) WriteBack(s Sample) bool {
+	return s.Limit >= 0 && s.Dirty >= c.Reserve/4 && s.Headroom() < 4*c.Reserve
+}
+
 // Footprint is what native memory takes of the limit: the larger of what
 // is resident of it and what its pools claim (a claim not yet touched will
 // be; resident memory beyond the claim is the runtime's own and garbage not

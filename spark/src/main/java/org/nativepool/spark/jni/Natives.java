@@ -381,7 +381,7 @@ public final class Natives {
 
   /**
    * Adds a directory spills write in (Spark's local directories, an engine's spill directory):
-   * during an episode with dirty pages, the guard writes the files written there in the last 35 s
+   * near the limit with dirty pages, the guard writes the files written there in the last 35 s
    * to disk and drops them from the page cache, so that what a spill freed can leave the memory
    * cgroup (which cannot reclaim a dirty page).
    *
