@@ -17,35 +17,33 @@
 #   spark   a plain Spark SQL job in off-heap mode with no native engine at all (bench/comet's
 #           CometSortBench --engine spark: Tungsten's off-heap sort, which spills), with
 #           nativepool's plugin beside it as the guard, a 64 MiB burst at 352 MiB of overhead:
-#           without the plugin the job needs 400 MiB to live through that burst, with it 320
-#           (bench/RESULTS.md, "Pod guard beside Spark and Comet"), so each run is 32 MiB or
-#           more from its edge; without the guard: no plugin at all. (At 320 MiB with a 48 MiB
-#           burst, 16 MiB over the job's no-burst point, the guarded run lived in three of four.)
-#           Nothing of the job is nativepool's: the guard holds Spark's free off-heap memory and
-#           the sorters spill at their next page, on their own threads.
-#   demo    (not run by default) the full demo: the native sort beside Spark's own off-heap hash
-#           aggregation, a 48 MiB burst at 272 MiB, the top of its no-burst survival point
-#           (256-272 MiB). The guard has only the native sort's few MiB to move: the aggregation's
-#           maps take every group in the first seconds of a task and ask Spark for no page after
-#           that, so holding Spark's memory makes nothing of theirs give way until their task
-#           ends. The guarded run lived in two of three runs, killed without the guard in two of
-#           two (bench/RESULTS.md, "Pod guard beside Spark and Comet"): a margin of a few MiB,
-#           not a test's. TEST_BURST_JOBS="sort spark demo" runs it.
+#           without the plugin the job needs 400 MiB to live through that burst, with it 336
+#           (bench/RESULTS.md, "Pod guard beside Spark and Comet"); without the guard: no plugin
+#           at all. Nothing of the job is nativepool's: the guard holds Spark's free off-heap
+#           memory and the sorters spill at their next page, on their own threads.
+#   demo    the full demo: the native sort beside Spark's own off-heap hash aggregation, a 48 MiB
+#           burst at 272 MiB, its survival point without a burst with the guard off (256 with it
+#           on). With the guard the demo needs 272 MiB to live through that burst, without it
+#           more than 288 (32 MiB: 304; bench/RESULTS.md). The guard moves the native sort's
+#           spill and holds Spark's free off-heap memory; the aggregation's maps take every group
+#           in the first seconds of a task and ask Spark for no page after that, so nothing of
+#           theirs gives way until their task ends.
 #
 # No run gets a second chance: a guarded run that is killed fails the test. The guard writes the
 # spill files' dirty pages back (sync_file_range on the files spills wrote) and drops them from
 # the page cache, so that what a spill frees leaves the memory group, which cannot reclaim a
 # dirty page; peak_dirty in each run's line says how much was dirty at most.
 #
-# Environment: TEST_BURST_JOBS (default "sort spark"); TEST_BURST_SORT (40m),
+# Environment: TEST_BURST_JOBS (default "sort spark demo"); TEST_BURST_SORT (40m),
 # TEST_BURST_DEMO (48m), TEST_BURST_SPARK (64m), the bursts; TEST_BURST_SORT_OVERHEAD_MIB (240),
 # TEST_BURST_DEMO_OVERHEAD_MIB (272), TEST_BURST_SPARK_OVERHEAD_MIB (352), the overheads (the
-# first two the survival points without a burst; bench/RESULTS.md, "Container" and "Pod guard").
+# first two the survival points without a burst; bench/RESULTS.md, "Container" and "Pod guard
+# beside Spark and Comet").
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 
-jobs=${TEST_BURST_JOBS:-sort spark}
+jobs=${TEST_BURST_JOBS:-sort spark demo}
 rows=32000000
 heap_mib=1024
 budget_mib=64

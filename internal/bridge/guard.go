@@ -14,6 +14,7 @@ import (
 
 	"github.com/nativepool/nativepool/internal/cgroup"
 	"github.com/nativepool/nativepool/internal/guard"
+	"github.com/nativepool/nativepool/internal/writeback"
 	"github.com/nativepool/nativepool/pool"
 )
 
@@ -535,12 +536,20 @@ func (b *Bridge) AddSpillDir(dir string) error {
 }
 
 // writeBackSpills is guard.Runtime.Writeback: the spill directories'
-// recently written files go to disk and out of the page cache.
+// recently written files go to disk and out of the page cache, and so do
+// the recently written files the process maps (native libraries extracted
+// at load; where there is no /proc/self/maps, none).
 func (b *Bridge) writeBackSpills() {
 	start := time.Now()
 	r := b.spillDirs.WriteBack(start)
+	var m writeback.Result
+	if maps, err := os.Open("/proc/self/maps"); err == nil {
+		m = b.spillDirs.WriteBackMapped(start, maps)
+		maps.Close()
+	}
 	b.logger.Debug("nativepool: pod guard: spill files written back and dropped from the page cache",
-		"files", r.Files, "bytes", r.Bytes, "failed", r.Failed, "took", time.Since(start))
+		"files", r.Files, "bytes", r.Bytes, "failed", r.Failed, "mappedFiles", m.Files, "mappedBytes", m.Bytes,
+		"took", time.Since(start))
 }
 
 // freeOSMemory is guard.Runtime.FreeOSMemory: the Go runtime's idle heap

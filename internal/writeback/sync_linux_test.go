@@ -3,6 +3,7 @@
 package writeback_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -60,4 +61,28 @@ func TestWriteBackDropsTheSpillFilesPagesFromThePageCache(t *testing.T) {
 	assert.Equal(t, 1, r.Files)
 	cached, _ = cachedPages(t, path)
 	assert.Less(t, cached, total/8, "written back and dropped: %d of %d pages left", cached, total)
+}
+
+// A file the process maps right after writing it (a native library
+// extracted at load) is in /proc/self/maps, and WriteBackMapped writes it
+// back and drops its unmapped pages.
+func TestAFileJustWrittenAndMappedIsWrittenBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "libextracted.so")
+	require.NoError(t, os.WriteFile(path, make([]byte, 1<<20), 0o600))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	m, err := unix.Mmap(int(f.Fd()), 0, 4096, unix.PROT_READ, unix.MAP_SHARED)
+	require.NoError(t, err)
+	defer unix.Munmap(m)
+
+	maps, err := os.ReadFile("/proc/self/maps")
+	require.NoError(t, err)
+	assert.Contains(t, writeback.MappedFiles(bytes.NewReader(maps)), path)
+	var d writeback.Dirs
+	r := d.WriteBackMapped(time.Now(), bytes.NewReader(maps))
+	assert.GreaterOrEqual(t, r.Files, 1)
+	assert.Zero(t, r.Failed)
+	cached, total := cachedPages(t, path)
+	assert.Less(t, cached, total/2, "its pages left the page cache, but for the one page mapped")
 }
