@@ -23,11 +23,12 @@
 #           memory and the sorters spill at their next page, on their own threads.
 #   demo    the full demo: the native sort beside Spark's own off-heap hash aggregation, a 48 MiB
 #           burst at 272 MiB, its survival point without a burst with the guard off (256 with it
-#           on). With the guard the demo needs 272 MiB to live through that burst, without it
-#           more than 288 (32 MiB: 304; bench/RESULTS.md). The guard moves the native sort's
-#           spill and holds Spark's free off-heap memory; the aggregation's maps take every group
-#           in the first seconds of a task and ask Spark for no page after that, so nothing of
-#           theirs gives way until their task ends.
+#           on). With the guard the demo needs 272 MiB to live through that burst (256 was killed),
+#           without it more than 288 (killed there in 4 of 4; bench/RESULTS.md, "Pod guard beside
+#           Spark and Comet", which gives the runs of each cell). The guard moves the native sort's
+#           spill and holds Spark's free off-heap memory; the aggregation's maps take every group in
+#           the first seconds of a task and ask Spark for no page after that, so nothing of theirs
+#           gives way until their task ends.
 #
 # No run gets a second chance: a guarded run that is killed fails the test. The guard writes the
 # spill files' dirty pages back (sync_file_range on the files spills wrote) and drops them from
