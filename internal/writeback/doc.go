@@ -14,7 +14,10 @@
 // directory) for files modified recently, writes each one's dirty pages
 // (sync_file_range, waiting for them) and then drops its clean pages
 // (posix_fadvise POSIX_FADV_DONTNEED), which the group would otherwise keep
-// charged until the kernel reclaims them under pressure.
+// charged until the kernel reclaims them under pressure. Dirs.WriteBackMapped
+// does the same for the recently written files the process maps: an
+// engine's native library, extracted into the temporary directory when it
+// loads, is as dirty as a spill file.
 //
 // Where the platform has neither call (not Linux), WriteBack finds the
 // files and does nothing with them. The package is pure Go (no cgo).
@@ -22,6 +25,8 @@
 // # Where each job lives
 //
 //	dirs.go       Dirs: the directories, the walk, the result
+//	mapped.go     MappedFiles, Dirs.WriteBackMapped: the files the process maps
+//	              (native libraries extracted at load), from /proc/self/maps
 //	sync_linux.go sync_file_range and posix_fadvise on one file
 //	sync_other.go nothing, elsewhere
 package writeback
