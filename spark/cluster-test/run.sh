@@ -76,7 +76,8 @@ if ls "$SPARK_HOME"/jars/arrow-c-data-*.jar >/dev/null 2>&1; then
 	exit 2
 fi
 for want in "spark-core_$scala_version-$spark_version.jar" "scala-library-$scala_version."; do
-	ls "$SPARK_HOME"/jars/ | grep -q "^$want" || { echo "test-cluster: no $want* in $SPARK_HOME/jars" >&2; exit 2; }
+	found=("$SPARK_HOME"/jars/"$want"*) # a glob: `ls | grep -q` fails under pipefail when ls gets SIGPIPE
+	[[ -e ${found[0]} ]] || { echo "test-cluster: no $want* in $SPARK_HOME/jars" >&2; exit 2; }
 done
 # WorkerCommandBuilder asks for the Scala version when it cannot infer it from a build tree.
 export SPARK_SCALA_VERSION=$scala_version

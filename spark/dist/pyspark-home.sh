@@ -43,7 +43,10 @@ echo "pyspark-home: installing pyspark==$version into $dir/venv (from PyPI; a fe
 "$dir/venv/bin/pip" install -q --disable-pip-version-check "pyspark==$version" >&2
 home=$(home_of)
 n=$(ls "$home/jars" | grep -c '\.jar$')
-ls "$home/jars" | grep -q "^spark-core_.*-$version\.jar$" || {
+# A glob, not `ls | grep -q`: under pipefail, grep -q leaving at its first match can kill ls
+# with SIGPIPE and fail the check on a listing that has the jar.
+cores=("$home"/jars/spark-core_*-"$version".jar)
+[[ -e ${cores[0]} ]] || {
 	echo "pyspark-home: $home/jars has no spark-core of $version" >&2
 	exit 1
 }
