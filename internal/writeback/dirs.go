@@ -101,23 +101,27 @@ func (d *Dirs) WriteBack(now time.Time) Result {
 				}
 				return nil
 			}
-			if !e.Type().IsRegular() {
-				return nil
+			if info, err := e.Info(); err == nil {
+				r.add(path, info, since)
 			}
-			info, err := e.Info()
-			if err != nil || info.ModTime().Before(since) {
-				return nil
-			}
-			if err := syncAndDrop(path); err != nil {
-				r.Failed++
-				return nil
-			}
-			r.Files++
-			r.Bytes += info.Size()
 			return nil
 		})
 	}
 	return r
+}
+
+// add writes back and drops path, described by info, if it is a regular
+// file modified since since, and counts it in r: written, or failed.
+func (r *Result) add(path string, info fs.FileInfo, since time.Time) {
+	if !info.Mode().IsRegular() || info.ModTime().Before(since) {
+		return
+	}
+	if err := syncAndDrop(path); err != nil {
+		r.Failed++
+		return
+	}
+	r.Files++
+	r.Bytes += info.Size()
 }
 
 // depth is how many levels path is below root.

@@ -61,16 +61,9 @@ func (d *Dirs) WriteBackMapped(now time.Time, maps io.Reader) Result {
 	var r Result
 	since := now.Add(-Recent)
 	for _, path := range files {
-		info, err := os.Stat(path)
-		if err != nil || !info.Mode().IsRegular() || info.ModTime().Before(since) {
-			continue
+		if info, err := os.Stat(path); err == nil {
+			r.add(path, info, since)
 		}
-		if err := syncAndDrop(path); err != nil {
-			r.Failed++
-			continue
-		}
-		r.Files++
-		r.Bytes += info.Size()
 	}
 	return r
 }
