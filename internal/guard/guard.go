@@ -450,12 +450,12 @@ func (g *Guard) Step() Sample {
 	if g.rt.OffHeap != nil && g.offHeapHeld.Load() > 0 {
 		s.OffHeapFree = g.offHeapFree()
 	}
+	// Spill files' dirty pages go to disk near the limit, before they eat
+	// the headroom as well as once they have: one writeback per sample.
+	wroteBack := g.writeBack(s)
 	if deficit := g.cfg.Deficit(s); deficit > 0 {
-		s = g.react(s, deficit)
+		s = g.react(s, deficit, wroteBack)
 	} else {
-		// Spill files' dirty pages go to disk before they eat the headroom,
-		// not only once they have.
-		g.writeBack(s)
 		// An episode ends once the headroom is back where admission keeps
 		// it (a reserve and a half), so that a headroom hovering at the
 		// reserve is one episode, not many; with Spark's off-heap memory
@@ -645,12 +645,11 @@ func (g *Guard) sample() (Sample, bool) {
 
 // gaveWay is what one giveWay did.
 type gaveWay struct {
-	at        time.Time // when the spills returned
-	freed     int64
-	spills    []Spill
-	goFreed   int64
-	trimmed   bool
-	wroteBack bool
+	at      time.Time // when the spills returned
+	freed   int64
+	spills  []Spill
+	goFreed int64
+	trimmed bool
 }
 
 // giveWay makes native memory give way for target bytes: native consumers
@@ -658,7 +657,6 @@ type gaveWay struct {
 // the sample it took after (s if it could not take one).
 func (g *Guard) giveWay(s Sample, target int64) (Sample, gaveWay) {
 	var w gaveWay
-	w.wroteBack = g.writeBack(s)
 	w.freed, w.spills = g.native.SpillToBallast(target)
 	w.at = g.clock.Now()
 	// What consumers freed leaves the process only when the runtimes give
@@ -720,11 +718,12 @@ func (g *Guard) makeRoom(s Sample, need int64) Sample {
 }
 
 // react makes native memory give way for deficit bytes during the episode
-// s belongs to (opening it if needed), and returns the sample it took after.
-func (g *Guard) react(s Sample, deficit int64) Sample {
+// s belongs to (opening it if needed), and returns the sample it took after;
+// wroteBack says that the step started a writeback, which the episode counts.
+func (g *Guard) react(s Sample, deficit int64, wroteBack bool) Sample {
 	g.openOrUpdate(s)
 	after, w := g.giveWay(s, deficit)
-	freed, spills, goFreed, trimmed, wroteBack, now := w.freed, w.spills, w.goFreed, w.trimmed, w.wroteBack, w.at
+	freed, spills, goFreed, trimmed, now := w.freed, w.spills, w.goFreed, w.trimmed, w.at
 	// Native consumers gave way first. Where that was not enough, Spark's
 	// off-heap memory: the guard holds what is free of it, so that no
 	// consumer grows while the episode lasts, plus what is still short,
