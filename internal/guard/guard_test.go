@@ -342,7 +342,6 @@ func TestWhenNothingNativeIsLeftTheGuardSaysSoOncePerEpisode(t *testing.T) {
 	assert.Len(t, g.Episodes(), 2)
 }
 
-// The sampling period shrinks with the headroom.
 // Spill files' dirty pages are charged to the memory group until written,
 // and the kernel writes them on its own only after about 30 s. Near the
 // limit (headroom under four reserves) the guard has them written as soon as
@@ -378,6 +377,7 @@ func TestNearTheLimitSpillFilesAreWrittenBackBeforeTheHeadroomIsShort(t *testing
 	assert.Zero(t, g.Stats().Episodes)
 }
 
+// The sampling period shrinks with the headroom.
 func TestThePeriodShrinksWithTheHeadroom(t *testing.T) {
 	c := guard.Config{Reserve: 32 * mib}
 	at := func(headroom int64) time.Duration {
