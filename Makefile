@@ -252,9 +252,10 @@ bench-container:
 
 ## test-container: the demo at a one-minute size inside such a cgroup, with the idle-JVM baseline plus
 ## a stated margin as its overhead: exit 0 and a correct result, or the test fails
-## (bench/container/test-demo.sh); then the pod guard's test, the native sort and a plain Spark job
-## near their survival points with a burst of memory nobody accounts for: killed without the
-## guard, alive and correct with it (bench/container/test-burst.sh). Both skip without a writable memory cgroup.
+## (bench/container/test-demo.sh); then the pod guard's test, the native sort, the full demo and a
+## plain Spark job near their survival points with a burst of memory nobody accounts for: killed
+## without the guard, alive and correct with it (bench/container/test-burst.sh). Both skip without
+## a writable memory cgroup.
 test-container:
 	bash bench/container/test-demo.sh
 	bash bench/container/test-burst.sh

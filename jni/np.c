@@ -23,6 +23,7 @@ static jmethodID np_mid_acquire;     /* Upstream.acquireMemory(J)J */
 static jmethodID np_mid_release;     /* Upstream.releaseMemory(J)V */
 static jmethodID np_mid_spill;       /* Spiller.spill(J)J */
 static jmethodID np_mid_oh_take;     /* OffHeap.take(JJ)J */
+static jmethodID np_mid_oh_keep;     /* OffHeap.keep(J)J */
 static jmethodID np_mid_oh_give;     /* OffHeap.giveBack(J)V */
 static jmethodID np_mid_oh_free;     /* OffHeap.free()J */
 static jmethodID np_mid_class_name;  /* java.lang.Class.getName()Ljava/lang/String; */
@@ -122,6 +123,9 @@ int np_init(JNIEnv *env) {
 		goto out;
 	}
 	if ((np_mid_oh_take = (*env)->GetMethodID(env, np_cls_offheap, "take", "(JJ)J")) == NULL) {
+		goto out;
+	}
+	if ((np_mid_oh_keep = (*env)->GetMethodID(env, np_cls_offheap, "keep", "(J)J")) == NULL) {
 		goto out;
 	}
 	if ((np_mid_oh_give = (*env)->GetMethodID(env, np_cls_offheap, "giveBack", "(J)V")) == NULL) {
@@ -236,6 +240,24 @@ int np_offheap_take(jobject offheap, jlong n, jlong native, jlong *granted, jthr
 	int rc = np_take_exception(env, exc);
 	if (rc == NP_OK) {
 		*granted = got;
+	}
+	return rc;
+}
+
+int np_offheap_keep(jobject offheap, jlong n, jlong *kept, jthrowable *exc) {
+	*kept = 0;
+	*exc = NULL;
+	if (!np_ready()) {
+		return NP_NOT_INITIALIZED;
+	}
+	JNIEnv *env = np_env();
+	if (env == NULL) {
+		return NP_NO_ENV;
+	}
+	jlong got = (*env)->CallLongMethod(env, offheap, np_mid_oh_keep, n);
+	int rc = np_take_exception(env, exc);
+	if (rc == NP_OK) {
+		*kept = got;
 	}
 	return rc;
 }

@@ -83,13 +83,15 @@ int np_spill(jobject spiller, jlong target, jlong *freed, jthrowable *exc);
 
 /*
  * The pod guard's hold on Spark's off-heap memory (org.nativepool.spark.jni.OffHeap),
- * from the guard's goroutine, on any thread:
+ * from the guard's goroutine (keep from a borrowing task's too), on any thread:
  * np_offheap_take calls offheap.take(n, native) and stores the bytes taken in *granted;
+ * np_offheap_keep calls offheap.keep(n) and stores the bytes kept in *kept;
  * np_offheap_give calls offheap.giveBack(n);
  * np_offheap_free calls offheap.free() and stores the bytes free in *free.
  * Same status codes and exception hand-over as np_acquire.
  */
 int np_offheap_take(jobject offheap, jlong n, jlong native, jlong *granted, jthrowable *exc);
+int np_offheap_keep(jobject offheap, jlong n, jlong *kept, jthrowable *exc);
 int np_offheap_give(jobject offheap, jlong n, jthrowable *exc);
 int np_offheap_free(jobject offheap, jlong *free, jthrowable *exc);
 

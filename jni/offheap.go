@@ -15,9 +15,10 @@ import (
 // jvmOffHeap is the pod guard's guard.OffHeap in a JVM: Spark's off-heap
 // memory as a whole, held through org.nativepool.spark.jni.OffHeap (the
 // plugin's SparkOffHeap, over Spark's MemoryManager) by a global ref. Its
-// upcalls (np_offheap_take, np_offheap_give, np_offheap_free) run on the
-// guard's goroutine; the Java side never blocks and never calls back into
-// Go. A Java exception comes back as a *JavaException (the guard logs it and
+// upcalls (np_offheap_take, np_offheap_keep, np_offheap_give,
+// np_offheap_free) run on the guard's goroutine, np_offheap_keep on a
+// task's thread too (Guard.Gather); the Java side never blocks and never
+// calls back into Go. A Java exception comes back as a *JavaException (the guard logs it and
 // holds nothing). After Close the methods fail instead of calling Java; the
 // global ref is deleted once the upcalls in flight have returned. Safe for
 // concurrent use.
@@ -54,6 +55,25 @@ func (o *jvmOffHeap) Acquire(n, native int64) (int64, error) {
 		return 0, newUpcallException("OffHeap.take", uintptr(exc))
 	default:
 		return 0, npStatusError("OffHeap.take", rc)
+	}
+}
+
+// Keep implements guard.OffHeap: keep(n).
+func (o *jvmOffHeap) Keep(n int64) (int64, error) {
+	ref, ok := o.ref.Use()
+	if !ok {
+		return 0, fmt.Errorf("nativepool: OffHeap.keep(%d) after the guard stopped", n)
+	}
+	defer o.ref.Done()
+	var kept C.jlong
+	var exc C.jthrowable
+	switch rc := C.np_offheap_keep(C.jobject(ref), C.jlong(n), &kept, &exc); rc {
+	case npOK:
+		return int64(kept), nil
+	case npException:
+		return 0, newUpcallException("OffHeap.keep", uintptr(exc))
+	default:
+		return 0, npStatusError("OffHeap.keep", rc)
 	}
 }
 

@@ -142,8 +142,11 @@
 // and a Reclaim (upstream asking because another of its consumers needs
 // the bytes: it goes first there, being memory nobody uses). A pool whose
 // Admission is a Lender (the pod guard holding Spark's free memory back
-// from its other consumers) asks upstream again, for what the lender
-// hands back, when upstream grants its borrow short.
+// from its other consumers) makes up a borrow upstream granted short with a
+// loan of what the lender holds; one that is a Gatherer lends beyond its
+// hold, moving other pools' ballast into it (upstream counts ballast
+// against the task that keeps it: only the lender's hold can serve another
+// task).
 //
 // Every pool reports its high-water mark and can notify threshold crossings
 // (Watcher). Errors match ErrResourcesExhausted and ErrInvalidSize with

@@ -92,6 +92,24 @@ type Lender interface {
 	Repay(n int64)
 }
 
+// Gatherer is a Lender that can lend more than it holds: Gather lends up
+// to n bytes, first of what it holds, then of memory other pools keep from
+// upstream as ballast (memory nobody uses, which upstream counts against
+// the tasks that hold it), which it moves into its hold; it returns how
+// many it lent, loans the pool records (or repays) as it does Lend's. Where
+// upstream grants a borrow short, a pool calls Gather before it asks Lend,
+// so that ballast kept anywhere in the process makes up a borrow that
+// cannot spill: a task whose share upstream has given out (its other
+// consumers hold it, or upstream's per-task limit is reached) is not
+// failed while memory nobody uses is held back from it. The pool calls
+// Gather without its lock held, and never inside
+// Reservation.WithoutWaiting; Gather may call upstream and other pools
+// (this one too), and wait for them.
+type Gatherer interface {
+	Lender
+	Gather(n int64) (lent int64)
+}
+
 // WithAdmission sets the pool's Admission (see there). Without one, every
 // borrow goes to upstream.
 func WithAdmission(a Admission) UnifiedOption {

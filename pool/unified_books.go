@@ -86,8 +86,11 @@ type unifiedPool struct {
 	// upstream is lent to a borrow upstream granted short), else nil.
 	// Immutable.
 	lender Lender
-	fair   bool  // fair_unified: String shows size and consumers
-	size   int64 // fair_unified's pool size; 0 for greedy_unified
+	// gatherer is admission when it is a Gatherer (it moves other pools'
+	// ballast into what lender lends).
+	gatherer Gatherer
+	fair     bool  // fair_unified: String shows size and consumers
+	size     int64 // fair_unified's pool size; 0 for greedy_unified
 
 	counters unifiedCounters
 	// reentryLogged is set by the first refused re-entry of Reclaim, which
@@ -180,6 +183,7 @@ func (p *unifiedPool) init(kind string, up Upstream, opts []UnifiedOption) {
 	p.admission = cfg.admission
 	p.admitNow, _ = cfg.admission.(ImmediateAdmission)
 	p.lender, _ = cfg.admission.(Lender)
+	p.gatherer, _ = cfg.admission.(Gatherer)
 	if cfg.name != "" {
 		p.label = kind + "[" + cfg.name + "]"
 	}

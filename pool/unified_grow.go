@@ -54,6 +54,26 @@ func (p *unifiedPool) settleReturn(n int64, parts []returnPart, released bool) {
 	p.mu.Unlock()
 }
 
+// gather asks the pool's Gatherer, if it has one, for loans of n bytes, a
+// borrow upstream granted n bytes short, and returns how many it lent (see
+// Gatherer; the caller records them, or repays them). It is called without
+// p.mu: Gather calls upstream and other pools (this one too: its ballast,
+// short of the borrow, goes the same way).
+func (p *unifiedPool) gather(n int64) int64 {
+	if p.gatherer == nil || n <= 0 {
+		return 0
+	}
+	return min(max(p.gatherer.Gather(n), 0), n)
+}
+
+// repayLoans gives n bytes of loans the pool will not record back to its
+// Lender (n ≤ 0: none).
+func (p *unifiedPool) repayLoans(n int64) {
+	if n > 0 {
+		p.lender.Repay(n)
+	}
+}
+
 // acquire asks upstream for ask > 0 bytes. It is called without p.mu (the
 // call may block and may re-enter Reclaim). The grant is clamped to
 // [0, ask]; any excess is handed back at once. On error nothing is granted.
@@ -162,6 +182,10 @@ func (p *unifiedPool) growSlow(e *consumerBytes, n, need, now int64) error {
 	p.rise(now)
 	// No lock across Upstream: Acquire may block and may call Reclaim here.
 	got, err := p.acquire(roundUp(need, chunk))
+	var lent int64 // loans of the Gatherer for this grow
+	if err == nil && got < need {
+		lent = p.gather(need - got)
+	}
 	settled = true
 	if err != nil {
 		p.logger.Warn("pool: upstream Acquire failed during Grow; recording overcommit",
@@ -178,13 +202,18 @@ func (p *unifiedPool) growSlow(e *consumerBytes, n, need, now int64) error {
 		// Close swept the books (reporting n as leaked) while we waited:
 		// the grant goes straight back and the grow counts as late.
 		rel = p.bookReturnLocked(got)
+		p.repayLoans(lent)
 		p.counters.lateGrows.Add(1)
 		p.logger.Error("pool: Grow completed after Close; its grant goes back",
 			"pool", p.label, "consumer", e.c.String(), "bytes", n, "granted", got)
 	} else {
 		if got < need {
 			p.mu.overcommit += need - got
-			p.borrowLocked(need - got)
+			if lent > 0 {
+				p.mu.loaned += lent
+				p.counters.loans.Add(1)
+			}
+			p.borrowLocked(need - got - lent)
 		}
 		rel = p.trimLocked()
 	}
@@ -281,6 +310,7 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64, optional bool) erro
 		refused = p.admission.Admit(ask)
 	}
 	var got int64
+	var lent int64 // loans of the Gatherer for this grow
 	var err error
 	if refused == nil {
 		// Ballast is kept from upstream's other consumers, not from the
@@ -306,6 +336,9 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64, optional bool) erro
 		p.mu.Unlock()
 		// No lock across Upstream: Acquire may block and may call Reclaim here.
 		got, err = p.acquire(ask)
+		if err == nil && got < need && !optional {
+			lent = p.gather(need - got)
+		}
 	} else {
 		p.counters.admissionRefusals.Add(1)
 	}
@@ -317,23 +350,28 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64, optional bool) erro
 	p.mu.held += got
 	if p.mu.closed {
 		rel := p.bookReturnLocked(got)
+		p.repayLoans(lent)
 		p.mu.Unlock()
 		_ = p.giveBack(rel) // failures are logged inside
 		return fmt.Errorf("pool: %s: TryGrow(%d) for %s: pool closed while acquiring: %w", p.label, n, e.c, ErrClosed)
 	}
-	if err == nil && got < need && refused == nil && !optional && p.lender != nil && !p.mu.closed {
+	if err == nil && got < need && refused == nil && !optional && p.lender != nil {
 		// Spark granted short, and the pool's Admission holds memory back
 		// from upstream's other consumers (the pod guard): a loan of it
-		// makes up the rest, as overcommit that upstream never hears of.
-		if lent := p.lender.Lend(need - got); lent == need-got {
+		// (the Gatherer's, made above, then the Lender's) makes up the
+		// rest, as overcommit that upstream never hears of.
+		if lent < need-got {
+			lent += p.lender.Lend(need - got - lent)
+		}
+		if lent == need-got {
 			p.mu.overcommit += lent
 			p.mu.loaned += lent
 			p.counters.loans.Add(1)
 			got = need
-		} else if lent > 0 {
-			p.lender.Repay(lent)
+			lent = 0
 		}
 	}
+	p.repayLoans(lent) // a partial loan is no loan
 	if err == nil && got >= need {
 		now := p.commitLocked(n)
 		rel := p.trimLocked()

@@ -117,3 +117,115 @@ func TestAPartialLoanIsGivenBackAndTheBorrowRefused(t *testing.T) {
 	r.Close()
 	require.NoError(t, p.Close())
 }
+
+// gatheringLender is the pod guard beside several task pools: it lends what
+// it holds of Spark's memory, and Gather moves the pools' ballast into that
+// hold (each pool hands ballast back to Spark, the guard takes the same
+// bytes at once), the borrowing pool's own included.
+type gatheringLender struct {
+	holdingLender
+	up       *fakeupstream.Spark
+	pools    []pool.Unified
+	gathered int64
+}
+
+func (l *gatheringLender) Gather(n int64) int64 {
+	lent := l.Lend(n)
+	n -= lent
+	var moved int64
+	for _, p := range l.pools {
+		if moved >= n {
+			break
+		}
+		// Takes p's lock: a pool that called Gather with its own lock
+		// held would deadlock here.
+		got, err := p.ReleaseBallast(n - moved)
+		if err != nil {
+			panic(err)
+		}
+		moved += got
+	}
+	if moved == 0 {
+		return lent
+	}
+	kept, err := l.up.Acquire(moved)
+	if err != nil {
+		panic(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held += kept
+	l.gathered += kept
+	l.lent += kept
+	l.lends += kept
+	return lent + kept
+}
+
+// A task whose share Spark has given out (its other consumers hold it)
+// needs a page its consumer cannot spill for, while another task's pool
+// keeps its spilled bytes from Spark as ballast: the guard gathers that
+// ballast into its own hold and lends it, and the borrow succeeds instead
+// of failing the task. Without a Gatherer (the guard's hold alone) the same
+// borrow is refused. Invariant checked at the end of each case: Spark
+// counts exactly what the pools and the guard hold between them, and the
+// guard's loans are the borrowing pool's.
+func TestABorrowSparkGrantedShortIsMadeUpFromAnotherPoolsBallast(t *testing.T) {
+	const mib = 1 << 20
+	for _, gather := range []bool{true, false} {
+		t.Run(map[bool]string{true: "gathering", false: "own-hold-only"}[gather], func(t *testing.T) {
+			up := fakeupstream.New()
+			up.SetLimit(64 * mib)
+			l := &gatheringLender{up: up}
+			var admission pool.Admission = &l.holdingLender
+			if gather {
+				admission = l
+			}
+			spilled := unified(t, "fair", up, 64*mib, pool.WithChunkSize(0), pool.WithAdmission(admission))
+			merging := unified(t, "fair", up, 64*mib, pool.WithChunkSize(0), pool.WithAdmission(admission))
+			l.pools = []pool.Unified{merging, spilled}
+
+			var sorter *pool.Reservation
+			sorter = pool.NewConsumer("sorter").WithSpiller(spillAll(&sorter)).Register(spilled)
+			require.NoError(t, sorter.TryGrow(48*mib))
+			moved, _, err := spilled.ReclaimToBallast(48 * mib)
+			require.NoError(t, err)
+			require.Equal(t, int64(48*mib), moved, "the sorter's bytes are ballast")
+			other, err := up.Acquire(16 * mib) // the merging task's other consumers
+			require.NoError(t, err)
+			require.Equal(t, int64(16*mib), other)
+
+			merge := pool.NewConsumer("merge").Register(merging)
+			err = merge.TryGrow(mib)
+			books := func() {
+				t.Helper()
+				assert.Equal(t, up.Held(),
+					other+spilled.Stats().Held+merging.Stats().Held+l.held,
+					"Spark counts what the pools and the guard hold")
+				assert.Equal(t, l.outstanding(), merging.Stats().Loaned)
+			}
+			books()
+			if !gather {
+				require.ErrorIs(t, err, pool.ErrResourcesExhausted, "nothing held to lend: refused")
+				assert.Equal(t, int64(48*mib), spilled.Stats().Ballast)
+				return
+			}
+			require.NoError(t, err, "the other pool's ballast made up the page")
+			assert.Equal(t, int64(mib), merge.Size())
+			assert.Equal(t, int64(mib), l.gathered, "only what Spark lacked was gathered")
+			assert.Equal(t, int64(47*mib), spilled.Stats().Ballast)
+			assert.Equal(t, int64(mib), merging.Stats().Loaned)
+
+			merge.Grow(2 * mib)
+			assert.Equal(t, int64(3*mib), merging.Stats().Loaned, "a Grow's overcommit is backed by gathered ballast too")
+			assert.Equal(t, int64(45*mib), spilled.Stats().Ballast)
+			books()
+
+			merge.Close()
+			assert.Zero(t, l.outstanding(), "the loan is repaid when the merge is done")
+			sorter.Close()
+			require.NoError(t, merging.Close())
+			require.NoError(t, spilled.Close())
+			assert.Equal(t, other+l.held, up.Held(), "nothing left charged to the pools")
+		})
+	}
+}

@@ -23,24 +23,22 @@
 #           memory and the sorters spill at their next page, on their own threads.
 #   demo    the full demo: the native sort beside Spark's own off-heap hash aggregation, a 48 MiB
 #           burst at 288 MiB, 16 MiB over its survival point without a burst with the guard off
-#           (272; 256 with it on). Without the guard the burst killed it at 288 in 8 of 8 runs;
-#           with it, it lived in 6 of 6 at 288, and in 7 of 8 at 272 (bench/RESULTS.md, "Pod
-#           guard beside Spark and Comet", which gives the runs of each cell). The guard moves the
-#           native sort's spill and holds Spark's free off-heap memory; the aggregation's maps
-#           take every group in the first seconds of a task and ask Spark for no page after that,
-#           so nothing of theirs gives way until their task ends. Not run by default: in a clean
-#           clone's make test the guarded run at 288 failed its task (exit 1): after an episode
-#           whose spills went to the pools' ballast, one task's sort could not get 128 KiB from
-#           Spark for its merge, which cannot spill, while the pools kept their ballast (the pod
-#           stayed within two reserves of its limit, so none went back). TEST_BURST_JOBS="sort
-#           spark demo" runs it.
+#           (272; 256 with it on). Without the guard the burst killed it at 288 in every run (bench/
+#           RESULTS.md, "Pod guard beside Spark and Comet", gives the runs of each cell). The guard
+#           moves the native sort's spill and holds Spark's free off-heap memory; the
+#           aggregation's maps take every group in the first seconds of a task and ask Spark for
+#           no page after that, so nothing of theirs gives way until their task ends. After an
+#           episode the pools may keep their spill as ballast (the pod within two reserves of its
+#           limit), which Spark counts against their tasks: a task whose share the aggregation
+#           holds gets nothing from Spark for its sort's merge, which cannot spill, and the guard
+#           lends it the ballast (pool.Gatherer), which is what keeps that task alive.
 #
 # No run gets a second chance: a guarded run that is killed fails the test. The guard writes the
 # spill files' dirty pages back (sync_file_range on the files spills wrote) and drops them from
 # the page cache, so that what a spill frees leaves the memory group, which cannot reclaim a
 # dirty page; peak_dirty in each run's line says how much was dirty at most.
 #
-# Environment: TEST_BURST_JOBS (default "sort spark"); TEST_BURST_SORT (40m),
+# Environment: TEST_BURST_JOBS (default "sort spark demo"); TEST_BURST_SORT (40m),
 # TEST_BURST_DEMO (48m), TEST_BURST_SPARK (64m), the bursts; TEST_BURST_SORT_OVERHEAD_MIB (240),
 # TEST_BURST_DEMO_OVERHEAD_MIB (288), TEST_BURST_SPARK_OVERHEAD_MIB (352), the overheads (the
 # sort's is its survival point without a burst; bench/RESULTS.md, "Container" and "Pod guard
@@ -49,7 +47,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
 
-jobs=${TEST_BURST_JOBS:-sort spark}
+jobs=${TEST_BURST_JOBS:-sort spark demo}
 rows=32000000
 heap_mib=1024
 budget_mib=64

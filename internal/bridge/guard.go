@@ -101,6 +101,15 @@ func (a guardAdmission) Lend(n int64) int64 {
 	return 0
 }
 
+// Gather implements pool.Gatherer: the running guard's Gather, or nothing
+// when none runs.
+func (a guardAdmission) Gather(n int64) int64 {
+	if rg := a.b.guard.current.Load(); rg != nil {
+		return rg.g.Gather(n)
+	}
+	return 0
+}
+
 // Repay implements pool.Lender: the running guard's Repay (a guard that
 // replaced the lender's takes the repayment as nothing to do).
 func (a guardAdmission) Repay(n int64) {
@@ -570,6 +579,7 @@ func (b *Bridge) freeOSMemory() int64 {
 var (
 	_ pool.ImmediateAdmission = guardAdmission{}
 	_ pool.Lender             = guardAdmission{}
+	_ pool.Gatherer           = guardAdmission{}
 )
 
 // FormatGuardEpisodes lays episodes out as guardEpisodes0 returns them (one

@@ -36,12 +36,12 @@ func TestProcessStatsArrayLayoutMatchesAPIMD(t *testing.T) {
 		Guard: guard.Stats{
 			Limit: 30, Unreclaimable: 31, Headroom: 32, Reserve: 33, Episodes: 35, Spilled: 36,
 			Released: 37, LastReaction: 38 * time.Microsecond, AdmissionWaits: 39, AdmittedShort: 40, Wakes: 41,
-			RefusedNow: 42, OffHeapBallast: 43, OffHeapTaken: 44,
+			RefusedNow: 42, OffHeapBallast: 43, OffHeapTaken: 44, OffHeapGathered: 45,
 		},
 		Ballast: 34,
 	}.Array()
 	assert.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
-		30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44}, got)
+		30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45}, got)
 	assert.Len(t, got, PStatCount)
 }
 

@@ -53,6 +53,11 @@ type Native interface {
 // JVM side's implementation is one.
 type OffHeap interface {
 	Acquire(n, native int64) (granted int64, err error)
+	// Keep takes up to n bytes of what is free as ballast, with no floor:
+	// bytes nativepool's pools held as ballast a moment ago and handed
+	// back to move them into the guard's hold (Guard.Gather). They served
+	// no other consumer, so taking them leaves the others what they had.
+	Keep(n int64) (kept int64, err error)
 	Release(n int64) error
 	// Free is what is free of Spark's off-heap memory now, not held by
 	// anyone: what its consumers may still grow into. The guard hands its
@@ -178,10 +183,12 @@ type Stats struct {
 	// in episodes and before them (Config.WriteBack).
 	Writebacks int64
 	// OffHeapBallast is what the guard holds of Spark's off-heap memory
-	// now, OffHeapLent the part of it lent to native pools (Lend) that
-	// back their overcommit; OffHeapTaken and OffHeapReleased what it took
-	// and handed back since it started, OffHeapLentBytes what it lent.
-	OffHeapBallast, OffHeapLent, OffHeapTaken, OffHeapReleased, OffHeapLentBytes int64
+	// now, OffHeapLent the part of it lent to native pools (Lend, Gather)
+	// that back their overcommit; OffHeapTaken and OffHeapReleased what it
+	// took and handed back since it started, OffHeapLentBytes what it
+	// lent, OffHeapGathered what it moved from pools' ballast into its
+	// hold to lend (Gather; not in OffHeapTaken).
+	OffHeapBallast, OffHeapLent, OffHeapTaken, OffHeapReleased, OffHeapLentBytes, OffHeapGathered int64
 }
 
 // keptEpisodes is how many past episodes the guard keeps for Episodes.
@@ -241,9 +248,10 @@ type Guard struct {
 	writebacks atomic.Int64
 	// offHeapMu serialises the calls to Runtime.OffHeap that change what
 	// the guard holds (the driving goroutine's and Stop's) and the loans
-	// (Lend), so that offHeapHeld is always what the OffHeap side holds for
-	// the guard and never less than offHeapLent. Lock order: a pool's lock
-	// (Lend and Repay run under it), then offHeapMu; never the reverse.
+	// (Lend, Gather), so that offHeapHeld is always what the OffHeap side
+	// holds for the guard and never less than offHeapLent. Lock order: a
+	// pool's lock (Lend and Repay run under it), then offHeapMu; never the
+	// reverse (Gather releases the pools' ballast before it takes it).
 	offHeapMu sync.Mutex
 	// offHeapHeld is what the guard holds of Spark's off-heap memory
 	// (Runtime.OffHeap); written under offHeapMu, read without it.
@@ -252,6 +260,7 @@ type Guard struct {
 	// overcommit (Lend, until Repay): held, but not handed back.
 	offHeapLent      atomic.Int64
 	offHeapLentBytes atomic.Int64
+	offHeapGathered  atomic.Int64
 	// offHeapTarget is what the guard means to hold of Spark's off-heap
 	// memory while the episode lasts (0 outside one): set when the episode
 	// opens to what is held and free, plus what is still short once native
@@ -590,7 +599,8 @@ var _ pool.Lender = (*Guard)(nil)
 // the off-heap hold is there to hold Spark's other consumers back, not to
 // starve native ones, which Spark's per-task limits would while the hold
 // lasts. Without an off-heap hold it lends nothing. It waits at most for a
-// call of the off-heap side in flight (the guard's own, never a task's).
+// call of the off-heap side in flight (the guard's own, or a Gather's
+// Keep), which holds only Spark's memory manager's lock, never a pool's.
 func (g *Guard) Lend(n int64) int64 {
 	if n <= 0 || g.rt.OffHeap == nil {
 		return 0
@@ -604,6 +614,53 @@ func (g *Guard) Lend(n int64) int64 {
 	g.offHeapLent.Add(k)
 	g.offHeapLentBytes.Add(k)
 	return k
+}
+
+var _ pool.Gatherer = (*Guard)(nil)
+
+// Gather implements pool.Gatherer: a borrow Spark granted n bytes short is
+// lent what the guard holds of Spark's off-heap memory (Lend), and for the
+// rest, the open pools' ballast (bytes their consumers spilled, which Spark
+// still counts against the tasks that hold them, and which the guard keeps
+// from Spark while the pod is near its limit) goes back to Spark and the
+// guard takes the same bytes into its own hold at once (OffHeap.Keep),
+// where they back the loan. So a task whose consumer cannot spill (a merge
+// needing a page) is not failed by Spark because other tasks' pools keep
+// memory nobody uses: the process's memory does not grow by it, since the
+// borrow was admitted and the ballast was never resident. Without an
+// off-heap hold it lends nothing. It runs on the borrowing task's thread,
+// without any pool's lock.
+func (g *Guard) Gather(n int64) int64 {
+	if n <= 0 || g.rt.OffHeap == nil {
+		return 0
+	}
+	lent := g.Lend(n)
+	if lent == n {
+		return lent
+	}
+	released := g.native.ReleaseBallast(n - lent)
+	if released <= 0 {
+		return lent
+	}
+	g.offHeapMu.Lock()
+	kept, err := g.rt.OffHeap.Keep(released)
+	if err != nil {
+		g.offHeapFailed("keep", err)
+	}
+	k := max(0, min(kept, n-lent))
+	if kept > 0 {
+		g.offHeapHeld.Add(kept)
+		g.offHeapLent.Add(k)
+		g.offHeapLentBytes.Add(k)
+	}
+	g.offHeapMu.Unlock()
+	g.offHeapGathered.Add(max(kept, 0))
+	g.mu.Lock()
+	g.mu.released += released
+	g.mu.Unlock()
+	g.logger.Debug("pod guard: pools' ballast gathered to lend to a borrow Spark granted short",
+		"short", n, "lentOfHold", lent, "released", released, "kept", kept)
+	return lent + k
 }
 
 // Repay implements pool.Lender: n bytes of loans are no longer used by the
@@ -906,7 +963,7 @@ func (g *Guard) Stats() Stats {
 	st.Writebacks = g.writebacks.Load()
 	st.OffHeapBallast, st.OffHeapTaken = g.offHeapHeld.Load(), g.offHeapTaken.Load()
 	st.OffHeapReleased, st.OffHeapLent = g.offHeapReleased.Load(), g.offHeapLent.Load()
-	st.OffHeapLentBytes = g.offHeapLentBytes.Load()
+	st.OffHeapLentBytes, st.OffHeapGathered = g.offHeapLentBytes.Load(), g.offHeapGathered.Load()
 	return st
 }
 

@@ -121,6 +121,9 @@ func (p *fakeProcess) ReleaseBallast(n int64) int64 {
 	p.ballast -= n
 	p.held -= n
 	p.released += n
+	if p.off != nil { // the pools' held is part of Spark's off-heap memory used
+		p.off.set(func(o *fakeOffHeap) { o.used -= n })
+	}
 	return n
 }
 

@@ -41,6 +41,18 @@ func (o *fakeOffHeap) Acquire(n, native int64) (int64, error) {
 	return got, nil
 }
 
+func (o *fakeOffHeap) Keep(n int64) (int64, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.acquires++
+	if o.fail != nil {
+		return 0, o.fail
+	}
+	got := max(0, min(n, o.total-o.used-o.ballast))
+	o.ballast += got
+	return got, nil
+}
+
 func (o *fakeOffHeap) Release(n int64) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -302,10 +314,53 @@ func TestANativeBorrowIsLentWhatTheGuardHolds(t *testing.T) {
 	assert.Equal(t, int64(4*mib), g.Stats().OffHeapLentBytes)
 }
 
+// A native borrow Spark granted short while the guard holds none of its
+// off-heap memory (no episode, the pod near its limit: the pools keep their
+// ballast) is lent the pools' ballast: it goes back to Spark and the guard
+// keeps the same bytes at once, past the floor that limits what it takes of
+// free memory, since they served no other consumer; there they back the
+// loan. Spark's consumers keep what they had: the pools hold less by what
+// the guard holds. A repaid loan goes back to Spark with the rest.
+func TestABorrowSparkGrantedShortIsLentThePoolsBallast(t *testing.T) {
+	p, off, g, _, _ := newCompanionPod(t)
+	// Spark's consumers 160 MiB, the pools 96 of which 64 are ballast:
+	// nothing free, and a floor the guard's Acquire could not pass.
+	off.set(func(o *fakeOffHeap) { o.used, o.floor = 256*mib, 200*mib })
+	// The pod 60 MiB short of its limit: under two reserves, the pools'
+	// ballast stays (Config.Releasable), but no episode is open.
+	p.set(func(p *fakeProcess) { p.held, p.ballast, p.jvm = 96*mib, 64*mib, 964*mib })
+	g.Step()
+	require.Zero(t, g.Stats().OffHeapBallast)
+	require.Equal(t, int64(64*mib), p.ballast)
+	require.Empty(t, g.Episodes())
+	require.Zero(t, g.Lend(mib), "the guard holds nothing to lend")
+
+	assert.Equal(t, int64(3*mib), g.Gather(3*mib))
+	used, held := off.get()
+	assert.Equal(t, int64(253*mib), used, "the pools gave 3 MiB of ballast back")
+	assert.Equal(t, int64(3*mib), held, "and the guard kept them")
+	assert.Equal(t, int64(61*mib), p.ballast)
+	st := g.Stats()
+	assert.Equal(t, int64(3*mib), st.OffHeapLent)
+	assert.Equal(t, int64(3*mib), st.OffHeapGathered)
+	assert.Zero(t, st.OffHeapTaken, "nothing taken of Spark's free memory")
+
+	g.Step()
+	_, held = off.get()
+	assert.Equal(t, int64(3*mib), held, "a loan stays held")
+	g.Repay(3 * mib)
+	g.Step()
+	_, held = off.get()
+	assert.Zero(t, held, "repaid, it went back to Spark")
+}
+
 // Without Spark's off-heap memory the guard lends nothing.
 func TestWithoutAnOffHeapSideTheGuardLendsNothing(t *testing.T) {
-	_, g, _, _ := newPod(t)
+	p, g, _, _ := newPod(t)
+	p.set(func(p *fakeProcess) { p.held, p.ballast = 8*mib, 8*mib })
 	assert.Zero(t, g.Lend(mib))
+	assert.Zero(t, g.Gather(mib))
+	assert.Equal(t, int64(8*mib), p.ballast, "the pools keep their ballast")
 	g.Repay(mib)
 	assert.Zero(t, g.Stats().OffHeapLent)
 }

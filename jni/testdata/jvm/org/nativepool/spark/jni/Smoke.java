@@ -188,7 +188,7 @@ public class Smoke {
     Natives.configureRuntime0(128 << 10, 256L << 20, 0);
 
     long[] ps = Natives.processStats0();
-    check(ps.length == 44 && ps[0] == 1, "processStats " + Arrays.toString(ps));
+    check(ps.length == 45 && ps[0] == 1, "processStats " + Arrays.toString(ps));
     check(ps[29] == -1 && ps[32] == 0, "no pod guard yet: GUARD_LIMIT -1, GUARD_RESERVE 0: " + Arrays.toString(ps));
     check(ps[21] >= 0, "MALLOC_RETAINED (mallinfo2 on glibc, index 21): " + ps[21]);
     boolean userEnv = System.getenv("MALLOC_MMAP_THRESHOLD_") != null;
@@ -235,6 +235,7 @@ public class Smoke {
     // the pod guard: a limit far above this JVM, against its resident set (or a cgroup's)
     OffHeap offHeap = new OffHeap() {
       public long take(long n, long nativeHeld) { return 0; }
+      public long keep(long n) { return 0; }
       public void giveBack(long n) { throw new IllegalStateException("nothing was taken"); }
       public long free() { return 0; }
     };

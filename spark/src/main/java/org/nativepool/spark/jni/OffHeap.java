@@ -30,6 +30,17 @@ public interface OffHeap {
   long take(long n, long nativeHeld);
 
   /**
+   * Called from native code through JNI, from the guard's thread or a task's. Takes up to {@code n}
+   * bytes ({@code n > 0}) of free off-heap memory as ballast with no floor: bytes nativepool's
+   * pools held as ballast a moment ago and handed back, which move into the guard's hold so that
+   * the guard can lend them to a task whose borrow Spark granted short. They served no other
+   * consumer, so taking them leaves the others what they had.
+   *
+   * @return bytes taken, {@code 0 <= taken <= n}
+   */
+  long keep(long n);
+
+  /**
    * Called from native code through JNI. Hands {@code n} bytes ({@code n > 0}, never more than
    * taken and not yet handed back) of the ballast back to Spark and wakes the tasks waiting for
    * memory. An implementation throws only before it has handed anything back.

@@ -163,7 +163,12 @@ public enum ProcessStat {
    */
   GUARD_OFF_HEAP_BALLAST("guardOffHeapBallast"),
   /** Bytes of Spark's off-heap memory the guard took as ballast, cumulative. */
-  GUARD_OFF_HEAP_TAKEN_BYTES("guardOffHeapTakenBytes");
+  GUARD_OFF_HEAP_TAKEN_BYTES("guardOffHeapTakenBytes"),
+  /**
+   * Bytes of the pools' ballast the guard moved into its hold of Spark's off-heap memory to lend
+   * them to native borrows Spark granted short (a task whose share Spark gave out), cumulative.
+   */
+  GUARD_OFF_HEAP_GATHERED_BYTES("guardOffHeapGatheredBytes");
 
   private final String gaugeName;
 

@@ -35,6 +35,12 @@ import org.slf4j.LoggerFactory;
  * notifyAll} on the memory manager, as Spark's own task end does). While it holds, the executor's
  * off-heap storage memory (the UI's "Storage Memory") shows the ballast.
  *
+ * <p>{@link #keep} takes the same way, with no floor, what nativepool's pools held as ballast and
+ * just handed back: the guard moves it into this hold to lend it to a task whose borrow Spark
+ * granted short (a merge that cannot spill, in a task whose share Spark gave out), which the pools'
+ * ballast, counted against the tasks that hold it, could not serve. Spark's consumers had none of
+ * those bytes before and have none after.
+ *
  * <p>Nothing is taken while a running task holds memory through an engine that fails its task
  * when Spark grants it short ({@link SparkConsumers#holderFailingOnShortGrant}: Comet, whose sort
  * fails when its merge of spill files is refused). For such a task the hold would not make a
@@ -186,6 +192,25 @@ public final class SparkOffHeap implements OffHeap {
       held += grant;
       if (LOG.isTraceEnabled()) {
         LOG.trace("nativepool: pod guard took {} of free off-heap memory, holds {}", grant, held);
+      }
+      return grant;
+    }
+  }
+
+  @Override
+  public long keep(long n) {
+    if (n <= 0) {
+      throw new IllegalArgumentException("nativepool: OffHeap.keep(" + n + "): not positive");
+    }
+    synchronized (mm) {
+      // Free of both pools: storage may borrow what execution does not use, never evicting.
+      long grant = Math.min(n, mm.maxOffHeapStorageMemory() - mm.offHeapStorageMemoryUsed());
+      if (grant <= 0 || !mm.acquireStorageMemory(block, grant, MemoryMode.OFF_HEAP)) {
+        return 0;
+      }
+      held += grant;
+      if (LOG.isTraceEnabled()) {
+        LOG.trace("nativepool: pod guard kept {} of pools' ballast to lend, holds {}", grant, held);
       }
       return grant;
     }

@@ -22,8 +22,9 @@ public final class CometTestConsumer extends MemoryConsumer {
 
   /** Gives everything held back to Spark. */
   public void giveAll() {
-    if (used > 0) {
-      freeMemory(used);
+    long held = getUsed(); // the field's type changed in Spark 4.3 (long to AtomicLong)
+    if (held > 0) {
+      freeMemory(held);
     }
   }
 

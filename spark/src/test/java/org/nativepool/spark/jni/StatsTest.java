@@ -54,7 +54,7 @@ class StatsTest {
             + " guardBallast=34, guardEpisodes=35, guardSpilledBytes=36, guardReleasedBytes=37,"
             + " guardReactionMicros=38, guardWaits=39, guardAdmittedShort=40, guardWakes=41,"
             + " guardRefusedNow=42, guardOffHeapBallast=43,"
-            + " guardOffHeapTakenBytes=44)",
+            + " guardOffHeapTakenBytes=44, guardOffHeapGatheredBytes=45)",
         new ProcessStats(allProcessFigures()).toString());
   }
 

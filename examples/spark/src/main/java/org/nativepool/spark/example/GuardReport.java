@@ -76,6 +76,9 @@ final class GuardReport {
         after.get(ProcessStat.GUARD_REFUSED_NOW) - before.get(ProcessStat.GUARD_REFUSED_NOW);
     long released =
         after.get(ProcessStat.GUARD_RELEASED_BYTES) - before.get(ProcessStat.GUARD_RELEASED_BYTES);
+    long gathered =
+        after.get(ProcessStat.GUARD_OFF_HEAP_GATHERED_BYTES)
+            - before.get(ProcessStat.GUARD_OFF_HEAP_GATHERED_BYTES);
     long spilled = 0, reactionMax = -1, recoveryMax = -1, nothingLeft = 0;
     long offHeapTaken = 0, offHeapPeak = 0, offHeapReactionMax = -1;
     for (GuardEpisode e : episodes) {
@@ -101,6 +104,7 @@ final class GuardReport {
     r.put("guard.nothingLeft", nothingLeft);
     r.put("guard.offHeapTaken", offHeapTaken);
     r.put("guard.offHeapPeak", offHeapPeak);
+    r.put("guard.offHeapGathered", gathered);
     r.put("guard.offHeapReactionMicrosMax", offHeapReactionMax);
     if (reserve == 0) {
       SortDemo.line(b, "pod guard", "off");
@@ -118,7 +122,8 @@ final class GuardReport {
             "keeps %s free under the %s limit: %d episode%s in the run, %s spilled by native"
                 + " consumers (pool ballast peak %s), %s of Spark's free off-heap memory held as"
                 + " ballast (peak %s), %s back to Spark; %d borrow%s waited for room (%d admitted"
-                + " short), %d it could do without refused at once",
+                + " short), %d it could do without refused at once; %s of the pools' ballast lent"
+                + " to borrows Spark granted short",
             SortDemo.size(reserve),
             SortDemo.mib(limit),
             episodes.size(),
@@ -131,7 +136,8 @@ final class GuardReport {
             waits,
             waits == 1 ? "" : "s",
             short_,
-            refusedNow));
+            refusedNow,
+            SortDemo.size(gathered)));
     for (GuardEpisode e : episodes) {
       StringBuilder who = new StringBuilder();
       for (GuardEpisode.Spill s : e.spills()) {
