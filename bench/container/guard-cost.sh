@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The pod guard's cost on a job that never gets near its limit, on and off, interleaved PAIRS
-# times, each run in a memory cgroup of LIMIT (default 8 GiB, far above what the job needs, so the
-# guard samples at its slowest and never reacts). It prints each run's measured job time and the
+# times (the arm that runs first alternating from pair to pair), each run in a memory cgroup of
+# LIMIT (default 8 GiB, far above what the job needs, so the guard samples at its slowest and
+# never reacts). It prints each run's measured job time and the
 # ratio of the medians (on ÷ off).
 #
 #   bash bench/container/guard-cost.sh [PAIRS] [ROWS] [SYSTEM]     (defaults 5, 32000000, sort)
@@ -44,7 +45,11 @@ spark | comet)
 *) echo "guard-cost: unknown system $system (sort, demo, spark or comet)" >&2; exit 2 ;;
 esac
 for i in $(seq "$pairs"); do
-	for guard in true false; do
+	# Alternate which arm runs first (on-off, off-on, ...): the first run of a pair meets other
+	# caches and page-cache state than the second, which a fixed order would charge to one arm.
+	order="true false"
+	((i % 2 == 0)) && order="false true"
+	for guard in $order; do
 		rc=0
 		case $system in
 		sort | demo)

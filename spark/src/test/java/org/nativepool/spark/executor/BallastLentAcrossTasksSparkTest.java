@@ -10,8 +10,6 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
-import java.util.function.Supplier;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -29,6 +27,7 @@ import org.nativepool.spark.jni.ProcessStat;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.memory.SparkOffHeap;
 import org.nativepool.spark.memory.TaskPool;
+import org.nativepool.spark.testing.GuardAwait;
 import org.nativepool.spark.testing.LocalSpark;
 import org.nativepool.spark.testing.SparkTestConsumer;
 import org.nativepool.spark.testing.UnaccountedMemory;
@@ -164,7 +163,8 @@ class BallastLentAcrossTasksSparkTest {
 
       long limit = UnaccountedMemory.residentAnonAndShmem() + LIMIT_ABOVE_MIB * MIB;
       Natives.configureGuard(true, RESERVE, limit, true, offHeap);
-      awaitTrue("the guard's first sample", () -> stat(ProcessStat.GUARD_HEADROOM) >= 2 * RESERVE);
+      GuardAwait.until(
+          "the guard's first sample", () -> stat(ProcessStat.GUARD_HEADROOM) >= 2 * RESERVE);
       int steps = 0;
       while (steps < MAX_STEPS && stat(ProcessStat.GUARD_HEADROOM) >= 0) {
         burst.take(STEP);
@@ -172,16 +172,20 @@ class BallastLentAcrossTasksSparkTest {
         Thread.sleep(100);
       }
       assertTrue(stat(ProcessStat.GUARD_HEADROOM) < 0, steps + " steps: " + Natives.processStats());
-      awaitValue(
+      // The episode that spilled the sorter may have ended already and another begun (the burst
+      // is still held, so one lasts).
+      GuardAwait.value(
           "an episode that spilled the sorter into its pool's ballast",
           () ->
               find(
                   Natives.guardEpisodes(),
                   e ->
-                      e.open()
-                          && e.spills().stream()
-                              .anyMatch(s -> s.consumer().startsWith(SORTER) && s.bytes() >= SHARE)));
-      awaitTrue(
+                      e.spills().stream()
+                          .anyMatch(s -> s.consumer().startsWith(SORTER) && s.bytes() >= SHARE)));
+      GuardAwait.value(
+          "an episode lasting with the burst held",
+          () -> find(Natives.guardEpisodes(), GuardEpisode::open));
+      GuardAwait.until(
           "the sorter's share in ballast, Spark still counting it",
           () -> stat(ProcessStat.GUARD_BALLAST) >= SHARE);
       assertEquals(
@@ -198,7 +202,8 @@ class BallastLentAcrossTasksSparkTest {
       // The page came from the spilling task's ballast, now in the guard's hold, lent.
       assertTrue(offHeap.held() >= PAGE, offHeap::toString);
       assertTrue(
-          stat(ProcessStat.GUARD_OFF_HEAP_GATHERED_BYTES) >= PAGE, Natives.processStats()::toString);
+          stat(ProcessStat.GUARD_OFF_HEAP_GATHERED_BYTES) >= PAGE,
+          Natives.processStats()::toString);
       assertEquals(offHeap.held(), mm.offHeapStorageMemoryUsed(), "the hold is all of storage");
       assertTrue(
           stat(ProcessStat.GUARD_BALLAST) <= SHARE - PAGE,
@@ -214,7 +219,7 @@ class BallastLentAcrossTasksSparkTest {
     }
     List<Long> left = job.get(120, TimeUnit.SECONDS);
     assertEquals(List.of(0L, SHARE), left, "the sorter spilled everything; the maps kept theirs");
-    awaitTrue("the hold back to Spark once the loan is repaid", () -> offHeap.held() == 0);
+    GuardAwait.until("the hold back to Spark once the loan is repaid", () -> offHeap.held() == 0);
     Natives.configureGuard(false, 0, 0, false);
     assertEquals(0, mm.offHeapStorageMemoryUsed(), "no storage memory left behind");
     assertEquals(0, mm.offHeapExecutionMemoryUsed(), "nothing left charged");
@@ -226,30 +231,5 @@ class BallastLentAcrossTasksSparkTest {
 
   private static <T> T find(List<T> items, java.util.function.Predicate<T> p) {
     return items.stream().filter(p).findFirst().orElse(null);
-  }
-
-  private static void awaitTrue(String what, BooleanSupplier done) throws InterruptedException {
-    awaitValue(what, () -> done.getAsBoolean() ? Boolean.TRUE : null);
-  }
-
-  /** Polls {@code value} until it is non-null, for at most 60 s. */
-  private static <T> T awaitValue(String what, Supplier<T> value) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-    while (true) {
-      T v = value.get();
-      if (v != null) {
-        return v;
-      }
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError(
-            "timed out waiting for "
-                + what
-                + "; episodes "
-                + Natives.guardEpisodes()
-                + ", "
-                + Natives.processStats());
-      }
-      Thread.sleep(50);
-    }
   }
 }

@@ -14,8 +14,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
-import java.util.function.Supplier;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -42,6 +40,7 @@ import org.nativepool.spark.jni.Natives;
 import org.nativepool.spark.jni.ProcessStat;
 import org.nativepool.spark.memory.ExecutorState;
 import org.nativepool.spark.memory.SparkOffHeap;
+import org.nativepool.spark.testing.GuardAwait;
 import org.nativepool.spark.testing.LocalSpark;
 import org.nativepool.spark.testing.UnaccountedMemory;
 import org.nativepool.spark.testing.SparkTestConsumer;
@@ -198,7 +197,7 @@ class OffHeapGuardSparkTest {
     // The same job without a burst: it does not spill, so any spill below is the guard's doing.
     spilledByTask.clear();
     assertEquals(List.of((long) ROWS_PER_PARTITION, (long) ROWS_PER_PARTITION), sortJob());
-    awaitTrue("the control job's task metrics", () -> spilledByTask.size() >= 2);
+    GuardAwait.until("the control job's task metrics", () -> spilledByTask.size() >= 2);
     assertEquals(0L, spilledSum(), "without the guard holding, the sort fits: " + spilledByTask);
 
     MemoryManager mm = SparkEnv.get().memoryManager();
@@ -229,7 +228,8 @@ class OffHeapGuardSparkTest {
 
       long limit = UnaccountedMemory.residentAnonAndShmem() + LIMIT_ABOVE_MIB * MIB;
       Natives.configureGuard(true, RESERVE, limit, true, offHeap);
-      awaitTrue("the guard's first sample", () -> stat(ProcessStat.GUARD_HEADROOM) >= 2 * RESERVE);
+      GuardAwait.until(
+          "the guard's first sample", () -> stat(ProcessStat.GUARD_HEADROOM) >= 2 * RESERVE);
       assertEquals(0, offHeap.held(), "nothing held before the burst");
 
       int steps = 0;
@@ -239,7 +239,7 @@ class OffHeapGuardSparkTest {
         Thread.sleep(100);
       }
       assertTrue(stat(ProcessStat.GUARD_HEADROOM) < RESERVE, steps + " steps: " + Natives.processStats());
-      awaitTrue("the guard holding Spark's free off-heap memory", () -> offHeap.held() > 0);
+      GuardAwait.until("the guard holding Spark's free off-heap memory", () -> offHeap.held() > 0);
       long free = mm.maxOffHeapStorageMemory() - mm.offHeapStorageMemoryUsed();
       long total = mm.maxOffHeapStorageMemory() + mm.offHeapExecutionMemoryUsed();
       assertTrue(
@@ -255,7 +255,7 @@ class OffHeapGuardSparkTest {
           List.of((long) ROWS_PER_PARTITION, (long) ROWS_PER_PARTITION),
           counts,
           "sorted right, every row");
-      awaitTrue("the guarded job's task metrics", () -> spilledByTask.size() >= 2);
+      GuardAwait.until("the guarded job's task metrics", () -> spilledByTask.size() >= 2);
       assertTrue(spilledSum() > 0, "Spark's sorters spilled: " + spilledByTask);
       assertTrue(stat(ProcessStat.GUARD_OFF_HEAP_TAKEN_BYTES) > 0, Natives.processStats()::toString);
 
@@ -275,11 +275,11 @@ class OffHeapGuardSparkTest {
       assertTrue(holding.offHeapPeak() > 0 && holding.offHeapPeak() <= OFF_HEAP, holding::toString);
 
       burst.free();
-      awaitTrue("the off-heap ballast back to Spark", () -> offHeap.held() == 0);
+      GuardAwait.until("the off-heap ballast back to Spark", () -> offHeap.held() == 0);
       assertEquals(0, stat(ProcessStat.GUARD_OFF_HEAP_BALLAST));
       assertEquals(0, mm.offHeapStorageMemoryUsed(), "no storage memory left behind");
       GuardEpisodeEvent ev =
-          awaitValue(
+          GuardAwait.value(
               "the driver's event of the episode",
               () ->
                   busEvents.stream()
@@ -302,30 +302,5 @@ class OffHeapGuardSparkTest {
 
   private static long stat(ProcessStat s) {
     return Natives.processStats().get(s);
-  }
-
-  private static void awaitTrue(String what, BooleanSupplier done) throws InterruptedException {
-    awaitValue(what, () -> done.getAsBoolean() ? Boolean.TRUE : null);
-  }
-
-  /** Polls {@code value} until it is non-null, for at most 60 s. */
-  private static <T> T awaitValue(String what, Supplier<T> value) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-    while (true) {
-      T v = value.get();
-      if (v != null) {
-        return v;
-      }
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError(
-            "timed out waiting for "
-                + what
-                + "; episodes "
-                + Natives.guardEpisodes()
-                + ", "
-                + Natives.processStats());
-      }
-      Thread.sleep(50);
-    }
   }
 }

@@ -16,9 +16,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
-import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -42,6 +40,7 @@ import org.nativepool.spark.ledger.ExecutorLedger;
 import org.nativepool.spark.memory.Reservation;
 import org.nativepool.spark.memory.TaskPool;
 import org.nativepool.spark.testing.EventLogs;
+import org.nativepool.spark.testing.GuardAwait;
 import org.nativepool.spark.testing.LocalSpark;
 import org.nativepool.spark.testing.UnaccountedMemory;
 import org.nativepool.spark.testing.LogCapture;
@@ -164,14 +163,14 @@ class PodGuardSparkTest {
       assertTrue(consumption() >= HELD, "Spark counts the task's 64 MiB: " + consumption());
       // The episode's growth is measured from the ledger's last calm reading: the first one comes
       // a poll period after the plugin's start, which a fast start (Spark 3.5) may not wait for.
-      await(
+      GuardAwait.until(
           "a ledger reading before the burst",
           () -> ExecutorLedger.current() != null && ExecutorLedger.current().latest() != null);
 
       long releasedBefore = stat(ProcessStat.GUARD_RELEASED_BYTES);
       long limit = UnaccountedMemory.residentAnonAndShmem() + LIMIT_ABOVE_MIB * MIB;
       Natives.configureGuard(true, RESERVE, limit, true);
-      await(
+      GuardAwait.until(
           "the guard's first sample at the test's limit",
           () -> stat(ProcessStat.GUARD_HEADROOM) >= 2 * RESERVE);
       assertEquals(RESERVE, stat(ProcessStat.GUARD_RESERVE));
@@ -192,7 +191,7 @@ class PodGuardSparkTest {
       // With the headroom gone an episode lasts. (The headroom may have dipped under the reserve a
       // step earlier and come back after the guard's first reaction: an earlier episode.)
       GuardEpisode lasting =
-          awaitValue(
+          GuardAwait.value(
               "an episode lasting with the whole burst taken",
               () -> {
                 List<GuardEpisode> eps = Natives.guardEpisodes();
@@ -200,7 +199,7 @@ class PodGuardSparkTest {
                 return last != null && last.open() ? last : null;
               });
       GuardEpisode spilling =
-          awaitValue(
+          GuardAwait.value(
               "an episode that spilled the task's 64 MiB",
               () -> find(Natives.guardEpisodes(), x -> x.spilled() >= HELD));
       assertTrue(spilling.reactionMicros() >= 0, spilling::toString);
@@ -220,17 +219,17 @@ class PodGuardSparkTest {
       // return enough memory for that: the Go heap, malloc's arenas). Polled, since the guard
       // frees to Spark before it counts the bytes it released.
       LongSupplier givenBack = () -> stat(ProcessStat.GUARD_RELEASED_BYTES) - releasedBefore;
-      await(
+      GuardAwait.until(
           "Spark still counting the spilled bytes, but for ballast given back",
           () -> consumption() + givenBack.getAsLong() >= HELD);
-      await(
+      GuardAwait.until(
           "the spilled bytes in ballast, but for what was given back",
           () -> stat(ProcessStat.GUARD_BALLAST) + givenBack.getAsLong() >= HELD);
       long back = givenBack.getAsLong();
       assertTrue(back < HELD, "some ballast is still held; given back: " + back);
       // Held a while, so that the reporter's ledger readings see the whole burst.
       Thread.sleep(1000);
-      await(
+      GuardAwait.until(
           "Spark still counting them while the burst lasts, but for ballast given back",
           () -> consumption() + givenBack.getAsLong() >= HELD);
       assertTrue(
@@ -239,11 +238,11 @@ class PodGuardSparkTest {
 
       burst.free();
       GuardEpisode ended =
-          awaitValue(
+          GuardAwait.value(
               "the episode's end",
               () -> find(Natives.guardEpisodes(), x -> same(x, lasting) && !x.open()));
       // The ballast goes back as the headroom allows (two reserves kept), over a sample or two.
-      await(
+      GuardAwait.until(
           "the ballast back to Spark",
           () -> consumption() < HELD / 2 && stat(ProcessStat.GUARD_BALLAST) == 0);
       assertTrue(stat(ProcessStat.GUARD_RELEASED_BYTES) >= HELD);
@@ -255,7 +254,8 @@ class PodGuardSparkTest {
       // The executor's WARN lines: one per episode, naming what the operator needs.
       for (GuardEpisode x : episodes) {
         String mark = "pod guard episode " + x.id() + ": the headroom fell";
-        awaitValue("the WARN line of " + x, () -> find(log.messages(), m -> m.contains(mark)));
+        GuardAwait.value(
+            "the WARN line of " + x, () -> find(log.messages(), m -> m.contains(mark)));
       }
       String line = lineOf(spilling);
       assertTrue(
@@ -283,7 +283,7 @@ class PodGuardSparkTest {
 
       // The driver: an event per episode on the bus, its gauges, the event log replaying them.
       for (GuardEpisode x : episodes) {
-        awaitValue(
+        GuardAwait.value(
             "the event of " + x,
             () ->
                 find(
@@ -318,7 +318,7 @@ class PodGuardSparkTest {
       assertTrue(driver.containsKey("guard.lastReactionMillis"), driver::toString);
       spark.sparkContext().listenerBus().waitUntilEmpty();
       String logged =
-          awaitValue(
+          GuardAwait.value(
               "the episode in the event log",
               () ->
                   find(
@@ -396,30 +396,5 @@ class PodGuardSparkTest {
 
   private static <T> T find(List<T> items, java.util.function.Predicate<T> p) {
     return items.stream().filter(p).findFirst().orElse(null);
-  }
-
-  private static void await(String what, BooleanSupplier done) throws InterruptedException {
-    awaitValue(what, () -> done.getAsBoolean() ? Boolean.TRUE : null);
-  }
-
-  /** Polls {@code value} until it is non-null, for at most 60 s. */
-  private static <T> T awaitValue(String what, Supplier<T> value) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-    while (true) {
-      T v = value.get();
-      if (v != null) {
-        return v;
-      }
-      if (System.nanoTime() > deadline) {
-        throw new AssertionError(
-            "timed out waiting for "
-                + what
-                + "; episodes "
-                + Natives.guardEpisodes()
-                + ", "
-                + Natives.processStats());
-      }
-      Thread.sleep(50);
-    }
   }
 }
