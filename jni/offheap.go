@@ -18,10 +18,10 @@ import (
 // upcalls (np_offheap_take, np_offheap_keep, np_offheap_give,
 // np_offheap_free) run on the guard's goroutine, np_offheap_keep on a
 // task's thread too (Guard.Gather); the Java side never blocks and never
-// calls back into Go. A Java exception comes back as a *JavaException (the guard logs it and
-// holds nothing). After Close the methods fail instead of calling Java; the
-// global ref is deleted once the upcalls in flight have returned. Safe for
-// concurrent use.
+// calls back into Go. A Java exception comes back as a *JavaException (the
+// guard logs it and holds nothing). After Close the methods fail instead of
+// calling Java; the global ref is deleted once the upcalls in flight have
+// returned. Safe for concurrent use.
 type jvmOffHeap struct {
 	ref *sharedref.Ref
 }

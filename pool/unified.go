@@ -84,8 +84,8 @@ type ImmediateAdmission interface {
 //
 // Lend sets aside up to n bytes for the pool and returns how many; Repay
 // gives n bytes of loans back (the pool repaid that much overcommit, or
-// closed). Both are called with the pool's lock held: they must not block
-// or call back into the pool.
+// closed). Lend is called without the pool's lock, once per short grant,
+// and Repay with it held: neither may block or call back into the pool.
 type Lender interface {
 	Admission
 	Lend(n int64) (lent int64)
@@ -97,14 +97,14 @@ type Lender interface {
 // upstream as ballast (memory nobody uses, which upstream counts against
 // the tasks that hold it), which it moves into its hold; it returns how
 // many it lent, loans the pool records (or repays) as it does Lend's. Where
-// upstream grants a borrow short, a pool calls Gather before it asks Lend,
-// so that ballast kept anywhere in the process makes up a borrow that
+// upstream grants a borrow short, a pool calls Gather instead of Lend, so
+// that ballast kept anywhere in the process makes up a borrow that
 // cannot spill: a task whose share upstream has given out (its other
 // consumers hold it, or upstream's per-task limit is reached) is not
 // failed while memory nobody uses is held back from it. The pool calls
 // Gather without its lock held, and never inside
-// Reservation.WithoutWaiting; Gather may call upstream and other pools
-// (this one too), and wait for them.
+// Reservation.WithoutWaiting, nor after upstream failed (then Lend); Gather
+// may call upstream and other pools (this one too), and wait for them.
 type Gatherer interface {
 	Lender
 	Gather(n int64) (lent int64)

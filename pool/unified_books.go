@@ -384,16 +384,11 @@ func (p *unifiedPool) repayLocked() int64 {
 	return slack
 }
 
-// borrowLocked backs up to n bytes of overcommit just recorded (a Grow
-// upstream granted short) with a loan of the pool's Lender, if it has one,
-// so that the memory the lender holds back covers them. The caller holds
-// p.mu.
-func (p *unifiedPool) borrowLocked(n int64) {
-	if p.lender == nil || n <= 0 {
-		return
-	}
-	if lent := p.lender.Lend(n); lent > 0 {
-		p.mu.loaned += lent
+// recordLoanLocked books n bytes of loans (pool.Lender) that back
+// overcommit just recorded. The caller holds p.mu.
+func (p *unifiedPool) recordLoanLocked(n int64) {
+	if n > 0 {
+		p.mu.loaned += n
 		p.counters.loans.Add(1)
 	}
 }

@@ -54,16 +54,23 @@ func (p *unifiedPool) settleReturn(n int64, parts []returnPart, released bool) {
 	p.mu.Unlock()
 }
 
-// gather asks the pool's Gatherer, if it has one, for loans of n bytes, a
-// borrow upstream granted n bytes short, and returns how many it lent (see
-// Gatherer; the caller records them, or repays them). It is called without
-// p.mu: Gather calls upstream and other pools (this one too: its ballast,
-// short of the borrow, goes the same way).
-func (p *unifiedPool) gather(n int64) int64 {
-	if p.gatherer == nil || n <= 0 {
+// loan asks the pool's Lender, if it has one, for loans of n bytes, a
+// borrow upstream granted n bytes short, and returns how many it lent (the
+// caller records them, or repays them): its Gather where it is a Gatherer
+// and gather allows, else its Lend. It is called without p.mu: Gather calls
+// upstream and other pools (this one too: its ballast, short of the borrow,
+// goes the same way).
+func (p *unifiedPool) loan(n int64, gather bool) int64 {
+	var lent int64
+	switch {
+	case p.lender == nil || n <= 0:
 		return 0
+	case gather && p.gatherer != nil:
+		lent = p.gatherer.Gather(n)
+	default:
+		lent = p.lender.Lend(n)
 	}
-	return min(max(p.gatherer.Gather(n), 0), n)
+	return min(max(lent, 0), n)
 }
 
 // repayLoans gives n bytes of loans the pool will not record back to its
@@ -182,9 +189,9 @@ func (p *unifiedPool) growSlow(e *consumerBytes, n, need, now int64) error {
 	p.rise(now)
 	// No lock across Upstream: Acquire may block and may call Reclaim here.
 	got, err := p.acquire(roundUp(need, chunk))
-	var lent int64 // loans of the Gatherer for this grow
-	if err == nil && got < need {
-		lent = p.gather(need - got)
+	var lent int64 // loans backing the overcommit (after a failed acquire, of the hold alone)
+	if got < need {
+		lent = p.loan(need-got, err == nil)
 	}
 	settled = true
 	if err != nil {
@@ -209,11 +216,7 @@ func (p *unifiedPool) growSlow(e *consumerBytes, n, need, now int64) error {
 	} else {
 		if got < need {
 			p.mu.overcommit += need - got
-			if lent > 0 {
-				p.mu.loaned += lent
-				p.counters.loans.Add(1)
-			}
-			p.borrowLocked(need - got - lent)
+			p.recordLoanLocked(lent)
 		}
 		rel = p.trimLocked()
 	}
@@ -310,7 +313,7 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64, optional bool) erro
 		refused = p.admission.Admit(ask)
 	}
 	var got int64
-	var lent int64 // loans of the Gatherer for this grow
+	var lent int64 // loans making up a short grant
 	var err error
 	if refused == nil {
 		// Ballast is kept from upstream's other consumers, not from the
@@ -337,7 +340,7 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64, optional bool) erro
 		// No lock across Upstream: Acquire may block and may call Reclaim here.
 		got, err = p.acquire(ask)
 		if err == nil && got < need && !optional {
-			lent = p.gather(need - got)
+			lent = p.loan(need-got, true)
 		}
 	} else {
 		p.counters.admissionRefusals.Add(1)
@@ -355,21 +358,14 @@ func (p *unifiedPool) tryGrowSlow(e *consumerBytes, n int64, optional bool) erro
 		_ = p.giveBack(rel) // failures are logged inside
 		return fmt.Errorf("pool: %s: TryGrow(%d) for %s: pool closed while acquiring: %w", p.label, n, e.c, ErrClosed)
 	}
-	if err == nil && got < need && refused == nil && !optional && p.lender != nil {
+	if err == nil && got < need && lent == need-got {
 		// Spark granted short, and the pool's Admission holds memory back
 		// from upstream's other consumers (the pod guard): a loan of it
-		// (the Gatherer's, made above, then the Lender's) makes up the
-		// rest, as overcommit that upstream never hears of.
-		if lent < need-got {
-			lent += p.lender.Lend(need - got - lent)
-		}
-		if lent == need-got {
-			p.mu.overcommit += lent
-			p.mu.loaned += lent
-			p.counters.loans.Add(1)
-			got = need
-			lent = 0
-		}
+		// (made above) makes up the rest, as overcommit that upstream never
+		// hears of.
+		p.mu.overcommit += lent
+		p.recordLoanLocked(lent)
+		got, lent = need, 0
 	}
 	p.repayLoans(lent) // a partial loan is no loan
 	if err == nil && got >= need {

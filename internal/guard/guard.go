@@ -249,9 +249,10 @@ type Guard struct {
 	// offHeapMu serialises the calls to Runtime.OffHeap that change what
 	// the guard holds (the driving goroutine's and Stop's) and the loans
 	// (Lend, Gather), so that offHeapHeld is always what the OffHeap side
-	// holds for the guard and never less than offHeapLent. Lock order: a
-	// pool's lock (Lend and Repay run under it), then offHeapMu; never the
-	// reverse (Gather releases the pools' ballast before it takes it).
+	// holds for the guard and never less than offHeapLent. A pool calls
+	// Lend and Gather without its lock (Gather releases the pools' ballast
+	// before it takes offHeapMu), and Repay, under it, takes no lock: so
+	// offHeapMu is never held while a pool's lock is waited for.
 	offHeapMu sync.Mutex
 	// offHeapHeld is what the guard holds of Spark's off-heap memory
 	// (Runtime.OffHeap); written under offHeapMu, read without it.
@@ -642,25 +643,25 @@ func (g *Guard) Gather(n int64) int64 {
 	if released <= 0 {
 		return lent
 	}
+	// What Keep takes is at most what went back (released ≤ n − lent):
+	// all of it is lent.
 	g.offHeapMu.Lock()
 	kept, err := g.rt.OffHeap.Keep(released)
 	if err != nil {
 		g.offHeapFailed("keep", err)
 	}
-	k := max(0, min(kept, n-lent))
-	if kept > 0 {
-		g.offHeapHeld.Add(kept)
-		g.offHeapLent.Add(k)
-		g.offHeapLentBytes.Add(k)
-	}
+	kept = max(kept, 0)
+	g.offHeapHeld.Add(kept)
+	g.offHeapLent.Add(kept)
 	g.offHeapMu.Unlock()
-	g.offHeapGathered.Add(max(kept, 0))
+	g.offHeapLentBytes.Add(kept)
+	g.offHeapGathered.Add(kept)
 	g.mu.Lock()
 	g.mu.released += released
 	g.mu.Unlock()
 	g.logger.Debug("pod guard: pools' ballast gathered to lend to a borrow Spark granted short",
 		"short", n, "lentOfHold", lent, "released", released, "kept", kept)
-	return lent + k
+	return lent + kept
 }
 
 // Repay implements pool.Lender: n bytes of loans are no longer used by the

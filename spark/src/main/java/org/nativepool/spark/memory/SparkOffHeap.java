@@ -175,25 +175,11 @@ public final class SparkOffHeap implements OffHeap {
         return 0;
       }
       yielding = false;
-      long execution = mm.offHeapExecutionMemoryUsed();
       long storage = mm.offHeapStorageMemoryUsed();
-      long total = mm.maxOffHeapStorageMemory() + execution;
-      long free = total - execution - storage;
+      long total = mm.maxOffHeapStorageMemory() + mm.offHeapExecutionMemoryUsed();
       // Spark's consumers may use at most total − storage, nativepool's pools nativeHeld of it;
       // keep the rest at the floor or above.
-      long grant = Math.min(n, Math.min(free, total - storage - nativeHeld - floor));
-      if (grant <= 0) {
-        return 0;
-      }
-      if (!mm.acquireStorageMemory(block, grant, MemoryMode.OFF_HEAP)) {
-        // Unmanaged memory (Spark 4.1's) left less than it seemed: nothing is taken.
-        return 0;
-      }
-      held += grant;
-      if (LOG.isTraceEnabled()) {
-        LOG.trace("nativepool: pod guard took {} of free off-heap memory, holds {}", grant, held);
-      }
-      return grant;
+      return holdLocked(Math.min(n, total - storage - nativeHeld - floor), "took");
     }
   }
 
@@ -203,17 +189,31 @@ public final class SparkOffHeap implements OffHeap {
       throw new IllegalArgumentException("nativepool: OffHeap.keep(" + n + "): not positive");
     }
     synchronized (mm) {
-      // Free of both pools: storage may borrow what execution does not use, never evicting.
-      long grant = Math.min(n, mm.maxOffHeapStorageMemory() - mm.offHeapStorageMemoryUsed());
-      if (grant <= 0 || !mm.acquireStorageMemory(block, grant, MemoryMode.OFF_HEAP)) {
-        return 0;
-      }
-      held += grant;
-      if (LOG.isTraceEnabled()) {
-        LOG.trace("nativepool: pod guard kept {} of pools' ballast to lend, holds {}", grant, held);
-      }
-      return grant;
+      return holdLocked(n, "kept of the pools' ballast");
     }
+  }
+
+  /**
+   * Holds up to {@code n} bytes of what is free as ballast and returns how many: never more than
+   * is free of both pools (storage may borrow what execution does not use, so nothing is evicted).
+   * Called with the memory manager's lock held.
+   */
+  private long holdLocked(long n, String how) {
+    long grant = Math.min(n, freeLocked());
+    if (grant <= 0 || !mm.acquireStorageMemory(block, grant, MemoryMode.OFF_HEAP)) {
+      // (A refused acquire: unmanaged memory, Spark 4.1's, left less than it seemed.)
+      return 0;
+    }
+    held += grant;
+    if (LOG.isTraceEnabled()) {
+      LOG.trace("nativepool: pod guard {} {} of off-heap memory, holds {}", how, grant, held);
+    }
+    return grant;
+  }
+
+  /** Off-heap memory free now, held by nobody. Called with the memory manager's lock held. */
+  private long freeLocked() {
+    return mm.maxOffHeapStorageMemory() - mm.offHeapStorageMemoryUsed();
   }
 
   @Override
@@ -236,7 +236,7 @@ public final class SparkOffHeap implements OffHeap {
   @Override
   public long free() {
     synchronized (mm) {
-      return mm.maxOffHeapStorageMemory() - mm.offHeapStorageMemoryUsed();
+      return freeLocked();
     }
   }
 
