@@ -354,6 +354,27 @@ func TestABorrowSparkGrantedShortIsLentThePoolsBallast(t *testing.T) {
 	assert.Zero(t, held, "repaid, it went back to Spark")
 }
 
+// A Keep that fails (a Java exception) lends nothing beyond the hold: the
+// ballast that went back is Spark's again, free, and nothing is left held
+// or lent for it; the failure is logged once at WARN.
+func TestAFailedKeepLendsNothingAndHoldsNothing(t *testing.T) {
+	p, off, g, logs, _ := newCompanionPod(t)
+	off.set(func(o *fakeOffHeap) { o.used = 256 * mib })
+	p.set(func(p *fakeProcess) { p.held, p.ballast, p.jvm = 96*mib, 64*mib, 964*mib })
+	g.Step()
+	off.set(func(o *fakeOffHeap) { o.fail = errors.New("OutOfMemoryError") })
+
+	assert.Zero(t, g.Gather(2*mib))
+	used, held := off.get()
+	assert.Equal(t, int64(254*mib), used, "the ballast went back to Spark")
+	assert.Zero(t, held)
+	st := g.Stats()
+	assert.Zero(t, st.OffHeapBallast)
+	assert.Zero(t, st.OffHeapLent)
+	assert.Zero(t, st.OffHeapGathered)
+	assert.Equal(t, 1, logs.count("WARN pod guard: cannot keep Spark's off-heap ballast"))
+}
+
 // Without Spark's off-heap memory the guard lends nothing.
 func TestWithoutAnOffHeapSideTheGuardLendsNothing(t *testing.T) {
 	p, g, _, _ := newPod(t)
